@@ -1,0 +1,3 @@
+from shapecheck.cli import main
+
+main()

@@ -1,0 +1,219 @@
+"""``@checked``: runtime shape checking from jaxtyping annotations, with beartype for the rest.
+
+The jaxtyping annotations on a signature are the contract. ``checked`` compiles
+them once into ``ArraySpec`` matchers (a few microseconds a call), binds axis
+sizes from the module's config (``self.config``) before looking at any
+argument, and hands every non-array parameter to beartype. A failure raises
+``ShapeError`` whose first line is the diagnosis::
+
+    MultiHeadAttention.forward: query.shape[2] is 256, but d_model=512 (bound by the config)
+
+With ``SHAPECHECK_DISABLE=1`` in the environment at import time nothing is
+wrapped: the decorator returns the function object itself. ``checks_disabled()``
+switches checking off at run time, for a block.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import os
+import types
+import typing
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from beartype import beartype
+
+from shapecheck.axes import AXES
+from shapecheck.errors import ShapeError
+from shapecheck.shapes import ArraySpec, erase, return_specs, spec_of
+
+DISABLED_BY_ENV = os.environ.get("SHAPECHECK_DISABLE", "").strip() not in ("", "0", "false", "False")
+
+F = typing.TypeVar("F", bound=Callable[..., typing.Any])
+
+
+class _State:
+    enabled = True
+
+
+_STATE = _State()
+
+
+@contextlib.contextmanager
+def checks_disabled() -> Iterator[None]:
+    """Turn shape checks off inside the block (for tests and notebooks)."""
+    previous, _STATE.enabled = _STATE.enabled, False
+    try:
+        yield
+    finally:
+        _STATE.enabled = previous
+
+
+def checks_enabled() -> bool:
+    """Whether checked functions check now (``False`` inside ``checks_disabled()``)."""
+    return _STATE.enabled and not DISABLED_BY_ENV
+
+
+def config_axes(owner: object) -> dict[str, int]:
+    """Axis sizes fixed by ``owner.config``: its fields named in the axis vocabulary."""
+    config = getattr(owner, "config", None)
+    if config is None:
+        return {}
+    cached = getattr(config, "__dict__", {}).get("_shapecheck_axes")
+    if cached is not None:
+        return cached
+    names = [n for n in dir(type(config)) if n in AXES] + [n for n in vars(config) if n in AXES]
+    sizes = {}
+    for name in names:
+        value = getattr(config, name, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            sizes[name] = value
+    if hasattr(config, "__dict__"):
+        config.__dict__["_shapecheck_axes"] = sizes  # frozen dataclasses allow this write
+    return sizes
+
+
+@dataclass(frozen=True)
+class _Param:
+    name: str
+    index: int  # position, or a large number for keyword-only
+    default: object
+    spec: ArraySpec
+
+
+class _Signature:
+    """The compiled contract of one function: array parameters and the return."""
+
+    def __init__(self, fn: Callable[..., typing.Any]) -> None:
+        hints = typing.get_type_hints(fn, include_extras=True)
+        params = list(inspect.signature(fn).parameters.values())
+        self.is_method = bool(params) and params[0].name == "self"
+        self.params: list[_Param] = []
+        for index, p in enumerate(params):
+            spec = spec_of(hints.get(p.name))
+            if spec is None:
+                continue
+            position = index if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) else 1 << 30
+            default = None if p.default is inspect.Parameter.empty else p.default
+            self.params.append(_Param(p.name, position, default, spec))
+        self.returns = return_specs(hints.get("return"))
+        self.body = _beartyped(fn, hints)
+
+
+def _beartyped(fn: Callable[..., typing.Any], hints: dict[str, object]) -> Callable[..., typing.Any]:
+    """A copy of ``fn`` that beartype checks, with array annotations erased to ``Tensor``."""
+    shim = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    shim.__kwdefaults__ = fn.__kwdefaults__
+    shim.__qualname__ = fn.__qualname__
+    shim.__module__ = fn.__module__
+    shim.__annotations__ = {name: erase(hint) for name, hint in hints.items()}
+    return beartype(shim)
+
+
+def _where(name: str, reason: str) -> str:
+    return f"{name}.{reason}" if reason.startswith("shape[") else f"{name} {reason}"
+
+
+def _bound_text(memo: dict[str, object]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in memo.items())
+
+
+class _Failure:
+    """Replays a failing call with origin tracking to say where each axis was bound."""
+
+    def __init__(self, qualname: str, config: dict[str, int]) -> None:
+        self.qualname = qualname
+        self.memo: dict[str, object] = dict(config)
+        self.origin = {name: "the config" for name in config}
+
+    def feed(self, name: str, spec: ArraySpec, value: object) -> str | None:
+        before = set(self.memo)
+        reason = spec.match(value, self.memo)
+        for axis in set(self.memo) - before:
+            index = next((i for i, d in enumerate(spec.dims) if d.name == axis), None)
+            fixed = index is not None and not spec.variadic
+            self.origin[axis] = f"{name}.shape[{index}]" if fixed else f"{name}.shape"
+        return reason
+
+    def error(self, name: str, spec: ArraySpec, value: object, reason: str) -> ShapeError:
+        axis = next((a for a in self.origin if reason.endswith(f"but {a}={self.memo[a]}")), None)
+        where = f" (bound by {self.origin[axis]})" if axis else ""
+        got = tuple(value.shape) if hasattr(value, "shape") else type(value).__name__
+        lines = [
+            f"{self.qualname}: {_where(name, reason)}{where}",
+            f"  {name}: expected \"{spec.text}\", got {got}",
+            f"  bound: {_bound_text(self.memo) or '(nothing)'}",
+        ]
+        return ShapeError("\n".join(lines))
+
+
+def _returned(out: object, returns: list) -> Iterator[tuple[str, ArraySpec, object]]:
+    """(label, spec, value) for each returned array, choosing the alternative by ``out``'s type."""
+    for alternative in returns:
+        if isinstance(alternative, ArraySpec) and not isinstance(out, tuple):
+            if not (alternative.optional and out is None):
+                yield "return value", alternative, out
+            return
+        if isinstance(alternative, tuple) and isinstance(out, tuple):
+            for index, (spec, item) in enumerate(zip(alternative, out)):
+                if spec is not None and not (spec.optional and item is None):
+                    yield f"return value[{index}]", spec, item
+            return
+
+
+def _diagnose(sig: _Signature, qualname: str, args: tuple, kwargs: dict, out: object = None) -> ShapeError:
+    """The readable error for a call known to fail (slow path, run once)."""
+    failure = _Failure(qualname, config_axes(args[0]) if sig.is_method and args else {})
+    for p in sig.params:
+        value = args[p.index] if p.index < len(args) else kwargs.get(p.name, p.default)
+        if value is None and p.spec.optional:
+            continue
+        reason = failure.feed(p.name, p.spec, value)
+        if reason:
+            return failure.error(p.name, p.spec, value, reason)
+    for name, spec, value in _returned(out, sig.returns):
+        reason = failure.feed(name, spec, value)
+        if reason:
+            return failure.error(name, spec, value, reason)
+    return ShapeError(f"{qualname}: shapes do not match the annotations")
+
+
+def _wrap(fn: Callable[..., typing.Any]) -> Callable[..., typing.Any]:
+    sig: _Signature | None = None
+    qualname = fn.__qualname__
+
+    @functools.wraps(fn)
+    def wrapper(*args: typing.Any, **kwargs: typing.Any) -> typing.Any:
+        nonlocal sig
+        if not _STATE.enabled:
+            return fn(*args, **kwargs)
+        if sig is None:
+            sig = _Signature(fn)
+        memo = dict(config_axes(args[0])) if sig.is_method and args else {}
+        for p in sig.params:
+            value = args[p.index] if p.index < len(args) else kwargs.get(p.name, p.default)
+            if value is None and p.spec.optional:
+                continue
+            if p.spec.match(value, memo):
+                raise _diagnose(sig, qualname, args, kwargs) from None
+        out = sig.body(*args, **kwargs)
+        for _, spec, value in _returned(out, sig.returns):
+            if spec.match(value, memo):
+                raise _diagnose(sig, qualname, args, kwargs, out) from None
+        return out
+
+    wrapper.__wrapped_by_shapecheck__ = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def checked(obj: F) -> F:
+    """Check a function's (or an ``nn.Module`` class's ``forward``) jaxtyping annotations at run time."""
+    if DISABLED_BY_ENV:
+        return obj
+    if isinstance(obj, type):
+        obj.forward = _wrap(obj.forward)  # type: ignore[attr-defined]
+        return obj
+    return typing.cast(F, _wrap(obj))
