@@ -7,6 +7,9 @@ from reference_models.attention import (
     scaled_dot_product_attention,
 )
 
+# Each family's module is imported as reference_models.<family> (bert, layers, pretraining,
+# transformer, packed, gpt2); the attention primitives are re-exported here.
+
 __all__ = [
     "AttentionConfig",
     "MultiHeadAttention",
