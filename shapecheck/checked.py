@@ -183,7 +183,7 @@ def _diagnose(sig: _Signature, qualname: str, args: tuple, kwargs: dict, out: ob
 
 def _wrap(fn: Callable[..., typing.Any]) -> Callable[..., typing.Any]:
     sig: _Signature | None = None
-    qualname = fn.__qualname__
+    qualname = fn.__qualname__.rsplit("<locals>.", 1)[-1]
 
     @functools.wraps(fn)
     def wrapper(*args: typing.Any, **kwargs: typing.Any) -> typing.Any:

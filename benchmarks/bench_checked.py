@@ -1,0 +1,110 @@
+"""Per-call cost of runtime shape checks on MultiHeadAttention (d_model 512, 8 heads).
+
+Interleaved runs, median per variant:
+- checked: ``MultiHeadAttention`` as shipped (@checked on forward);
+- unwrapped: the same module's original forward (``forward.__wrapped__``);
+- env-off: a subprocess with SHAPECHECK_DISABLE=1 (forward is the original function object);
+- torch: ``nn.MultiheadAttention`` with the same sizes and weights.
+Modes: inference (eval + no_grad, where torch takes its fused fast path) and autograd (eval, grad on).
+
+    python benchmarks/bench_checked.py [--repeats 400]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+from torch import nn
+
+SHAPES = [(1, 8), (8, 512)]
+
+
+def _modules():
+    from reference_models import MultiHeadAttention
+
+    torch.manual_seed(0)
+    ours = MultiHeadAttention(512, 8).eval()
+    theirs = nn.MultiheadAttention(512, 8, batch_first=True).eval()
+    with torch.no_grad():
+        theirs.in_proj_weight.copy_(torch.cat([ours.q_proj.weight, ours.k_proj.weight, ours.v_proj.weight]))
+        theirs.in_proj_bias.copy_(torch.cat([ours.q_proj.bias, ours.k_proj.bias, ours.v_proj.bias]))
+        theirs.out_proj.load_state_dict(ours.out_proj.state_dict())
+    return ours, theirs
+
+
+def _variants(ours, theirs):
+    raw = type(ours).forward
+    variants = {"checked": lambda x: ours(x)}
+    if hasattr(raw, "__wrapped__"):
+        unwrapped = raw.__wrapped__
+        variants["unwrapped"] = lambda x: unwrapped(ours, x)
+    variants["torch"] = lambda x: theirs(x, x, x, need_weights=False)[0]
+    return variants
+
+
+def _time(variants, x, repeats, grad):
+    samples = {name: [] for name in variants}
+    context = torch.enable_grad if grad else torch.no_grad
+    with context():
+        for fn in variants.values():
+            for _ in range(10):
+                fn(x)
+        for _ in range(repeats):
+            for name, fn in variants.items():
+                start = time.perf_counter()
+                fn(x)
+                samples[name].append(time.perf_counter() - start)
+    return {name: statistics.median(s) * 1e6 for name, s in samples.items()}
+
+
+def measure(repeats: int) -> dict:
+    ours, theirs = _modules()
+    variants = _variants(ours, theirs)
+    results = {}
+    for batch, seq in SHAPES:
+        x = torch.randn(batch, seq, 512)
+        n = repeats if seq <= 64 else max(repeats // 20, 20)
+        for grad in (False, True):
+            results[f"{batch}x{seq} {'autograd' if grad else 'inference'}"] = _time(variants, x, n, grad)
+    return results
+
+
+def _env_off(repeats: int) -> dict:
+    code = (
+        "import json, sys; sys.path.insert(0, 'benchmarks');"
+        "import bench_checked as b, reference_models.attention as a;"
+        "assert not hasattr(a.MultiHeadAttention.forward, '__wrapped_by_shapecheck__');"
+        f"print(json.dumps(b.measure({repeats})))"
+    )
+    env = {**os.environ, "SHAPECHECK_DISABLE": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=400)
+    args = parser.parse_args()
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; median microseconds per call")
+    on = measure(args.repeats)
+    off = _env_off(args.repeats)
+    header = f"{'shape / mode':<24}{'checked':>10}{'unwrapped':>11}{'env-off':>10}{'torch':>10}{'check cost':>12}{'ours/torch':>12}"
+    print(header)
+    for key, row in on.items():
+        cost = row["checked"] / row["unwrapped"] - 1
+        ratio = row["checked"] / row["torch"]
+        print(
+            f"{key:<24}{row['checked']:>10.1f}{row['unwrapped']:>11.1f}{off[key]['checked']:>10.1f}"
+            f"{row['torch']:>10.1f}{cost:>+12.1%}{ratio:>12.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
