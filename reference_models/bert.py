@@ -163,8 +163,9 @@ class SinusoidalPositions(nn.Module):
         pe[:, 1::2] = torch.cos(angle[:, : d_model // 2])
         self.register_buffer("weight", pe, persistent=False)  # not a parameter: never trained
 
-    def forward(self, positions: Tensor) -> Tensor:
-        return self.weight[positions]  # (..., d_model)
+    @checked
+    def forward(self, positions: Int[Tensor, "*batch"]) -> Float[Tensor, "*batch d_model"]:
+        return self.weight[positions]  # (*batch, d_model)
 
 
 class BertEmbeddings(nn.Module):
@@ -366,14 +367,17 @@ def init_bert_weights(module: nn.Module) -> None:
 
 
 class BertModel(nn.Module):
-    """Embeddings, ``layers`` encoder layers and the pooler; state dict keys as transformers' BertModel."""
+    """Embeddings, ``layers`` encoder layers and the pooler; state dict keys as transformers' BertModel.
 
-    def __init__(self, config: BertConfig) -> None:
+    ``add_pooling_layer=False`` (as in transformers) leaves the pooler out; ``pooled_output`` is then None.
+    """
+
+    def __init__(self, config: BertConfig, add_pooling_layer: bool = True) -> None:
         super().__init__()
         self.config = config
         self.embeddings = BertEmbeddings(config)
         self.encoder = BertEncoder(config)
-        self.pooler = BertPooler(config)
+        self.pooler = BertPooler(config) if add_pooling_layer else None
         self.apply(init_bert_weights)
 
     @checked
@@ -382,7 +386,7 @@ class BertModel(nn.Module):
         input_ids: Int[Tensor, "batch seq"],
         segment_ids: Optional[Int[Tensor, "batch seq"]] = None,
         attention_mask: Optional[Shaped[Tensor, "batch seq"]] = None,
-    ) -> tuple[Float[Tensor, "batch seq d_model"], Float[Tensor, "batch d_model"]]:
+    ) -> tuple[Float[Tensor, "batch seq d_model"], Optional[Float[Tensor, "batch d_model"]]]:
         """Returns ``BertModelOutput(sequence_output, pooled_output)``.
 
         ``attention_mask``: (batch, seq), nonzero/True = a real token, 0/False = padding (as transformers).
@@ -393,7 +397,7 @@ class BertModel(nn.Module):
         keep = None if attention_mask is None else attention_mask.bool()[:, None, None, :]  # (batch, 1, 1, seq)
         hidden = self.encoder(hidden, keep)
         # 3) pool the first token
-        return BertModelOutput(hidden, self.pooler(hidden))
+        return BertModelOutput(hidden, None if self.pooler is None else self.pooler(hidden))
 
 
 class NextSentencePrediction(nn.Module):
@@ -425,12 +429,18 @@ class MaskedLanguageModel(nn.Module):
 
 
 class BertLM(nn.Module):
-    """Seed 001's BERTLM: BertModel with the next-sentence and masked-LM heads."""
+    """Seed 001's BERTLM: BertModel with the next-sentence and masked-LM heads.
+
+    As in the seed, NSP reads the first token's hidden state directly, so the
+    model has no pooler (it would be a dead weight). The released BERT's
+    pre-training heads differ (NSP on the pooled output, a transform layer and a
+    decoder tied to the word embeddings before the MLM softmax).
+    """
 
     def __init__(self, config: BertConfig) -> None:
         super().__init__()
         self.config = config
-        self.bert = BertModel(config)
+        self.bert = BertModel(config, add_pooling_layer=False)
         self.next_sentence = NextSentencePrediction(config)
         self.mask_lm = MaskedLanguageModel(config)
         self.next_sentence.apply(init_bert_weights)

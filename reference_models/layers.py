@@ -92,7 +92,7 @@ class StdLayerNorm(nn.Module):
         return self.weight * (x - mean) / (std + self.config.eps) + self.bias
 
 
-def gelu_tanh(x: Tensor) -> Tensor:
+def gelu_tanh(x: Float[Tensor, "*batch"]) -> Float[Tensor, "*batch"]:
     """GELU(x) ≈ 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³))) (seed 001)."""
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3))))
 
@@ -100,7 +100,8 @@ def gelu_tanh(x: Tensor) -> Tensor:
 class GELU(nn.Module):
     """Seed 001's GELU module: the tanh approximation, elementwise."""
 
-    def forward(self, x: Tensor) -> Tensor:
+    @checked
+    def forward(self, x: Float[Tensor, "*batch"]) -> Float[Tensor, "*batch"]:
         return gelu_tanh(x)
 
 

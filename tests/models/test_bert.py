@@ -98,6 +98,15 @@ def test_released_parameter_counts_match_transformers(ours, hf_sizes):
     assert sorted(mine.state_dict()) == sorted(theirs.state_dict())
 
 
+def test_without_pooler_matches_transformers_keys():
+    transformers = pytest.importorskip("transformers")
+    ours = BertModel(TINY, add_pooling_layer=False)
+    theirs = transformers.BertModel(_hf_config(transformers), add_pooling_layer=False)
+    assert sorted(ours.state_dict()) == sorted(theirs.state_dict())
+    ids, segments, _ = _batch()
+    assert ours(ids, segments).pooled_output is None
+
+
 def test_released_sizes():
     base, large = BertConfig.base(), BertConfig.large()
     assert (base.layers, base.d_model, base.heads, base.d_ff, base.d_head) == (12, 768, 12, 3072, 64)
@@ -190,7 +199,7 @@ def test_wrong_input_into_bert_model_messages_are_pinned():
 
 
 def test_sinusoidal_positions_match_transformers():
-    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("transformers")
     from transformers.models.distilbert.modeling_distilbert import create_sinusoidal_embeddings
 
     expected = torch.empty(24, 16)
@@ -218,6 +227,8 @@ def test_bert_lm_heads():
     hidden = model.bert(ids, segments, keep).sequence_output
     assert (nsp - F.log_softmax(model.next_sentence.linear(hidden[:, 0]), -1)).abs().max() <= TOL
     assert (mlm - F.log_softmax(model.mask_lm.linear(hidden), -1)).abs().max() <= TOL
+    assert model.bert.pooler is None  # NSP reads the first token (seed 001): a pooler would be dead weight
+    assert not [k for k in model.state_dict() if "pooler" in k]
 
 
 def test_next_sentence_prediction_reads_only_the_first_token():
