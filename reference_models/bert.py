@@ -117,7 +117,8 @@ class BertConfig:
         """The config of a transformers ``BertConfig`` (absolute positions, a supported hidden_act)."""
         act = hf_config.hidden_act
         if act not in _HF_ACTIVATIONS:
-            raise ConfigError(f"BertConfig.from_hf: hidden_act={act!r} is not one of {', '.join(map(repr, _HF_ACTIVATIONS))}")
+            choices = ", ".join(map(repr, _HF_ACTIVATIONS))
+            raise ConfigError(f"BertConfig.from_hf: hidden_act={act!r} is not one of {choices}")
         kind = getattr(hf_config, "position_embedding_type", "absolute")
         if kind != "absolute":
             raise ConfigError(f"BertConfig.from_hf: position_embedding_type={kind!r} is not supported, only 'absolute'")

@@ -86,7 +86,10 @@ def test_padding_tokens_do_not_reach_real_tokens():
     ("ours", "hf_sizes"),
     [
         (BertConfig.base, {}),
-        (BertConfig.large, dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096)),
+        (
+            BertConfig.large,
+            dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096),
+        ),
     ],
 )
 def test_released_parameter_counts_match_transformers(ours, hf_sizes):
@@ -194,7 +197,8 @@ def test_wrong_input_into_bert_model_messages_are_pinned():
     with pytest.raises(ShapeError) as info:
         model(torch.zeros(1, 25, dtype=torch.long))
     assert str(info.value) == (
-        "BertEmbeddings.forward: input_ids.shape[1] is 25, but max_seq=24 (bound by the config): there are no more positions"
+        "BertEmbeddings.forward: input_ids.shape[1] is 25, but max_seq=24 (bound by the config): "
+        "there are no more positions"
     )
 
 

@@ -193,7 +193,9 @@ def test_pipeline_trains_bert_lm():
     g = torch.Generator().manual_seed(0)
     pairs = next_sentence_pairs(documents, generator=g)
     batch = pack_pairs(pairs, cls_id=CLS, sep_id=SEP, pad_id=PAD, max_seq=16)
-    inputs, labels = mask_tokens(batch.input_ids, vocab=50, mask_id=MASK, generator=g, special_ids=SPECIAL, mask_prob=0.5)
+    inputs, labels = mask_tokens(
+        batch.input_ids, vocab=50, mask_id=MASK, generator=g, special_ids=SPECIAL, mask_prob=0.5
+    )
     model = BertLM(BertConfig(vocab=50, d_model=16, layers=1, heads=2, d_ff=32, max_seq=16))
     nsp, mlm = model(inputs, batch.segment_ids, batch.attention_mask)
     loss = F.nll_loss(nsp, pairs.is_next) + F.nll_loss(mlm.transpose(1, 2), labels)  # ignore_index=-100
