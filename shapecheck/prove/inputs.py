@@ -1,0 +1,200 @@
+"""Which ``forward`` arguments to pass, their axes, and example tensors at any sizes.
+
+Each argument's axes come from its jaxtyping annotation (``Float[Tensor, "batch
+seq_q d_model"]``); an unannotated argument with a well-known name (``input_ids``,
+``hidden_states``, ``query``, ...) gets the usual axes. ``batch``, ``seq``,
+``seq_q`` and ``seq_k`` are exported as dynamic dimensions; every other axis
+takes its size from the module's config (``d_model``, ``heads``, ...) or from
+``sizes``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from dataclasses import dataclass, replace
+from typing import Optional, Union
+
+import torch
+from torch import Tensor, nn
+
+from shapecheck.axes import canonical
+from shapecheck.checked import config_axes
+from shapecheck.errors import UsageError
+from shapecheck.shapes import ANON, ANON_VARIADIC, EXPR, FIXED, NAMED, VARIADIC, ArraySpec, spec_of
+
+DYNAMIC_AXES = ("batch", "seq", "seq_q", "seq_k")
+EXAMPLE_SIZES = {"batch": 3, "seq": 7, "seq_q": 7, "seq_k": 5}
+
+# Axes of unannotated arguments, by the names transformers and the seed posts use.
+_TOKENS = ("batch", "seq")
+_STATES = ("batch", "seq", "d_model")
+KNOWN_ARGUMENTS: dict[str, tuple[tuple[str, ...], str]] = {
+    "input_ids": (_TOKENS, "int"), "token_type_ids": (_TOKENS, "int"), "segment_ids": (_TOKENS, "int"),
+    "segment_info": (_TOKENS, "int"), "position_ids": (_TOKENS, "int"), "attention_mask": (_TOKENS, "int"),
+    "x": (_STATES, "float"), "query": (("batch", "seq_q", "d_model"), "float"), "hidden_states": (_STATES, "float"),
+    "inputs_embeds": (_STATES, "float"), "src": (_STATES, "float"), "tgt": (_STATES, "float"),
+    "key": (("batch", "seq_k", "d_model"), "float"), "value": (("batch", "seq_k", "d_model"), "float"),
+    "input": (_STATES, "float"), "inputs": (_STATES, "float"),
+}
+
+Axis = Union[str, int]  # an axis name, or a fixed size
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One tensor argument of ``forward``: its axes (names or sizes) and element kind."""
+
+    name: str
+    axes: tuple[Axis, ...]
+    kind: str  # "float" | "int" | "bool"
+    required: bool
+
+    def example(self, sizes: dict[str, int]) -> Tensor:
+        shape = tuple(a if isinstance(a, int) else sizes[a] for a in self.axes)
+        if self.kind == "float":
+            return torch.randn(shape)
+        if self.kind == "bool":
+            return torch.ones(shape, dtype=torch.bool)
+        return torch.randint(0, 2, shape)
+
+
+@dataclass(frozen=True)
+class InputPlan:
+    """The arguments ``prove`` passes and the sizes of their static axes."""
+
+    arguments: tuple[Argument, ...]
+
+    @property
+    def dynamic_axes(self) -> list[str]:
+        """Dynamic axis names in order of first appearance."""
+        seen: list[str] = []
+        for arg in self.arguments:
+            seen += [a for a in arg.axes if isinstance(a, str) and a not in seen]
+        return seen
+
+    def examples(self, sizes: dict[str, int]) -> dict[str, Tensor]:
+        """Example tensors, each dynamic axis at ``sizes[axis]``."""
+        return {arg.name: arg.example(sizes) for arg in self.arguments}
+
+    def dynamic_shapes(self) -> dict[str, dict[int, object]]:
+        """``torch.export`` dynamic_shapes: every named axis automatic (static or dynamic, as traced)."""
+        return {arg.name: {i: _auto(a) for i, a in enumerate(arg.axes) if isinstance(a, str)} for arg in self.arguments}
+
+
+def _auto(axis: str) -> object:
+    dim = torch.export.Dim
+    return getattr(dim, "AUTO", None) or dim(axis)  # torch < 2.5 has no Dim.AUTO
+
+
+def forward_hints(module: nn.Module) -> dict[str, object]:
+    """``forward``'s type hints, read from the undecorated function."""
+    function = inspect.unwrap(type(module).forward)
+    try:
+        return typing.get_type_hints(function, include_extras=True)
+    except Exception:  # noqa: BLE001 - unresolvable string annotations: treat as unannotated
+        return {}
+
+
+def plan_inputs(
+    module: nn.Module, *, names: Optional[list[str]] = None, cross: bool = False, sizes: Optional[dict[str, int]] = None
+) -> InputPlan:
+    """The arguments to pass: ``names``, or the required ones (plus keys and values when ``cross``)."""
+    params = _forward_parameters(module)
+    hints = forward_hints(module)
+    static = {**config_axes(module), **(sizes or {})}
+    chosen = _choose(module, params, hints, names, cross)
+    return _self_attention(InputPlan(tuple(_argument(module, params[n], hints.get(n), static) for n in chosen)))
+
+
+def _self_attention(plan: InputPlan) -> InputPlan:
+    """Queries with no keys of their own are the ``seq`` of self-attention."""
+    axes = plan.dynamic_axes
+    if "seq_q" not in axes or "seq_k" in axes or "seq" in axes:
+        return plan
+    rename = lambda a: "seq" if a == "seq_q" else a  # noqa: E731
+    return InputPlan(tuple(replace(arg, axes=tuple(map(rename, arg.axes))) for arg in plan.arguments))
+
+
+def _forward_parameters(module: nn.Module) -> dict[str, inspect.Parameter]:
+    signature = inspect.signature(inspect.unwrap(type(module).forward))
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return {n: p for n, p in list(signature.parameters.items())[1:] if p.kind in kinds}
+
+
+def _is_tensor(name: str, hints: dict[str, object]) -> bool:
+    return spec_of(hints.get(name)) is not None or (name not in hints and name in KNOWN_ARGUMENTS)
+
+
+def _choose(
+    module: nn.Module, params: dict[str, inspect.Parameter], hints: dict[str, object], names: Optional[list[str]], cross: bool
+) -> list[str]:
+    label = type(module).__name__
+    if names:
+        unknown = [n for n in names if n not in params]
+        if unknown:
+            raise UsageError(f"{label}.forward has no argument {unknown[0]!r} (arguments: {', '.join(params)})")
+        return list(names)
+    chosen = [n for n, p in params.items() if p.default is inspect.Parameter.empty]
+    if not chosen:  # every argument optional (transformers): the first tensor-like one
+        chosen = [n for n in params if _is_tensor(n, hints)][:1]
+    if cross:
+        chosen += [n for n in params if n not in chosen and _is_cross(n, hints)]
+    if not chosen:
+        raise UsageError(f"{label}.forward takes no tensor argument prove can build; name them with --inputs")
+    return chosen
+
+
+def _is_cross(name: str, hints: dict[str, object]) -> bool:
+    """A float argument along ``seq_k``: the keys and values of cross-attention."""
+    spec = spec_of(hints.get(name))
+    if spec is None:
+        return name in ("key", "value") and name not in hints
+    axes = {canonical(d.name) for d in spec.dims if d.kind == NAMED}
+    return "seq_k" in axes and _kind(spec, name) == "float"
+
+
+def _kind(spec: Optional[ArraySpec], name: str) -> str:
+    if spec is None or spec.dtypes is None:
+        return KNOWN_ARGUMENTS.get(name, ((), "float"))[1]
+    if torch.float32 in spec.dtypes:
+        return "float"
+    if torch.int64 in spec.dtypes:
+        return "int"
+    return "bool" if torch.bool in spec.dtypes else "float"
+
+
+def _argument(module: nn.Module, param: inspect.Parameter, hint: object, static: dict[str, int]) -> Argument:
+    spec = spec_of(hint)
+    where = f"{type(module).__name__}.forward argument {param.name!r}"
+    if spec is not None:
+        axes = tuple(_axis(d, static, where, spec.text) for d in spec.dims)
+    elif param.name in KNOWN_ARGUMENTS:
+        axes = tuple(a if a in DYNAMIC_AXES else _static(a, static, where) for a in KNOWN_ARGUMENTS[param.name][0])
+    else:
+        raise UsageError(f"{where} has no jaxtyping annotation, so its shape is unknown; annotate it or leave it out")
+    return Argument(param.name, axes, _kind(spec, param.name), param.default is inspect.Parameter.empty)
+
+
+def _axis(dim: object, static: dict[str, int], where: str, text: str) -> Axis:
+    kind, name = dim.kind, canonical(dim.name)  # type: ignore[attr-defined]
+    if kind == FIXED:
+        return dim.size  # type: ignore[attr-defined]
+    if kind in (NAMED, VARIADIC) and name in DYNAMIC_AXES:
+        return name
+    if kind == NAMED:
+        return _static(name, static, where)
+    if kind == EXPR:
+        try:
+            return int(eval(dim.name, {"__builtins__": {}}, dict(static)))  # noqa: S307 - annotation text
+        except Exception:  # noqa: BLE001
+            pass
+    shown = {ANON: "_", ANON_VARIADIC: "...", VARIADIC: f"*{dim.name}"}.get(kind, dim.name)  # type: ignore[attr-defined]
+    raise UsageError(f"{where}: cannot size axis {shown!r} of \"{text}\"; give it with --size NAME=N")
+
+
+def _static(name: str, static: dict[str, int], where: str) -> int:
+    if name not in static:
+        known = ", ".join(f"{k}={v}" for k, v in static.items()) or "none"
+        raise UsageError(f"{where}: no size for axis {name!r} (known: {known}); give it with --size {name}=N")
+    return static[name]
