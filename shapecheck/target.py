@@ -24,6 +24,8 @@ import importlib.util
 import inspect
 import os
 import sys
+import types
+import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -33,6 +35,7 @@ from torch import nn
 from shapecheck.errors import UsageError
 
 WIDTH_NAMES = frozenset({"d_model", "embed_dim", "hidden_size", "hidden", "n_embd", "dim", "model_dim", "emb_size"})
+INPUT_WIDTH_NAMES = frozenset({"d_in", "input_size", "input_dim"})  # an attention block's input width: d_model too
 HEAD_NAMES = frozenset({"heads", "h", "num_heads", "n_heads", "n_head", "nhead", "num_attention_heads"})
 DROPOUT_NAMES = frozenset({
     "dropout", "p", "attn_dropout", "attention_dropout", "att_dropout", "dropout_p", "dropout_rate",
@@ -212,26 +215,30 @@ def _parameters(target: Target) -> list[inspect.Parameter]:
 
 
 def _role(name: str) -> Optional[str]:
-    for role, names in (("d_model", WIDTH_NAMES), ("heads", HEAD_NAMES), ("dropout", DROPOUT_NAMES), ("bias", BIAS_NAMES)):
+    for role, names in (("d_model", WIDTH_NAMES | INPUT_WIDTH_NAMES), ("heads", HEAD_NAMES), ("dropout", DROPOUT_NAMES), ("bias", BIAS_NAMES)):
         if name in names:
             return role
     return None
 
 
-def _config_class(target: Target, param: inspect.Parameter) -> Optional[type]:
-    """The class to build for a ``config`` parameter: its annotation, or a transformers config."""
-    annotation = param.annotation
-    if isinstance(annotation, str):
-        annotation = getattr(sys.modules.get(target.obj.__module__), annotation, None)
-    if inspect.isclass(annotation) and (dataclasses.is_dataclass(annotation) or hasattr(annotation, "to_dict")):
-        return annotation
+def _config_classes(target: Target, param: inspect.Parameter) -> list[type]:
+    """Classes to try for a ``config`` parameter: its annotation (each member of a Union), or a transformers config."""
+    func = target.obj.__init__ if target.is_class else target.obj
+    try:
+        annotation = typing.get_type_hints(func).get(param.name, param.annotation)
+    except Exception:  # noqa: BLE001 - unresolvable annotations: fall back to the raw one
+        annotation = param.annotation
+    members = typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, types.UnionType) else (annotation,)
+    found = [m for m in members if inspect.isclass(m) and (dataclasses.is_dataclass(m) or hasattr(m, "to_dict"))]
+    if found:
+        return found
     module = sys.modules.get(getattr(target.obj, "__module__", ""))
     if module is None or not module.__name__.startswith("transformers."):
-        return None
+        return []
     from transformers import PretrainedConfig  # a transformers class: its module imports its config
 
     found = [v for v in vars(module).values() if inspect.isclass(v) and issubclass(v, PretrainedConfig) and v is not PretrainedConfig]
-    return found[0] if len(found) == 1 else None
+    return found[:1] if len(found) == 1 else []
 
 
 def _config_values(config_class: type, values: dict[str, Any], init: dict[str, Any]) -> dict[str, Any]:
@@ -272,23 +279,30 @@ def map_arguments(
             arguments[name], sources[name] = values[role], role
         elif role == "bias" and param.default is inspect.Parameter.empty:
             arguments[name], sources[name] = True, role
-        elif name == "config" and (config_class := _config_class(target, param)) is not None:
-            arguments[name] = _make_config(target, config_class, values, init)
-            sources[name] = "config"
+        elif name == "config" and (classes := _config_classes(target, param)):
+            arguments[name], sources[name] = _make_config(target, classes, values, init), "config"
         elif param.default is inspect.Parameter.empty:
             raise UsageError(f"{target.spec}: cannot map required argument {name!r} of {target.name}; {INIT_HINT}")
     _check_leftover_init(target, params, init, arguments, sources)
     return Construction(target.name, arguments, sources)
 
 
-def _make_config(target: Target, config_class: type, values: dict[str, Any], init: dict[str, Any]) -> Any:
-    kwargs = _config_values(config_class, values, init)
-    for key in kwargs:
-        init.pop(key, None)
-    try:
-        return config_class(**kwargs)
-    except Exception as error:  # noqa: BLE001 - user config classes raise anything
-        raise UsageError(f"{target.spec}: building {config_class.__name__} raised {_first_line(error)}; {INIT_HINT}") from None
+def _make_config(target: Target, classes: list[type], values: dict[str, Any], init: dict[str, Any]) -> Any:
+    """The first of ``classes`` that builds from the mapped values; ``init`` items it used are consumed."""
+    failures = []
+    for config_class in classes:
+        kwargs = _config_values(config_class, values, init)
+        try:
+            config = config_class(**kwargs)
+        except Exception as error:  # noqa: BLE001 - user config classes raise anything
+            failures.append(f"{config_class.__name__} raised {_first_line(error)}")
+            continue
+        for key in kwargs:
+            init.pop(key, None)
+        if getattr(config, "_attn_implementation", "") is None:
+            config._attn_implementation = "eager"  # a standalone transformers layer: the plain softmax path
+        return config
+    raise UsageError(f"{target.spec}: building the config failed: {'; '.join(failures)}; {INIT_HINT}")
 
 
 def _check_leftover_init(

@@ -1,0 +1,45 @@
+"""A hint at the likely bug class, read from which property failed and the shrunk counterexample.
+
+Hypothesis shrinks towards heads=1, seq=1, batch=1, so a minimal counterexample
+with ``heads=2`` means the property holds with one head: the bug is in what
+differs between heads (the split/merge layout, the per-head scale).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_BY_PROPERTY = {
+    "output_shape": "the output shape or the call itself is wrong: check the reshapes against (batch, seq_q, d_model)",
+    "deterministic_eval": "dropout active in eval mode: F.dropout(..., training=self.training) or an nn.Dropout module",
+    "batch_independence": "outputs mix batch items: a view/reshape that merges batch with seq or heads "
+    "(or a sequence-first module run batch-first: try --layout seq-first)",
+    "permutation": "queries or keys are mixed across positions: the head split/merge layout (view without transpose)",
+    "causal": "the causal mask is off by one or flipped: tril keeps j <= i (diagonal=0), triu is the future",
+    "padding": "the mask convention (True = keep vs True = pad), a mask applied to the query axis, "
+    "or a mask tiled in the wrong batch/head order",
+    "weights_normalised": "softmax over the wrong axis (dim=-1 is the key axis)",
+    "reference": "the scale (√d_k, not √d_model), values projected from the wrong input, or a mask hiding the diagonal",
+    "gradients": "a parameter is unused, or a -inf fill makes NaN gradients",
+    "fully_masked_rows": "a -inf fill with a plain softmax makes NaN rows and gradients: use finfo(dtype).min "
+    "or zero rows with no visible key",
+    "low_precision": "a fill value such as -1e9 overflows float16: use torch.finfo(scores.dtype).min",
+}
+
+
+def hint(name: str, counterexample: dict[str, Any], reason: str) -> str:
+    """One line: what the minimal sizes say, then the property's usual suspects."""
+    heads, seq_q, seq_k = counterexample.get("heads", 1), counterexample.get("seq_q", 1), counterexample.get("seq_k", 1)
+    general = _BY_PROPERTY.get(name, "")
+    if "raised" in reason:
+        general = "the module raised on this input: " + _BY_PROPERTY["output_shape"]
+    if name in ("reference", "permutation", "output_shape", "batch_independence") and "raised" not in reason:
+        if heads >= 2 and max(seq_q, seq_k) >= 2:
+            return "fails only with heads >= 2 and seq >= 2: look at the head split/merge layout (a view without transpose)"
+        if heads >= 2:
+            return "fails only with heads >= 2: look at what differs per head, e.g. scaling by √d_model instead of √d_k"
+    if seq_q != seq_k and "raised" in reason:
+        return "fails only with seq_q != seq_k: keys or values reshaped with the query length? " + general
+    if name == "reference" and seq_q != seq_k:
+        return "fails only with seq_q != seq_k: values projected from the key, or keys reshaped with the query length"
+    return general

@@ -1,0 +1,320 @@
+"""The invariants of attention, each a plain function returning a reason (or None when it holds).
+
+``check(subject, case, draw)``: ``case`` is a drawn ``AttentionCase``; ``draw(strategy, label)``
+draws anything else (a permutation, a position, a dtype) and records it for the
+counterexample. ``PROPERTIES`` lists them in the order they run; ``applies``
+returns why a property is skipped for this module, or None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import torch
+from hypothesis import strategies as st
+from torch import Tensor
+
+from shapecheck.testing.strategies import AttentionCase, random_inputs
+from shapecheck.testing.subject import Subject
+from shapecheck.testing.weights import reference_attention
+
+Draw = Callable[[st.SearchStrategy, str], Any]
+Check = Callable[[Subject, AttentionCase, Draw], Optional[str]]
+ATOL, RTOL = 1e-4, 1e-3
+
+
+@dataclass(frozen=True)
+class Property:
+    name: str
+    check: Check
+    applies: Callable[[Subject], Optional[str]]
+    doc: str
+    mask: bool = False  # cases carry a key mask (at least one visible key per item)
+    fully_masked: bool = False  # item 0 has every key masked
+    min_batch: int = 1
+    min_seq: int = 1
+    warning: bool = False  # a warning unless --strict
+
+
+def _always(subject: Subject) -> Optional[str]:
+    return None
+
+
+def _needs_mask(subject: Subject) -> Optional[str]:
+    return None if subject.has_mask else "no mask argument (or --mask none)"
+
+
+def _diff(actual: Tensor, expected: Tensor) -> Optional[str]:
+    """None when close; else 'max |Δ| = 0.31 at [1, 2, 0]'."""
+    actual, expected = actual.detach().double(), expected.detach().double()
+    if actual.shape != expected.shape:
+        return f"shape {tuple(actual.shape)} != {tuple(expected.shape)}"
+    bad = ~torch.isclose(actual, expected, rtol=RTOL, atol=ATOL, equal_nan=False)
+    if not bad.any():
+        return None
+    delta = (actual - expected).abs().nan_to_num(float("inf"))
+    where = [int(i) for i in torch.unravel_index((delta * bad).flatten().argmax(), delta.shape)] if delta.dim() else []
+    return f"max |Δ| = {delta[bad].max().item():.3g} at {where}"
+
+
+def _use_mask(subject: Subject, draw: Draw) -> bool:
+    return subject.has_mask and bool(draw(st.booleans(), "with_mask"))
+
+
+def _masked_case(case: AttentionCase, use: bool) -> Optional[Tensor]:
+    if not use:
+        return None
+    return case.keep if case.keep is not None else torch.ones(case.shape.batch, case.shape.seq_k, dtype=torch.bool)
+
+
+def _causal_flag(subject: Subject) -> bool:
+    return subject.causal_mode == "always"
+
+
+# ---------------------------------------------------------------- the properties
+
+
+def output_shape(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
+    """The output is (batch, seq_q, d_model), float32 and finite."""
+    out = s.run(s.module(case.shape), case, use_mask=False).output
+    expected = (case.shape.batch, case.shape.seq_q, case.shape.d_model)
+    if tuple(out.shape) != expected:
+        return f"output shape {tuple(out.shape)}, expected (batch, seq_q, d_model) = {expected}"
+    if out.dtype != case.query.dtype:
+        return f"output dtype {out.dtype}, input dtype {case.query.dtype}"
+    return None if torch.isfinite(out).all() else "output contains NaN or inf"
+
+
+def deterministic_eval(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
+    """In eval mode two identical calls agree, even though the module was built with dropout > 0."""
+    module = s.module(case.shape)
+    first, second = s.run(module, case).output, s.run(module, case).output
+    diff = _diff(second, first)
+    return f"two calls in eval mode differ: {diff}" if diff else None
+
+
+def batch_independence(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
+    """Item i of a batched call equals item i called alone."""
+    module, use = s.module(case.shape), _use_mask(s, draw)
+    keep = _masked_case(case, use)
+    whole = s.run(module, case, keep=keep, use_mask=use).output
+    for i in range(case.shape.batch):
+        one = s.run(module, case, query=case.query[i:i + 1], key=case.key[i:i + 1], value=case.value[i:i + 1],
+                    keep=None if keep is None else keep[i:i + 1], use_mask=use).output
+        diff = _diff(whole[i:i + 1], one)
+        if diff:
+            return f"batch item {i} differs from the same item alone: {diff}"
+    return None
+
+
+def _permute_keys(case: AttentionCase, perm: list[int]) -> tuple[Tensor, Tensor, Optional[Tensor]]:
+    index = torch.tensor(perm)
+    keep = None if case.keep is None else case.keep[:, index]
+    return case.key[:, index], case.value[:, index], keep
+
+
+def permutation(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
+    """Permuting queries permutes the outputs; permuting keys with values changes nothing."""
+    module, use = s.module(case.shape), _use_mask(s, draw)
+    keep = _masked_case(case, use)
+    base = s.run(module, case, keep=keep, use_mask=use).output
+    q_perm = draw(st.permutations(range(case.shape.seq_q)), "query_permutation")
+    index = torch.tensor(q_perm)
+    if not s.conv.cross:  # self-attention: tokens are queries and keys at once
+        keep_p = None if keep is None else keep[:, index]
+        out = s.run(module, case, query=case.query[:, index], keep=keep_p, use_mask=use).output
+        diff = _diff(out, base[:, index])
+        return f"permuting the tokens did not permute the outputs: {diff}" if diff else None
+    out = s.run(module, case, query=case.query[:, index], keep=keep, use_mask=use).output
+    diff = _diff(out, base[:, index])
+    if diff:
+        return f"permuting the queries did not permute the outputs: {diff}"
+    k_perm = draw(st.permutations(range(case.shape.seq_k)), "key_permutation")
+    key, value, _ = _permute_keys(case, k_perm)
+    keep_k = None if keep is None else keep[:, torch.tensor(k_perm)]
+    diff = _diff(s.run(module, case, key=key, value=value, keep=keep_k, use_mask=use).output, base)
+    return f"permuting keys together with values changed the output: {diff}" if diff else None
+
+
+def _no_positions(s: Subject) -> Optional[str]:
+    if s.causal_mode == "always":
+        return "the module is causal (--causal): permutations do not apply"
+    return None
+
+
+def causal(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
+    """With causal attention, editing tokens after position p leaves outputs up to p unchanged."""
+    module = s.module(case.shape)
+    p = draw(st.integers(0, case.shape.seq_q - 2), "edit_after")
+    edited = case.query.clone()
+    gen = torch.Generator().manual_seed(case.seed + 1)
+    edited[:, p + 1:] = torch.randn(edited[:, p + 1:].shape, generator=gen)  # (batch, seq - p - 1, d_model)
+    flag = s.causal_mode == "flag"
+    base = s.run(module, case, key=case.query, value=case.query, use_mask=False, causal=flag).output
+    out = s.run(module, case, query=edited, key=edited, value=edited, use_mask=False, causal=flag).output
+    diff = _diff(out[:, : p + 1], base[:, : p + 1])
+    return f"editing tokens after position {p} changed outputs at positions <= {p}: {diff}" if diff else None
+
+
+def _causal_applies(s: Subject) -> Optional[str]:
+    if s.causal_mode is None:
+        return "no causal flag (causal / is_causal); pass --causal if the module is causal by construction"
+    return None
+
+
+def padding(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
+    """Masked keys do not matter: their contents change nothing, removing them changes nothing, weights are 0."""
+    module, keep = s.module(case.shape), case.keep
+    if keep is None:
+        return None
+    base = s.run(module, case, weights=s.conv.returns_weights)
+    gen = torch.Generator().manual_seed(case.seed + 2)
+    noise = torch.randn(case.key.shape, generator=gen) * 3  # (batch, seq_k, d_model)
+    key = torch.where(keep[..., None], case.key, noise)
+    value = torch.where(keep[..., None], case.value, -noise) if s.conv.cross else key
+    rows = torch.ones(case.shape.batch, case.shape.seq_q, dtype=torch.bool) if s.conv.cross else keep
+    out = s.run(module, case, query=case.query if s.conv.cross else key, key=key, value=value).output
+    diff = _diff(out[rows], base.output[rows])
+    if diff:
+        return f"changing the contents of masked keys changed the output: {diff}"
+    reason = _removal(s, module, case, base.output)
+    if reason or base.weights is None:
+        return reason
+    leak = _masked_weight(base.weights, keep)
+    return f"masked keys get attention weight {leak:.3g}" if leak > 1e-6 else None
+
+
+def _removal(s: Subject, module: Any, case: AttentionCase, whole: Tensor) -> Optional[str]:
+    """Item by item: dropping the masked keys from the input gives the same output."""
+    for i in range(case.shape.batch):
+        visible = case.keep[i].nonzero().flatten()  # type: ignore[index]
+        query = case.query[i:i + 1] if s.conv.cross else case.query[i:i + 1, visible]
+        key, value = case.key[i:i + 1, visible], case.value[i:i + 1, visible]
+        alone = s.run(module, case, query=query, key=key, value=value, use_mask=False).output
+        rows = whole[i:i + 1] if s.conv.cross else whole[i:i + 1, visible]
+        diff = _diff(rows, alone)
+        if diff:
+            return f"batch item {i} with masked keys differs from the same item with those keys removed: {diff}"
+    return None
+
+
+def _masked_weight(weights: Tensor, keep: Tensor) -> float:
+    hidden = ~keep[:, None, :] if weights.dim() == 3 else ~keep[:, None, None, :]
+    return float((weights.detach().abs() * hidden).max())
+
+
+def weights_normalised(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
+    """Returned attention weights are non-negative and every query row sums to 1."""
+    use = _use_mask(s, draw)
+    weights = s.run(s.module(case.shape), case, use_mask=use, keep=_masked_case(case, use), weights=True).weights
+    if weights is None:
+        return "no attention weights returned when asked"
+    if weights.min() < -1e-6:
+        return f"attention weights are negative (min {weights.min().item():.3g})"
+    sums = weights.sum(dim=-1)
+    diff = _diff(sums, torch.ones_like(sums))
+    return f"attention rows (over keys) do not sum to 1: {diff}" if diff else None
+
+
+def _weights_applies(s: Subject) -> Optional[str]:
+    return None if s.conv.returns_weights else "the module returns no attention weights"
+
+
+def reference(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
+    """Agrees with softmax(QKᵀ/√d_k)V in float64 built from the module's own projection weights."""
+    module, use = s.module(case.shape), _use_mask(s, draw)
+    keep = _masked_case(case, use)
+    is_causal = _causal_flag(s) or (s.causal_mode == "flag" and case.shape.seq_q == case.shape.seq_k and bool(draw(st.booleans(), "causal")))
+    out = s.run(module, case, keep=keep, use_mask=use, causal=is_causal and s.causal_mode == "flag").output
+    proj = s.projections(module)
+    if proj is None:
+        return None
+    expected = reference_attention(proj, case.shape.heads, case.query, case.key, case.value, keep, is_causal)
+    diff = _diff(out, expected)
+    return f"differs from the float64 reference ({proj.pattern}): {diff}" if diff else None
+
+
+def _reference_applies(s: Subject) -> Optional[str]:
+    return None if s.uses_reference else s.reference_note
+
+
+def gradients(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
+    """A loss on the output gives every parameter a finite gradient."""
+    module, use = s.module(case.shape), _use_mask(s, draw)
+    params = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
+    out = s.run(module, case, keep=_masked_case(case, use), use_mask=use).output
+    weight = torch.randn(out.shape, generator=torch.Generator().manual_seed(case.seed))
+    grads = torch.autograd.grad((out * weight).sum(), [p for _, p in params], allow_unused=True)
+    for (name, _), grad in zip(params, grads):
+        if grad is None:
+            return f"parameter {name} gets no gradient"
+        if not torch.isfinite(grad).all():
+            return f"parameter {name} has a non-finite gradient"
+    return None
+
+
+def fully_masked_rows(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
+    """Item 0 has every key masked: it follows the declared policy, and nothing leaks into other items or gradients."""
+    module = s.module(case.shape)
+    params = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
+    out = s.run(module, case).output
+    rest = s.run(module, case, query=case.query[1:], key=case.key[1:], value=case.value[1:], keep=case.keep[1:]).output  # type: ignore[index]
+    reason = _policy(s, module, case, out[:1])
+    if reason:
+        return reason
+    diff = _diff(out[1:], rest)
+    if diff:
+        return f"a fully masked batch item changed the other items: {diff}"
+    if params:
+        grads = torch.autograd.grad(out[1:].sum() + (out[:1] * 0).sum(), [p for _, p in params], allow_unused=True)
+        bad = next((n for (n, _), g in zip(params, grads) if g is not None and not torch.isfinite(g).all()), None)
+        if bad:
+            return f"with one fully masked batch item, parameter {bad} gets a NaN/inf gradient"
+    return None
+
+
+def _policy(s: Subject, module: Any, case: AttentionCase, masked: Tensor) -> Optional[str]:
+    policy = s.options.masked_rows
+    nan = bool(torch.isnan(masked).any())
+    if policy == "nan":
+        return None
+    if not torch.isfinite(masked).all():
+        return f"the fully masked item's output is {'NaN' if nan else 'inf'} (policy: {policy})"
+    proj = s.projections(module)
+    if policy in ("zeros", "uniform") and proj is not None:
+        keep = None if policy == "uniform" else case.keep[:1]  # type: ignore[index]
+        expected = reference_attention(proj, case.shape.heads, case.query[:1], case.key[:1], case.value[:1], keep)
+        if policy == "zeros":
+            expected = reference_attention(proj._replace(wv=proj.wv * 0, bv=None), case.shape.heads, case.query[:1], case.key[:1], case.value[:1])
+        diff = _diff(masked, expected)
+        return f"the fully masked item does not follow the {policy} policy: {diff}" if diff else None
+    return None
+
+
+def low_precision(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
+    """float16 and bfloat16 runs (with a key mask where the module takes one) stay finite."""
+    dtype = draw(st.sampled_from([torch.float16, torch.bfloat16]), "dtype")
+    module = s.fresh_copy(case.shape).to(dtype)
+    query, key, value = (t.to(dtype) for t in random_inputs(case.shape, case.seed, cross=s.conv.cross))
+    out = s.run(module, case, query=query, key=key, value=value).output
+    if not torch.isfinite(out).all():
+        return f"{str(dtype).replace('torch.', '')} output contains NaN or inf"
+    return None
+
+
+PROPERTIES: tuple[Property, ...] = (
+    Property("output_shape", output_shape, _always, "output is (batch, seq_q, d_model), finite"),
+    Property("deterministic_eval", deterministic_eval, _always, "eval mode is deterministic (built with dropout > 0)"),
+    Property("batch_independence", batch_independence, _always, "item i of a batch equals item i alone", mask=True, min_batch=2),
+    Property("permutation", permutation, _no_positions, "permutation equivariance (queries) and invariance (keys with values)", mask=True, min_seq=2),
+    Property("causal", causal, _causal_applies, "editing future tokens leaves earlier outputs unchanged", min_seq=2),
+    Property("padding", padding, _needs_mask, "masked keys' contents and presence change nothing; zero weight", mask=True),
+    Property("weights_normalised", weights_normalised, _weights_applies, "attention weights >= 0, rows sum to 1", mask=True),
+    Property("reference", reference, _reference_applies, "agrees with a float64 reference from the module's weights", mask=True),
+    Property("gradients", gradients, _always, "every parameter gets a finite gradient", mask=True),
+    Property("fully_masked_rows", fully_masked_rows, _needs_mask, "a row with every key masked: policy kept, no NaN leaks", mask=True, fully_masked=True, min_batch=2, warning=True),
+    Property("low_precision", low_precision, _always, "float16 / bfloat16 outputs stay finite", mask=True),
+)
+PROPERTY_NAMES: tuple[str, ...] = tuple(p.name for p in PROPERTIES)

@@ -1,0 +1,196 @@
+"""Run every property under hypothesis and collect passed / failed / skipped / warning with the shrunk counterexample.
+
+    report = verify(MultiHeadAttention, VerifyOptions(seed=0))
+    report.passed, [r.status for r in report.results]
+
+``check_attention(factory, ...)`` is the pytest entry: it raises an AssertionError
+whose message lists each failing property with its minimal configuration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Optional
+
+import torch
+from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
+from hypothesis import strategies as st
+from hypothesis.errors import HypothesisException
+from hypothesis.reporting import with_reporter
+
+from shapecheck.errors import UsageError
+from shapecheck.testing.hints import hint
+from shapecheck.testing.properties import PROPERTIES, PROPERTY_NAMES, Property
+from shapecheck.testing.strategies import AttentionCase, attention_cases
+from shapecheck.testing.subject import Subject, VerifyOptions, as_target
+
+Status = Literal["passed", "failed", "skipped", "warning"]
+Progress = Callable[[str, int, int], None]  # (property name, index, total), called before each property
+
+
+@dataclass(frozen=True)
+class PropertyResult:
+    name: str
+    status: Status
+    message: str = ""
+    counterexample: Optional[dict[str, Any]] = None
+    hint: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "status": self.status, "counterexample": self.counterexample,
+                "message": self.message, "hint": self.hint}
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    target: str
+    construction: str  # the constructor call with the mapping chosen
+    notes: tuple[str, ...]  # calling convention and reference choices
+    results: tuple[PropertyResult, ...] = field(default_factory=tuple)
+
+    @property
+    def passed(self) -> bool:
+        return not any(r.status == "failed" for r in self.results)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"target": self.target, "passed": self.passed, "construction": self.construction,
+                "notes": list(self.notes), "properties": [r.as_dict() for r in self.results]}
+
+
+class _Failed(Exception):
+    """Raised inside the hypothesis test so it shrinks; carries the reason."""
+
+
+def describe_mask(keep: Optional[torch.Tensor]) -> str:
+    """'none' or rows of 1 (visible) / 0 (masked) keys per batch item: '110/011'."""
+    if keep is None:
+        return "none"
+    return "/".join("".join("1" if v else "0" for v in row) for row in keep.tolist())
+
+
+def counterexample(case: AttentionCase, extras: dict[str, Any], has_mask: bool = True) -> dict[str, Any]:
+    """The minimal configuration as plain data: sizes, mask rows, dtype and anything else the property drew."""
+    shape = case.shape
+    found = {"heads": shape.heads, "d_head": shape.d_head, "d_model": shape.d_model, "batch": shape.batch,
+             "seq_q": shape.seq_q, "seq_k": shape.seq_k, "mask": describe_mask(case.keep), "dtype": "float32"}
+    if extras.pop("with_mask", True) is False or not has_mask:
+        found["mask"] = "none"
+    for name, value in extras.items():
+        found[name] = str(value).replace("torch.", "") if isinstance(value, torch.dtype) else value
+    return found
+
+
+def _strategy(subject: Subject, prop: Property) -> st.SearchStrategy[AttentionCase]:
+    o = subject.options
+    return attention_cases(
+        cross=subject.conv.cross, mask=prop.mask, fully_masked=prop.fully_masked,
+        max_heads=o.max_heads, max_d_head=o.max_d_head, min_batch=min(prop.min_batch, o.max_batch), max_batch=o.max_batch,
+        min_seq=min(prop.min_seq, o.max_seq), max_seq=o.max_seq,
+    )
+
+
+def _reason(subject: Subject, prop: Property, case: AttentionCase, draw: Any) -> Optional[str]:
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(case.seed)  # dropout left on in eval fails the same way on replay
+            return prop.check(subject, case, draw)
+    except UsageError:
+        raise
+    except Exception as error:  # noqa: BLE001 - the module under test may raise anything
+        lines = str(error).strip().splitlines()
+        return f"raised {type(error).__name__}: {lines[0] if lines else ''}"[:300]
+
+
+def run_property(subject: Subject, prop: Property) -> PropertyResult:
+    """One property under hypothesis: passed, skipped, or failed/warning with the shrunk counterexample."""
+    skip = prop.applies(subject)
+    if skip:
+        return PropertyResult(prop.name, "skipped", skip)
+    last: dict[str, Any] = {}
+
+    @given(st.data())
+    def test(data: st.DataObject) -> None:
+        case = data.draw(_strategy(subject, prop))
+        extras: dict[str, Any] = {}
+
+        def draw(strategy: st.SearchStrategy, label: str) -> Any:
+            extras[label] = value = data.draw(strategy)
+            return value
+
+        reason = _reason(subject, prop, case, draw)
+        if reason:
+            last.update(case=case, extras=extras, reason=reason)
+            raise _Failed(reason)
+
+    o = subject.options
+    configured = settings(
+        max_examples=o.max_examples, deadline=None, database=None, derandomize=False, verbosity=Verbosity.quiet,
+        suppress_health_check=list(HealthCheck), phases=(Phase.explicit, Phase.generate, Phase.shrink),
+        report_multiple_bugs=False,
+    )(seed(o.seed)(test))
+    try:
+        with with_reporter(lambda _message: None):
+            configured()
+    except (_Failed, HypothesisException, AssertionError):
+        if not last:
+            raise
+        return _failure(subject, prop, last)
+    return PropertyResult(prop.name, "passed", prop.doc)
+
+
+def _failure(subject: Subject, prop: Property, last: dict[str, Any]) -> PropertyResult:
+    found = counterexample(last["case"], dict(last["extras"]), subject.has_mask)
+    status: Status = "warning" if prop.warning and not subject.options.strict else "failed"
+    return PropertyResult(prop.name, status, last["reason"], found, hint(prop.name, found, last["reason"]))
+
+
+def verify(factory: Any, options: Optional[VerifyOptions] = None, *, progress: Optional[Progress] = None) -> VerifyReport:
+    """Run the properties on ``factory`` (nn.Module class, factory function or ``shapecheck.target.Target``)."""
+    options = options or VerifyOptions()
+    _validate(options)
+    target = as_target(factory)
+    subject = Subject(target, options)
+    chosen = [p for p in PROPERTIES if options.properties is None or p.name in options.properties]
+    results: list[PropertyResult] = []
+    for index, prop in enumerate(chosen):
+        if progress:
+            progress(prop.name, index, len(chosen))
+        results.append(run_property(subject, prop))
+        if options.fail_fast and results[-1].status == "failed":
+            break
+    construction = subject.construction.describe() if subject.construction else target.name
+    notes = subject.conv.notes + (subject.reference_note,)
+    return VerifyReport(target.spec, construction, notes, tuple(results))
+
+
+def _validate(options: VerifyOptions) -> None:
+    if options.max_examples < 1:
+        raise UsageError(f"max_examples={options.max_examples} must be at least 1")
+    unknown = sorted(set(options.properties or ()) - set(PROPERTY_NAMES))
+    if unknown:
+        raise UsageError(f"unknown properties {', '.join(unknown)} (choose from {', '.join(PROPERTY_NAMES)})")
+    for name in ("max_heads", "max_d_head", "max_batch", "max_seq"):
+        if getattr(options, name) < 1:
+            raise UsageError(f"{name}={getattr(options, name)} must be at least 1")
+
+
+def format_failure(result: PropertyResult) -> str:
+    """'reference: <message>\\n  minimal: heads=2, d_head=1, ...\\n  hint: ...'."""
+    sizes = ", ".join(f"{k}={v}" for k, v in (result.counterexample or {}).items())
+    return f"{result.name}: {result.message}\n  minimal: {sizes}\n  hint: {result.hint}"
+
+
+def check_attention(factory: Any, **options: Any) -> VerifyReport:
+    """Verify ``factory`` (class or function taking d_model/heads by any mapped name); raise AssertionError on failure.
+
+    Keyword options are ``VerifyOptions`` fields (``mask``, ``causal``, ``max_examples``,
+    ``seed``, ``strict``, ``layout``, ``fail_fast``, ``properties``, ``max_seq`` ...).
+    Returns the report when nothing failed (warnings allowed unless ``strict``).
+    """
+    report = verify(factory, replace(VerifyOptions(), **options))
+    failed = [r for r in report.results if r.status == "failed"]
+    if failed:
+        body = "\n".join(format_failure(r) for r in failed)
+        raise AssertionError(f"{report.target}: {len(failed)} attention propert{'y' if len(failed) == 1 else 'ies'} failed\n{body}")
+    return report
