@@ -1,0 +1,96 @@
+"""Inputs for one forward pass of a small instance, read from ``forward``'s signature.
+
+Required tensor arguments get a float tensor of shape (2, 3, width), which both
+batch-first and sequence-first modules accept; arguments annotated
+``Int[Tensor, ...]`` or named like token ids get integer ids in range of every
+embedding table. A module whose arguments all have defaults but which takes
+token ids (transformers' ``BertModel(input_ids=None, ...)``) gets the ids.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import torch
+from torch import Tensor, nn
+
+from shapecheck.auditing.projections import as_projection, is_linear
+from shapecheck.errors import UsageError
+
+ID_NAMES = ("input_ids", "ids", "idx", "token_ids", "tokens", "src_ids", "tgt_ids")
+TABLE_ID_NAMES = ("src", "tgt", "input", "x")  # ids only when the module has embedding tables
+WIDTH_ATTRS = {"key": "kdim", "value": "vdim"}  # nn.MultiheadAttention(kdim=, vdim=)
+BATCH, SEQ = 2, 3
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Arguments for ``module(*args, **kwargs)`` and a description of them."""
+
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        items = [_describe(v) for v in self.args] + [f"{k}={_describe(v)}" for k, v in self.kwargs.items()]
+        return ", ".join(items)
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, Tensor):
+        return f"{'ids' if not value.is_floating_point() else 'float'} {tuple(value.shape)}"
+    return type(value).__name__
+
+
+def _width(module: nn.Module) -> int:
+    for _, child in module.named_modules():
+        if is_linear(child):
+            return as_projection("", child).d_in  # type: ignore[union-attr]
+        shape = getattr(child, "normalized_shape", None)
+        if shape:
+            return int(shape[-1])
+    raise UsageError(f"{type(module).__name__}: no Linear or LayerNorm to read the input width from; pass inputs=")
+
+
+def _rows(module: nn.Module) -> int:
+    tables = [m.num_embeddings for m in module.modules() if isinstance(m, nn.Embedding)]
+    return min(tables) if tables else 2
+
+
+def _wants_ids(param: inspect.Parameter, module: nn.Module) -> bool:
+    dtypes = getattr(param.annotation, "dtypes", None) or ()
+    if any(str(d).startswith("int") for d in dtypes) and not any(str(d).startswith("float") for d in dtypes):
+        return True
+    has_tables = any(isinstance(m, nn.Embedding) for m in module.modules())
+    return param.name in ID_NAMES or (has_tables and param.name in TABLE_ID_NAMES)
+
+
+def _parameters(module: nn.Module) -> list[inspect.Parameter]:
+    try:
+        params = inspect.signature(module.forward).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [p for p in params if p.kind in kinds]
+
+
+def synthesize(module: nn.Module, generator: Optional[torch.Generator] = None) -> Inputs:
+    """Arguments for one forward pass; raises UsageError when the signature asks for what it cannot make."""
+    generator = generator or torch.Generator().manual_seed(0)
+    params = _parameters(module)
+    required = [p for p in params if p.default is inspect.Parameter.empty]
+    if not required:
+        ids = [p for p in params if _wants_ids(p, module)]
+        required = ids[:1] or params[:1]
+    if not required:
+        raise UsageError(f"{type(module).__name__}.forward takes no argument to feed; pass inputs=")
+    kwargs: dict[str, Any] = {}
+    for param in required:
+        if _wants_ids(param, module):
+            kwargs[param.name] = torch.randint(0, _rows(module), (BATCH, SEQ), generator=generator)
+        else:
+            width = getattr(module, WIDTH_ATTRS.get(param.name, ""), None) or _width(module)
+            kwargs[param.name] = torch.randn(BATCH, SEQ, width, generator=generator)
+    positional = [p for p in required if p.kind is inspect.Parameter.POSITIONAL_ONLY]
+    return Inputs(tuple(kwargs.pop(p.name) for p in positional), kwargs)

@@ -1,0 +1,273 @@
+"""Say what each submodule is: attention blocks by their projection names, feed-forward pairs, norms, embeddings.
+
+``STYLES`` is the one table of attention projection names (the same families
+``shapecheck verify`` recognises in ``shapecheck/testing/weights.py``, kept here
+as data because audit must also match blocks with a projection *missing*).
+A module is an attention block when it holds at least two of a style's q/k/v
+projections (or its fused or packed projection); its output projection is
+looked up in the module, then in its parent (BERT keeps ``output.dense`` next
+to ``self``). Every parameter is claimed once, in this order: attention
+projections, norms, embeddings, parameters left inside an attention block
+(extras), feed-forward pairs (d_model -> d_ff -> d_model), then single
+projections (pooler, heads) and anything else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from typing import Optional
+
+from torch import nn
+
+from shapecheck.auditing.projections import Projection, as_projection, is_linear, packed_projection
+from shapecheck.target import HEAD_NAMES
+
+
+@dataclass(frozen=True)
+class Style:
+    """One naming family: q/k/v names (or one fused name) and its output projection names."""
+
+    label: str
+    qkv: tuple[str, ...]  # (q, k, v) names, or one fused/packed name
+    outputs: tuple[str, ...]
+
+
+STYLES: tuple[Style, ...] = (
+    Style("q_proj/k_proj/v_proj + out_proj", ("q_proj", "k_proj", "v_proj"), ("out_proj", "o_proj")),
+    Style("query/key/value + dense (BERT)", ("query", "key", "value"), ("dense", "output.dense", "output")),
+    Style("in_proj_weight + out_proj (packed)", ("in_proj_weight",), ("out_proj", "fuse_heads")),
+    Style("q/k/v_proj_weight + out_proj (packed, kdim/vdim)", ("q_proj_weight", "k_proj_weight", "v_proj_weight"), ("out_proj",)),
+    Style("c_attn + c_proj (fused)", ("c_attn",), ("c_proj",)),
+    Style("qkv + proj (fused)", ("qkv",), ("proj", "out_proj")),
+    Style("query_key_value + dense (fused)", ("query_key_value",), ("dense",)),
+    Style("to_q/to_k/to_v + to_out", ("to_q", "to_k", "to_v"), ("to_out",)),
+    Style("wq/wk/wv + wo", ("wq", "wk", "wv"), ("wo",)),
+    Style("q/k/v + o", ("q", "k", "v"), ("o",)),
+    Style("q_lin/k_lin/v_lin + out_lin", ("q_lin", "k_lin", "v_lin"), ("out_lin",)),
+    Style("linear_layers[0..2] + output_layer (seed 001)", ("linear_layers.0", "linear_layers.1", "linear_layers.2"), ("output_layer",)),
+    Style("linears[0..3] (Annotated Transformer)", ("linears.0", "linears.1", "linears.2"), ("linears.3",)),
+)
+# Any of these, found in an attention block besides its output projection, duplicates it.
+OUTPUT_NAMES = ("out_proj", "o_proj", "fuse_heads", "dense", "output.dense", "c_proj", "proj", "to_out", "wo", "o", "out_lin", "output_layer", "linear_out", "out")
+
+
+@dataclass
+class Match:
+    """A recognised submodule: what it is, where, and the parameters it owns (paths relative to ``path``)."""
+
+    kind: str  # attention | feed_forward | norm | embedding | pooler | linear | other
+    path: str
+    style: str
+    parts: dict[str, Projection] = field(default_factory=dict)  # role -> projection
+    params: list[tuple[str, nn.Parameter]] = field(default_factory=list)  # raw parameters (norms, tables, extras)
+    duplicates: list[Projection] = field(default_factory=list)  # second output projections
+    heads: Optional[int] = None
+    module: Optional[nn.Module] = None
+
+    def all_params(self) -> list[tuple[str, nn.Parameter]]:
+        """Every parameter of the match as (path relative to the block, parameter)."""
+        found = [p for part in self.parts.values() for p in part.params]
+        found += [p for dup in self.duplicates for p in dup.params]
+        return found + self.params
+
+    def full_name(self, relative: str) -> str:
+        return f"{self.path}.{relative}" if self.path else relative
+
+
+def _get(module: nn.Module, dotted: str) -> object:
+    for part in dotted.split("."):
+        module = getattr(module, part, None)  # type: ignore[assignment]
+        if module is None:
+            return None
+    return module
+
+
+def _projection(module: nn.Module, name: str) -> Optional[Projection]:
+    found = _get(module, name)
+    if isinstance(found, nn.Parameter):
+        return _packed(module, name, found)
+    return as_projection(name, found) if isinstance(found, nn.Module) else None
+
+
+def _packed(module: nn.Module, name: str, weight: nn.Parameter) -> Optional[Projection]:
+    """torch's packed weights; ``in_proj_bias`` (3·d_model) goes with ``in_proj_weight``, or with
+    ``q_proj_weight`` when kdim/vdim differ (then k and v have their thirds of it)."""
+    bias = getattr(module, "in_proj_bias", None)
+    if name in ("in_proj_weight", "q_proj_weight"):
+        return packed_projection(name, weight, bias)
+    proj = packed_projection(name, weight, None)
+    return replace(proj, has_bias=isinstance(bias, nn.Parameter)) if proj else None
+
+
+def _match_style(module: nn.Module) -> Optional[tuple[Style, dict[str, Projection]]]:
+    for style in STYLES:
+        found = {role: p for role, name in zip("qkv", style.qkv) if (p := _projection(module, name)) is not None}
+        if len(style.qkv) == 1 and found:
+            return style, {"qkv": found["q"]}
+        if len(found) >= 2:
+            return style, found
+    return None
+
+
+def _outputs(module: nn.Module, style: Style, taken: set[int]) -> list[Projection]:
+    """Output projections in ``module``: the style's names first, then any other output name."""
+    found: list[Projection] = []
+    for name in dict.fromkeys(style.outputs + OUTPUT_NAMES):
+        proj = _projection(module, name)
+        if proj is not None and not any(id(p) in taken for _, p in proj.params):
+            found.append(proj)
+            taken.update(id(p) for _, p in proj.params)
+    return found
+
+
+def _heads(*modules: nn.Module) -> Optional[int]:
+    """A head count stored on the block or its config (num_heads, n_head, heads, ...)."""
+    for module in modules:
+        for owner in (module, getattr(module, "config", None)):
+            for name in sorted(HEAD_NAMES):
+                value = getattr(owner, name, None)
+                if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                    return value
+    return None
+
+
+def _parent(path: str) -> tuple[str, str]:
+    parent, _, child = path.rpartition(".")
+    return parent, child
+
+
+def _attention(model: nn.Module, path: str, module: nn.Module, claimed: set[int]) -> Optional[Match]:
+    matched = _match_style(module)
+    if matched is None:
+        return None
+    style, parts = matched
+    taken = {id(p) for part in parts.values() for _, p in part.params}
+    outputs, root, root_path, prefix = _outputs(module, style, taken), module, path, ""
+    if not outputs and path:  # BERT: the output dense lives in the parent's ``output``
+        parent_path, child = _parent(path)
+        parent = model.get_submodule(parent_path) if parent_path else model
+        outputs = [o for o in _outputs(parent, style, taken) if not o.name.startswith(f"{child}.") and o.name != child]
+        if outputs:
+            root, root_path, prefix = parent, parent_path, f"{child}."
+    parts = {role: _prefixed(part, prefix) for role, part in parts.items()}
+    if outputs:
+        parts["o"] = outputs[0]
+    for role in ("bias_k", "bias_v"):
+        if isinstance(getattr(module, role, None), nn.Parameter):
+            parts[role] = Projection(prefix + role, 0, 0, ((prefix + role, getattr(module, role)),), False)
+    label = style.label if outputs or len(parts) < 2 else style.label.split(" + ")[0]
+    match = Match("attention", root_path, label, parts, duplicates=outputs[1:], heads=_heads(module, root), module=root)
+    claimed.update(id(p) for _, p in match.all_params())
+    return match
+
+
+def _prefixed(part: Projection, prefix: str) -> Projection:
+    if not prefix:
+        return part
+    params = tuple((prefix + name, p) for name, p in part.params)
+    return Projection(prefix + part.name, part.d_in, part.d_out, params, part.has_bias)
+
+
+def _own_params(module: nn.Module) -> list[tuple[str, nn.Parameter]]:
+    return list(module.named_parameters(recurse=False))
+
+
+def _is_norm(module: nn.Module) -> bool:
+    own = _own_params(module)
+    has_children = any(True for _ in module.children())
+    return "norm" in type(module).__name__.lower() and not has_children and all(p.dim() == 1 for _, p in own)
+
+
+def _is_embedding(module: nn.Module) -> bool:
+    own = _own_params(module)
+    return isinstance(module, nn.Embedding) or (
+        type(module).__name__.endswith("Embedding") and len(own) == 1 and own[0][1].dim() == 2
+    )
+
+
+def _leaf_matches(modules: list[tuple[str, nn.Module]], claimed: set[int]) -> Iterator[Match]:
+    for path, module in modules:
+        own = [(n, p) for n, p in _own_params(module) if id(p) not in claimed]
+        kind = "norm" if _is_norm(module) else "embedding" if _is_embedding(module) else None
+        if kind is None or not own:
+            continue
+        claimed.update(id(p) for _, p in own)
+        yield Match(kind, path, type(module).__name__, params=own, module=module)
+
+
+def _unclaimed_params(path: str, module: nn.Module, claimed: set[int]) -> list[tuple[str, nn.Parameter]]:
+    return [(n, p) for n, p in module.named_parameters() if id(p) not in claimed]
+
+
+def _attach_extras(attention: list[Match], claimed: set[int]) -> None:
+    for match in attention:
+        extras = _unclaimed_params(match.path, match.module, claimed)  # type: ignore[arg-type]
+        match.params.extend(extras)
+        claimed.update(id(p) for _, p in extras)
+
+
+def _free_linears(path: str, module: nn.Module, claimed: set[int]) -> list[tuple[str, Projection]]:
+    """Linear/Conv1D modules under ``module`` whose parameters nobody claimed, with paths relative to it."""
+    found = []
+    for name, child in module.named_modules():
+        proj = as_projection(name, child) if is_linear(child) else None
+        if proj is not None and not any(id(p) in claimed for _, p in proj.params):
+            found.append((name, proj))
+    return found
+
+
+def _feed_forward(path: str, module: nn.Module, claimed: set[int]) -> Iterator[Match]:
+    """d_model -> d_ff (-> gate) -> d_model triples or pairs inside ``module`` (d_ff != d_model)."""
+    linears = [proj for _, proj in _free_linears(path, module, claimed)]
+    for i, down in enumerate(linears):  # the up projections come before the down one, in module order
+        ups = [u for u in linears[:i] if u.d_in == down.d_out and u.d_out == down.d_in and u.d_in != u.d_out]
+        ups = [u for u in ups if not _taken(u, claimed)][-2:]
+        if not ups or _taken(down, claimed):
+            continue
+        gated = len(ups) == 2 and ups[0].has_bias == ups[1].has_bias
+        parts = {"gate": ups[0], "up": ups[1], "down": down} if gated else {"up": ups[-1], "down": down}
+        style = " + ".join(p.name for p in parts.values())
+        match = Match("feed_forward", path, style + (" (gated)" if gated else ""), parts, module=module)
+        claimed.update(id(p) for _, p in match.all_params())
+        yield match
+
+
+def _taken(proj: Projection, claimed: set[int]) -> bool:
+    return any(id(p) in claimed for _, p in proj.params)
+
+
+def _singles(modules: list[tuple[str, nn.Module]], claimed: set[int]) -> Iterator[Match]:
+    for path, module in modules:
+        proj = as_projection("", module) if is_linear(module) else None
+        if proj is not None and not any(id(p) in claimed for _, p in proj.params):
+            params = tuple((name.lstrip("."), p) for name, p in proj.params)
+            kind = "pooler" if "pooler" in path.split(".") or path.endswith("pooler.dense") else "linear"
+            claimed.update(id(p) for _, p in params)
+            yield Match(kind, path, type(module).__name__, {"linear": Projection("", proj.d_in, proj.d_out, params, proj.has_bias)}, module=module)
+
+
+def _others(modules: list[tuple[str, nn.Module]], claimed: set[int]) -> Iterator[Match]:
+    for path, module in modules:
+        own = [(n, p) for n, p in _own_params(module) if id(p) not in claimed]
+        if own:
+            claimed.update(id(p) for _, p in own)
+            yield Match("other", path, type(module).__name__, params=own, module=module)
+
+
+def recognize(model: nn.Module) -> list[Match]:
+    """Every parameter of ``model`` in exactly one match, attention blocks first (module order within a kind)."""
+    modules = list(model.named_modules())  # each module once, parents before children
+    claimed: set[int] = set()
+    attention = [m for path, module in modules if (m := _attention(model, path, module, claimed)) is not None]
+    leaves = list(_leaf_matches(modules, claimed))
+    _attach_extras(attention, claimed)
+    deepest_first = sorted(modules, key=lambda item: -item[0].count(".") - bool(item[0]))
+    ffn = [m for path, module in deepest_first for m in _feed_forward(path, module, claimed)]
+    singles = list(_singles(modules, claimed))
+    return _in_model_order(modules, attention + leaves + ffn + singles + list(_others(modules, claimed)))
+
+
+def _in_model_order(modules: list[tuple[str, nn.Module]], matches: list[Match]) -> list[Match]:
+    order = {path: i for i, (path, _) in enumerate(modules)}
+    return sorted(matches, key=lambda m: order.get(m.path, 0))
