@@ -265,9 +265,10 @@ def recognize(model: nn.Module) -> list[Match]:
     deepest_first = sorted(modules, key=lambda item: -item[0].count(".") - bool(item[0]))
     ffn = [m for path, module in deepest_first for m in _feed_forward(path, module, claimed)]
     singles = list(_singles(modules, claimed))
-    return _in_model_order(modules, attention + leaves + ffn + singles + list(_others(modules, claimed)))
+    return _in_model_order(model, attention + leaves + ffn + singles + list(_others(modules, claimed)))
 
 
-def _in_model_order(modules: list[tuple[str, nn.Module]], matches: list[Match]) -> list[Match]:
-    order = {path: i for i, (path, _) in enumerate(modules)}
-    return sorted(matches, key=lambda m: order.get(m.path, 0))
+def _in_model_order(model: nn.Module, matches: list[Match]) -> list[Match]:
+    """By the position of each match's first parameter in ``model.named_parameters()``."""
+    order = {id(p): i for i, p in enumerate(model.parameters())}
+    return sorted(matches, key=lambda m: min((order.get(id(p), 0) for _, p in m.all_params()), default=0))
