@@ -98,7 +98,8 @@ def _module(
 
 def render(result: ProofResult, console: Console) -> None:
     """The proof as a table: shapes, constraints, samples and problems."""
-    table = Table(title=f"prove {result.target}", show_header=True, title_justify="left")
+    console.print(f"prove {result.target}", highlight=False)
+    table = Table(show_header=True)
     table.add_column("")
     table.add_column("shape for every size")
     for name, shape in result.inputs.items():
@@ -139,12 +140,15 @@ def register(app: typer.Typer) -> None:
         """Export TARGET with dynamic batch and sequence sizes and report its output shape and constraints."""
         if fmt not in FORMATS:
             usage_error(f"unknown --format {fmt!r} (choices: {', '.join(FORMATS)})")
-        module, label, built, rebuild = _module(target, preset, d_model, heads, init)
-        names = [n.strip() for n in inputs.split(",") if n.strip()] if inputs else None
-        result = prove_module(
-            module, target=label, inputs=names, cross=cross, sizes={**built, **parse_sizes(size, "--size")},
-            samples=samples, caps=_caps(max_size), seed=seed, rebuild=rebuild,
-        )
+        try:
+            module, label, built, rebuild = _module(target, preset, d_model, heads, init)
+            names = [n.strip() for n in inputs.split(",") if n.strip()] if inputs else None
+            result = prove_module(
+                module, target=label, inputs=names, cross=cross, sizes={**built, **parse_sizes(size, "--size")},
+                samples=samples, caps=_caps(max_size), seed=seed, rebuild=rebuild,
+            )
+        except UsageError as error:
+            usage_error(str(error))
         if fmt == "json":
             typer.echo(json.dumps(result.to_dict(), indent=2))
         else:

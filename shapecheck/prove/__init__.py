@@ -129,7 +129,8 @@ def _annotation_problems(module: nn.Module, exported: Exported, plan: InputPlan,
     """The return annotation against the symbolic output; else what @checked raised while tracing."""
     found = annotation_problems(module, naming, exported.input_shapes(plan), exported.output_shapes())
     if not found and exported.checked_error:
-        found = [f"@checked while tracing with symbolic sizes: {naming.text(exported.checked_error)}"]
+        lines = naming.text(exported.checked_error).splitlines()[:2]  # the diagnosis and expected/got
+        found = ["@checked while tracing with symbolic sizes: " + "; ".join(line.strip() for line in lines)]
     return [Problem("annotation", message) for message in found]
 
 

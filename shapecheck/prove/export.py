@@ -61,11 +61,14 @@ def output_labels(out_spec: object, count: int) -> list[str]:
 
 
 def _label(path: tuple) -> str:
-    parts = []
+    label = "output"
     for key in path:
-        part = getattr(key, "name", None) or getattr(key, "key", None)
-        parts.append(str(part if part is not None else getattr(key, "idx", key)))
-    return ".".join(parts) or "output"
+        name = getattr(key, "name", None) or getattr(key, "key", None)
+        if name is not None:
+            label = str(name) if label == "output" else f"{label}.{name}"
+        else:
+            label += f"[{getattr(key, 'idx', key)}]"
+    return label
 
 
 def export_module(module: nn.Module, plan: InputPlan, examples: dict[str, Tensor]) -> Exported:

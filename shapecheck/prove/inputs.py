@@ -123,7 +123,7 @@ def _forward_parameters(module: nn.Module) -> dict[str, inspect.Parameter]:
 
 
 def _is_tensor(name: str, hints: dict[str, object]) -> bool:
-    return spec_of(hints.get(name)) is not None or (name not in hints and name in KNOWN_ARGUMENTS)
+    return spec_of(hints.get(name)) is not None or name in KNOWN_ARGUMENTS
 
 
 def _choose(
@@ -149,7 +149,7 @@ def _is_cross(name: str, hints: dict[str, object]) -> bool:
     """A float argument along ``seq_k``: the keys and values of cross-attention."""
     spec = spec_of(hints.get(name))
     if spec is None:
-        return name in ("key", "value") and name not in hints
+        return name in ("key", "value")
     axes = {canonical(d.name) for d in spec.dims if d.kind == NAMED}
     return "seq_k" in axes and _kind(spec, name) == "float"
 

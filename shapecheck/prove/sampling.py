@@ -106,7 +106,10 @@ def run_sample(
 
 def _specialisation_note(naming: Naming, sizes: dict[str, int]) -> str:
     fixed = [f"{a} to {v}" for a, v in naming.specialised.items() if sizes.get(a) != v]
-    return f" (export specialised {', '.join(fixed)})" if fixed else ""
+    if fixed:
+        return f" (export specialised {', '.join(fixed)})"
+    ones = [a for a, v in sizes.items() if v < 2 and a not in naming.specialised]
+    return f" (export traced {', '.join(ones)} as if at least 2)" if ones else ""
 
 
 def _compare(
