@@ -1,0 +1,269 @@
+"""Dispatch-level FLOP counting: every aten op a forward pass runs, with its module and its FLOPs.
+
+``count_flops(run, root)`` calls ``run()`` under a ``TorchDispatchMode`` and
+returns a ``DispatchCount``: one ``OpRecord`` per op that did matmul work (the
+innermost module that ran it, a part label, the FLOPs at 2 per multiply-add),
+and ``uncounted``: ops that did arithmetic and have no formula here. Nothing
+is silently zero: an op is either counted, known to be elementwise (covered by
+the analytic "other" column of ``formulas``), known to do no arithmetic (views,
+copies, gathers, dropout), or listed as uncounted.
+
+Formulas: ``torch.utils.flop_counter``'s registry (mm, addmm, bmm, baddbmm,
+convolutions, ...) plus ours (``ATTENTION_FORMULAS``) for the attention ops it
+lacks or counts as one lump: ``aten._scaled_dot_product_flash_attention_for_cpu``
+(what ``F.scaled_dot_product_attention`` runs on CPU), every other
+``_scaled_dot_product_*`` variant, ``aten._native_multi_head_attention``
+(``nn.MultiheadAttention``'s fast path under ``eval()`` + ``no_grad()``) and
+``aten._transformer_encoder_layer_fwd`` (``nn.TransformerEncoderLayer``'s).
+They split their FLOPs into parts (``q k v o scores av w_1 w_2``) so a report
+can put them on the rows of the explicit-matmul path. ``flop_counter_mapping()``
+gives the same formulas as a ``custom_mapping`` for ``FlopCounterMode``.
+
+Part labels: ``matmul`` for ordinary products; a batched product (bmm, baddbmm)
+run directly by a module listed in ``attention_paths`` is labelled ``scores``
+and ``av`` in turn, as the explicit path computes QKᵀ then softmax·V.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.flop_counter import flop_registry
+
+from shapecheck.counting.meta import shortcut
+
+aten = torch.ops.aten
+Shape = tuple[int, ...]
+
+
+# --- formulas for the attention ops ------------------------------------------------------------
+
+
+def sdpa_parts(query: Shape, key: Shape, value: Shape) -> dict[str, int]:
+    """softmax(QKᵀ)V on (*batch, S_q, d_k) x (*batch, S_k, d_k) x (*batch, S_k, d_v), full S_q x S_k."""
+    batch, seq_q, d_k = math.prod(query[:-2]), query[-2], query[-1]
+    seq_k, d_v = key[-2], value[-1]
+    return {"scores": 2 * batch * seq_q * seq_k * d_k, "av": 2 * batch * seq_q * seq_k * d_v}
+
+
+def _sdpa(query: Any, key: Any, value: Any, *_: Any, **__: Any) -> dict[str, int]:
+    return sdpa_parts(tuple(query.shape), tuple(key.shape), tuple(value.shape))
+
+
+def _sdpa_seq_first(query: Any, key: Any, value: Any, *_: Any, **__: Any) -> dict[str, int]:
+    """_flash/_efficient_attention_forward take (batch, seq, heads, d): move heads before seq."""
+    swap = lambda s: (*s[:-3], s[-2], s[-3], s[-1])  # noqa: E731
+    return sdpa_parts(swap(tuple(query.shape)), swap(tuple(key.shape)), swap(tuple(value.shape)))
+
+
+def mha_parts(batch: int, seq_q: int, seq_k: int, d_model: int) -> dict[str, int]:
+    """Packed multi-head attention with h·d_k = h·d_v = d_model (nn.MultiheadAttention's layout)."""
+    token_q, token_k = 2 * batch * seq_q * d_model * d_model, 2 * batch * seq_k * d_model * d_model
+    core = 2 * batch * seq_q * seq_k * d_model
+    return {"q": token_q, "k": token_k, "v": token_k, "scores": core, "av": core, "o": token_q}
+
+
+def _native_mha(query: Any, key: Any, value: Any, embed_dim: int, *_: Any, **__: Any) -> dict[str, int]:
+    """aten._native_multi_head_attention: batch-first (batch, seq, d_model) query and key."""
+    return mha_parts(query.shape[0], query.shape[1], key.shape[1], embed_dim)
+
+
+def _encoder_layer(src: Any, embed_dim: int, *args: Any, **kwargs: Any) -> dict[str, int]:
+    """aten._transformer_encoder_layer_fwd: self-attention, then Linear d_model->d_ff->d_model."""
+    ffn_weight_1 = args[12] if len(args) > 12 else kwargs["ffn_weight_1"]
+    batch, seq, d_ff = src.shape[0], src.shape[1], ffn_weight_1.shape[0]
+    parts = mha_parts(batch, seq, seq, embed_dim)
+    parts["w_1"] = parts["w_2"] = 2 * batch * seq * embed_dim * d_ff
+    return parts
+
+
+_FORMULA_BY_NAME: dict[str, Callable[..., dict[str, int]]] = {
+    "_scaled_dot_product_flash_attention_for_cpu": _sdpa,
+    "_scaled_dot_product_flash_attention": _sdpa,
+    "_scaled_dot_product_efficient_attention": _sdpa,
+    "_scaled_dot_product_cudnn_attention": _sdpa,
+    "_scaled_dot_product_fused_attention_overrideable": _sdpa,
+    "_scaled_dot_product_attention_math": _sdpa,
+    "_scaled_dot_product_attention_math_for_mps": _sdpa,
+    "_flash_attention_forward": _sdpa_seq_first,
+    "_efficient_attention_forward": _sdpa_seq_first,
+    "_native_multi_head_attention": _native_mha,
+    "_transformer_encoder_layer_fwd": _encoder_layer,
+}
+# The ops this torch build has (older builds lack some variants).
+ATTENTION_FORMULAS: dict[Any, Callable[..., dict[str, int]]] = {
+    getattr(aten, name): formula for name, formula in _FORMULA_BY_NAME.items() if hasattr(aten, name)
+}
+
+
+class _Shaped:
+    """Stands in for a tensor where FlopCounterMode hands formulas shapes instead of tensors."""
+
+    def __init__(self, shape: Any) -> None:
+        self.shape = tuple(shape)
+
+
+def flop_counter_mapping() -> dict[Any, Callable[..., int]]:
+    """Our attention formulas as a ``custom_mapping`` for ``torch.utils.flop_counter.FlopCounterMode``."""
+
+    def total(formula: Callable[..., dict[str, int]]) -> Callable[..., int]:
+        def count(*args: Any, out_shape: Any = None, **kwargs: Any) -> int:
+            wrap = lambda a: _Shaped(a) if isinstance(a, (tuple, list, torch.Size)) and a and isinstance(a[0], int) else a  # noqa: E731
+            return sum(formula(*map(wrap, args), **kwargs).values())
+
+        return count
+
+    return {op: total(formula) for op, formula in ATTENTION_FORMULAS.items()}
+
+
+# --- what the other ops are ------------------------------------------------------------------
+
+ELEMENTWISE = frozenset(
+    "add sub rsub mul div neg pow sqrt rsqrt exp log tanh relu gelu sigmoid erf softmax _softmax _safe_softmax "
+    "log_softmax _log_softmax native_layer_norm layer_norm mean sum var std var_mean std_mean amax amin max min "
+    "clamp clamp_min clamp_max maximum minimum addcmul addcdiv reciprocal sin cos abs sign square silu".split()
+)
+NO_ARITHMETIC = frozenset(
+    "view _unsafe_view reshape _reshape_alias t transpose permute expand expand_as view_as clone contiguous copy "
+    "copy_ _to_copy to detach alias select slice unsqueeze squeeze split split_with_sizes chunk unbind cat stack "
+    "index_select index embedding gather zeros zeros_like ones ones_like empty empty_like empty_strided full "
+    "full_like new_zeros new_ones new_empty new_full new_empty_strided arange lift_fresh lift_fresh_copy fill fill_ "
+    "zero_ tril triu masked_fill where eq ne lt gt le ge logical_not logical_and logical_or bitwise_not bitwise_and "
+    "bitwise_or any all as_strided unfold flatten repeat scalar_tensor _local_scalar_dense native_dropout dropout "
+    "bernoulli bernoulli_ rand rand_like randn randn_like uniform_ normal_ sym_size sym_stride sym_numel "
+    "is_same_size _has_compatible_shallow_copy_type resize_ set_".split()
+)
+BATCHED_MATMULS = frozenset({aten.bmm, aten.baddbmm})
+
+
+@dataclass(frozen=True)
+class OpRecord:
+    """One op that did matmul work: which aten op, the innermost module that ran it, its part, FLOPs."""
+
+    op: str
+    module: str
+    part: str
+    flops: int
+
+
+@dataclass
+class DispatchCount:
+    """What one forward pass did, op by op."""
+
+    records: list[OpRecord] = field(default_factory=list)
+    uncounted: dict[str, Counter] = field(default_factory=dict)  # op -> Counter(module -> calls)
+    elementwise: Counter = field(default_factory=Counter)  # op -> calls (analytic "other" column)
+
+    @property
+    def total(self) -> int:
+        return sum(r.flops for r in self.records)
+
+    def uncounted_list(self) -> list[dict[str, Any]]:
+        """[{"op", "calls", "modules"}] for every op that did arithmetic with no formula."""
+        return [
+            {"op": op, "calls": sum(calls.values()), "modules": sorted(calls)}
+            for op, calls in sorted(self.uncounted.items())
+        ]
+
+    def by_part(self) -> dict[str, int]:
+        parts: dict[str, int] = defaultdict(int)
+        for r in self.records:
+            parts[r.part] += r.flops
+        return dict(parts)
+
+    def by_module(self) -> dict[str, int]:
+        modules: dict[str, int] = defaultdict(int)
+        for r in self.records:
+            modules[r.module] += r.flops
+        return dict(modules)
+
+
+class _ModuleStack:
+    """The innermost module running now, by its qualified name under ``root`` ("" for root)."""
+
+    def __init__(self, root: nn.Module) -> None:
+        self.names: dict[int, str] = {}
+        for name, module in root.named_modules(remove_duplicate=False):
+            self.names.setdefault(id(module), name)
+        self.stack: list[str] = []
+        self.handles: list[Any] = []
+
+    @property
+    def owner(self) -> str:
+        return self.stack[-1] if self.stack else ""
+
+    def _enter(self, module: nn.Module, *_: Any) -> None:
+        self.stack.append(self.names.get(id(module), self.owner))
+
+    def _leave(self, *_: Any) -> None:
+        if self.stack:
+            self.stack.pop()
+
+    def __enter__(self) -> "_ModuleStack":
+        self.handles = [
+            nn.modules.module.register_module_forward_pre_hook(self._enter),
+            nn.modules.module.register_module_forward_hook(self._leave, always_call=True),
+        ]
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        for handle in self.handles:
+            handle.remove()
+
+
+class FlopDispatchMode(TorchDispatchMode):
+    """Records every op's FLOPs with its owning module into a ``DispatchCount``."""
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # Counting never runs under torch.compile; not wrapping keeps `import torch._dynamo` (~1 s) away.
+        return False
+
+    def __init__(self, modules: _ModuleStack, attention_paths: Iterable[str] = (), fast_meta: bool = True) -> None:
+        super().__init__()
+        self.modules, self.attention_paths, self.fast_meta = modules, frozenset(attention_paths), fast_meta
+        self.count = DispatchCount()
+        self._batched_seen: Counter = Counter()  # attention module -> batched products so far
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        out = shortcut(func, args, kwargs) if self.fast_meta else None
+        if out is None:
+            out = func(*args, **kwargs)
+        self._record(func, args, kwargs, out)
+        return out
+
+    def _record(self, func: Any, args: tuple, kwargs: dict, out: Any) -> None:
+        packet, owner = func.overloadpacket, self.modules.owner
+        if packet in ATTENTION_FORMULAS:
+            for part, flops in ATTENTION_FORMULAS[packet](*args, **kwargs).items():
+                self.count.records.append(OpRecord(str(packet), owner, part, flops))
+        elif packet in flop_registry:
+            flops = int(flop_registry[packet](*args, **kwargs, out_val=out))
+            self.count.records.append(OpRecord(str(packet), owner, self._part(packet, owner), flops))
+        elif packet.__name__ in ELEMENTWISE:
+            self.count.elementwise[str(packet)] += 1
+        elif packet.__name__ not in NO_ARITHMETIC:
+            self.count.uncounted.setdefault(str(packet), Counter())[owner] += 1
+
+    def _part(self, packet: Any, owner: str) -> str:
+        if packet not in BATCHED_MATMULS or owner not in self.attention_paths:
+            return "matmul"
+        self._batched_seen[owner] += 1
+        return "scores" if self._batched_seen[owner] % 2 == 1 else "av"
+
+
+def count_flops(
+    run: Callable[[], Any], root: nn.Module, attention_paths: Iterable[str] = (), fast_meta: bool = True
+) -> DispatchCount:
+    """Run ``run()`` (a forward pass of ``root``) and count its ops; see the module docstring."""
+    with _ModuleStack(root) as modules, FlopDispatchMode(modules, attention_paths, fast_meta) as mode:
+        run()
+    return mode.count

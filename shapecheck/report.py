@@ -1,0 +1,418 @@
+"""The data behind ``shapecheck report``: config, rows, total, uncounted ops. Pure data, no printing.
+
+``resolve_config(...)`` applies defaults and a preset, validates every value
+(raising ``UsageError`` / ``ConfigError`` that name the valid choices) and
+returns a ``ReportConfig``. ``build_report(config)`` builds the reference
+module on the meta device, counts its parameters per row (shared tensors once),
+runs one forward pass under ``shapecheck.counting.dispatch`` (every layer, no
+layer assumed identical to another), and returns a ``Report`` whose rows carry
+the closed form, its value and the measured value side by side.
+
+A symbolic sequence length (``seq_len="S"``) gives each row's FLOPs as a
+polynomial in that name; the measured side is then counted at S = 1, 2, 3, 4
+and interpolated, which is exact for any polynomial of degree <= 3.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any, Optional, Union
+
+import sympy
+import torch
+
+from shapecheck.counting import formulas as f
+from shapecheck.counting.dispatch import DispatchCount, count_flops
+from shapecheck.counting.models import MODELS, ModelKind, Sizes
+from shapecheck.counting.params import assign_parameters, count_parameters, on_meta, tied_parameters
+from shapecheck.counting.repeats import Stack, count_with_repeats
+from shapecheck.counting.presets import FAMILIES, FAMILY_DEFAULTS, PRESETS, family
+from shapecheck.counting.rows import RowSpec
+from shapecheck.errors import ConfigError, UsageError
+
+Value = Union[int, sympy.Expr]
+IMPLS = ("sdpa", "math")
+INTERPOLATION_POINTS = (1, 2, 3, 4)
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_FLAG_USE = {"layers": "layers", "d_ff": "d_ff", "vocab": "vocab", "max_seq": "max_seq", "d_k": "d_k", "d_v": "d_k",
+             "impl": "impl"}
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    """Everything a report is computed from; ``seq_len`` is an int or a symbol name such as "S"."""
+
+    model: str = "encoder"
+    d_model: int = 512
+    heads: int = 8
+    d_k: int = 64
+    d_v: int = 64
+    d_ff: int = 2048
+    layers: int = 6
+    seq_len: Union[int, str] = 128
+    batch: int = 1
+    vocab: int = 37000
+    max_seq: int = 512
+    segments: int = 2
+    impl: str = "sdpa"
+    preset: Optional[str] = None
+
+    @property
+    def symbolic(self) -> bool:
+        return isinstance(self.seq_len, str)
+
+    def sizes(self) -> Sizes:
+        return Sizes(self.d_model, self.heads, self.d_k, self.d_v, self.d_ff, self.layers, self.vocab,
+                     self.max_seq, self.segments, self.impl)
+
+
+# --- configuration ------------------------------------------------------------------------------
+
+
+def _choices(values: Any) -> str:
+    return ", ".join(values)
+
+
+def _require_size(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
+    if value <= 0:
+        raise ConfigError(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _check_choices(model: Optional[str], preset: Optional[str], impl: Optional[str]) -> None:
+    if model is not None and model not in MODELS:
+        raise UsageError(f"unknown model {model!r}; choose one of: {_choices(MODELS)}")
+    if preset is not None and preset not in PRESETS:
+        raise UsageError(f"unknown preset {preset!r}; choose one of: {_choices(PRESETS)}")
+    if impl is not None and impl not in IMPLS:
+        raise UsageError(f"unknown attention path --impl {impl!r}; choose one of: {_choices(IMPLS)}")
+    if model is not None and preset is not None and family(model) != family(PRESETS[preset][0]):
+        fits = FAMILIES[family(PRESETS[preset][0])]
+        raise UsageError(f"--preset {preset} contradicts --model {model}; with this preset use --model {' or '.join(fits)}")
+
+
+def _check_applies(kind: ModelKind, flags: dict[str, Any]) -> None:
+    for name, value in flags.items():
+        if value is not None and name in _FLAG_USE and _FLAG_USE[name] not in kind.uses:
+            fits = [m for m, k in MODELS.items() if _FLAG_USE[name] in k.uses]
+            raise UsageError(
+                f"--{name.replace('_', '-')} does not apply to --model {kind.name}; it applies to: {_choices(fits)}"
+            )
+
+
+def _check_heads(d_model: int, heads: int, d_k: Optional[int], d_v: Optional[int]) -> None:
+    if (d_k is None or d_v is None) and d_model % heads != 0:
+        ok = ", ".join(map(str, _divisors(d_model)[:12]))
+        raise ConfigError(
+            f"d_model={d_model} is not divisible by heads={heads}; heads must divide d_model ({ok}, ...)"
+            " or give both --d-k and --d-v"
+        )
+
+
+def _check_seq(seq_len: Union[int, str], kind: ModelKind, max_seq: int) -> None:
+    if isinstance(seq_len, str):
+        if not _NAME.match(seq_len):
+            raise ConfigError(f"--seq-len {seq_len!r} is neither a positive integer nor a name such as S")
+        if seq_len in f.SYMBOLS and seq_len not in ("S",):
+            raise ConfigError(f"--seq-len {seq_len!r} is a config symbol; pick another name such as S or n")
+        return
+    _require_size("seq_len", seq_len)
+    if kind.learned_positions and seq_len > max_seq:
+        raise ConfigError(
+            f"--seq-len {seq_len} exceeds max_seq={max_seq}, the learned position table of --model {kind.name};"
+            f" give --seq-len <= {max_seq} or --max-seq >= {seq_len}"
+        )
+
+
+def resolve_config(
+    model: Optional[str] = None, preset: Optional[str] = None, *, d_model: Optional[int] = None,
+    heads: Optional[int] = None, layers: Optional[int] = None, d_ff: Optional[int] = None,
+    d_k: Optional[int] = None, d_v: Optional[int] = None, seq_len: Union[int, str, None] = None,
+    batch: Optional[int] = None, vocab: Optional[int] = None, max_seq: Optional[int] = None,
+    impl: Optional[str] = None,
+) -> ReportConfig:
+    """Defaults (the paper's base encoder), then the preset, then explicit values; validated."""
+    _check_choices(model, preset, impl)
+    model = model or (PRESETS[preset][0] if preset else "encoder")
+    kind = MODELS[model]
+    flags = dict(d_model=d_model, heads=heads, layers=layers, d_ff=d_ff, d_k=d_k, d_v=d_v, vocab=vocab,
+                 max_seq=max_seq, impl=impl)
+    _check_applies(kind, flags)
+    for name, value in flags.items():
+        if value is not None and name != "impl":
+            _require_size(name, value)
+    if batch is not None:
+        _require_size("batch", batch)
+    values: dict[str, Any] = dict(d_model=512, heads=8, layers=6, segments=2, **FAMILY_DEFAULTS[family(model)])
+    if preset:
+        values.update(PRESETS[preset][1]())
+    values.update({k: v for k, v in flags.items() if v is not None})
+    values.setdefault("d_ff", 4 * values["d_model"])
+    _check_heads(values["d_model"], values["heads"], values.get("d_k"), values.get("d_v"))
+    for name in ("d_k", "d_v"):
+        values.setdefault(name, values["d_model"] // values["heads"])
+    seq_len = 128 if seq_len is None else seq_len
+    _check_seq(seq_len, kind, values["max_seq"])
+    if "max_seq" not in kind.uses and isinstance(seq_len, int):
+        values["max_seq"] = max(values["max_seq"], seq_len)  # sinusoidal positions: no parameters
+    return ReportConfig(model=model, seq_len=seq_len, batch=batch or 1, impl=impl or "sdpa", preset=preset, **values)
+
+
+# --- the report ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReportRow:
+    name: str
+    kind: str
+    params: int
+    params_formula: str
+    flops: Value  # matmul FLOPs, 2 per multiply-add
+    macs: Value
+    other_flops: Value
+    flops_formula: str
+    other_flops_formula: str
+    measured_params: int
+    measured_flops: Value
+    note: str = ""
+
+    @property
+    def params_agree(self) -> bool:
+        return self.params == self.measured_params
+
+    @property
+    def flops_agree(self) -> bool:
+        return sympy.expand(sympy.sympify(self.flops) - sympy.sympify(self.measured_flops)) == 0
+
+
+@dataclass
+class Report:
+    config: ReportConfig
+    rows: list[ReportRow]
+    total: dict[str, Value]
+    uncounted: list[dict[str, Any]]
+    notes: list[str] = field(default_factory=list)
+    crossover: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def agrees(self) -> bool:
+        return all(r.params_agree and r.flops_agree for r in self.rows)
+
+
+class _Evaluator:
+    """Substitutes config values into formulas, once per distinct expression (rows repeat per layer)."""
+
+    def __init__(self, values: dict[sympy.Symbol, Any], seq_name: Optional[str]) -> None:
+        self.values, self.cache = values, {}
+        self.rename = {f.S: sympy.Symbol(seq_name, positive=True, integer=True)} if seq_name else {}
+
+    def __call__(self, expr: sympy.Expr) -> Value:
+        if expr not in self.cache:
+            value = sympy.expand(sympy.sympify(expr).subs(self.values))
+            self.cache[expr] = int(value) if value.is_Integer else value.subs(self.rename)
+        return self.cache[expr]
+
+    def text(self, expr: sympy.Expr) -> str:
+        key = ("text", expr)
+        if key not in self.cache:
+            self.cache[key] = str(sympy.sympify(expr).subs(self.rename))
+        return self.cache[key]
+
+
+def _measure(kind: ModelKind, module: torch.nn.Module, sizes: Sizes, batch: int, seq: int, repeats: bool):
+    inputs = kind.inputs(sizes, batch, seq, torch.device("meta"))
+    run = lambda: kind.run(module, inputs)  # noqa: E731
+    with torch.no_grad():
+        if repeats:
+            return count_with_repeats(run, module, kind.attention_paths(sizes))
+        return count_flops(run, module, kind.attention_paths(sizes)), []
+
+
+@dataclass
+class Measured:
+    """Dispatch-counted FLOPs per row, FLOPs no row claims, uncounted ops, the stacks counted once."""
+
+    flops: list[Value]
+    unclaimed: Value
+    uncounted: list[dict[str, Any]]
+    stacks: list[Stack]
+
+
+def attribute(specs: list[RowSpec], count: DispatchCount) -> tuple[list[int], int]:
+    """FLOPs per row from dispatch records, and the FLOPs no row claims.
+
+    A row with a ``part`` takes that part of the ops its module runs itself; a
+    row without takes every op in its module's subtree. Deeper modules first.
+    """
+    whole: dict[str, int] = {}
+    exact: dict[tuple[str, str], int] = {}
+    for i, spec in enumerate(specs):
+        if spec.flops_at is None:
+            continue
+        target = whole if spec.part is None else exact
+        target.setdefault(spec.flops_at if spec.part is None else (spec.flops_at, spec.part), i)
+    sums, unclaimed = [0] * len(specs), 0
+    for record in count.records:
+        index = exact.get((record.module, record.part))
+        if index is None:
+            index = next((whole[p] for p in _prefixes(record.module) if p in whole), None)
+        if index is None:
+            unclaimed += record.flops
+        else:
+            sums[index] += record.flops
+    return sums, unclaimed
+
+
+def _prefixes(path: str) -> list[str]:
+    parts = path.split(".") if path else []
+    return [".".join(parts[:i]) for i in range(len(parts), -1, -1)]
+
+
+def measure_rows(config: ReportConfig, module: torch.nn.Module, specs: list[RowSpec], repeats: bool = True) -> Measured:
+    """Per-row measured FLOPs: ints, or polynomials in the seq symbol (counted at S = 1..4, interpolated)."""
+    kind, sizes = MODELS[config.model], config.sizes()
+    if not config.symbolic:
+        count, stacks = _measure(kind, module, sizes, config.batch, config.seq_len, repeats)
+        sums, unclaimed = attribute(specs, count)
+        return Measured(sums, unclaimed, count.uncounted_list(), stacks)
+    seq = sympy.Symbol(config.seq_len, positive=True, integer=True)
+    samples, uncounted = [], {}
+    for s in INTERPOLATION_POINTS:
+        count, stacks = _measure(kind, module, sizes, config.batch, s, repeats)
+        samples.append(attribute(specs, count))
+        uncounted.update({entry["op"]: entry for entry in count.uncounted_list()})
+    fit = lambda ys: sympy.expand(sympy.interpolate(list(zip(INTERPOLATION_POINTS, ys)), seq))  # noqa: E731
+    sums = [fit([sample[0][i] for sample in samples]) for i in range(len(specs))]
+    return Measured(sums, fit([sample[1] for sample in samples]), list(uncounted.values()), stacks)
+
+
+def _rows(config: ReportConfig, specs: list[RowSpec], params: dict[str, int], flops: list[Value]) -> list[ReportRow]:
+    values = {**config.sizes().values(), f.B: config.batch}
+    if not config.symbolic:
+        values[f.S] = config.seq_len
+    ev = _Evaluator(values, config.seq_len if config.symbolic else None)
+    rows = []
+    for spec, measured in zip(specs, flops):
+        cost = spec.cost
+        rows.append(ReportRow(
+            name=spec.name, kind=spec.kind, params=ev(cost.params), params_formula=ev.text(cost.params),
+            flops=ev(cost.flops), macs=ev(cost.macs), other_flops=ev(cost.other),
+            flops_formula=ev.text(cost.flops), other_flops_formula=ev.text(cost.other),
+            measured_params=params.get(spec.params_at, 0) if spec.params_at is not None else 0,
+            measured_flops=measured, note=spec.note,
+        ))
+    return rows
+
+
+def _extra_rows(unassigned: int, unclaimed: Value) -> list[ReportRow]:
+    """Rows for parameters or FLOPs the model's row list does not explain: never dropped silently."""
+    extra = []
+    if unassigned:
+        extra.append(ReportRow("(parameters in no row)", "unexplained", 0, "0", 0, 0, 0, "0", "0", unassigned, 0))
+    if unclaimed != 0:
+        extra.append(ReportRow("(FLOPs in no row)", "unexplained", 0, "0", 0, 0, 0, "0", "0", 0, unclaimed))
+    return extra
+
+
+def _sum(values: list[Value]) -> Value:
+    if all(isinstance(v, int) for v in values):
+        return sum(values)
+    total = sympy.expand(sum((sympy.sympify(v) for v in values), sympy.Integer(0)))
+    return int(total) if total.is_Integer else total
+
+
+def _total(rows: list[ReportRow], module: torch.nn.Module) -> dict[str, Value]:
+    keys = ("params", "flops", "macs", "other_flops", "measured_params", "measured_flops")
+    total = {key: _sum([getattr(r, key) for r in rows]) for key in keys}
+    total["model_params"] = count_parameters(module)
+    return total
+
+
+def crossover(kind: ModelKind, specs: list[RowSpec], sizes: Sizes) -> dict[str, Any]:
+    """Sequence lengths where the S² matmul terms overtake the S-linear ones: one attention block, one layer."""
+    result = {}
+    for label, prefix in zip(("attention", "layer"), kind.probes):
+        if prefix is None:
+            continue
+        chosen = [s.cost.flops for s in specs if prefix == "" or s.name == prefix or s.name.startswith(prefix + ".")]
+        formula = f.crossover_length(sum(chosen, sympy.Integer(0)))
+        value = formula.subs(sizes.values())
+        result[label] = {"formula": str(formula), "value": int(value) if value.is_Integer else str(value)}
+    return result
+
+
+def _notes(config: ReportConfig, module: torch.nn.Module, measured: Measured) -> list[str]:
+    notes = [
+        "flops: matmul FLOPs, 2 per multiply-add; macs = flops / 2; other_flops: analytic only "
+        "(1 per bias/residual add or scaling, 3 per softmax element, 7 per LayerNorm element, GELU 8, ReLU/tanh 1)",
+        "measured: parameters of the reference module built on the meta device (no weights allocated); "
+        "FLOPs counted at dispatch level during one forward pass on the meta device",
+    ]
+    for stack in measured.stacks:
+        first, last = f"{stack.path}.0", f"{stack.path}.{stack.size - 1}"
+        notes.append(
+            f"{stack.path}.1..{stack.size - 1} are identical to {first} (same class, attributes, config and "
+            f"parameter shapes, same input shapes, checked at run time): {first} was counted and its count "
+            f"reused for the other {stack.size - 1} layers, up to {last}"
+        )
+    for group in tied_parameters(module):
+        notes.append(f"tied: {' = '.join(group)} are one tensor, counted once (in the first row that owns it)")
+    if config.model in ("decoder", "encoder-decoder", "gpt", "gpt-lm"):
+        notes.append("causal self-attention: the full S×S score matrix is counted (as torch.utils.flop_counter)")
+    if config.symbolic:
+        points = ", ".join(map(str, INTERPOLATION_POINTS))
+        notes.append(f"measured at {config.seq_len} = {points} and interpolated (exact up to degree 3)")
+    return notes
+
+
+def build_report(config: ReportConfig, repeats: bool = True) -> Report:
+    """Rows with formulas, values and measured values for ``config``'s model; see the module docstring.
+
+    ``repeats=False`` counts every layer op by op instead of reusing layer 0's count.
+    """
+    kind = MODELS[config.model]
+    sizes = config.sizes()
+    module = on_meta(lambda: kind.build(sizes)).eval()
+    specs = kind.rows(sizes)
+    assignment = assign_parameters(module, [s.params_at for s in specs if s.params_at is not None])
+    measured = measure_rows(config, module, specs, repeats)
+    rows = _rows(config, specs, assignment.counts, measured.flops)
+    rows += _extra_rows(assignment.unassigned_count, measured.unclaimed)
+    return Report(config, rows, _total(rows, module), measured.uncounted, _notes(config, module, measured),
+                  crossover(kind, specs, sizes))
+
+
+# --- JSON ----------------------------------------------------------------------------------------
+
+ROW_KEYS = ("name", "params", "params_formula", "flops", "macs", "other_flops", "flops_formula",
+            "measured_params", "measured_flops")
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, sympy.Basic):
+        return int(value) if value.is_Integer else str(value)
+    return value
+
+
+def report_dict(report: Report) -> dict[str, Any]:
+    """The stable JSON form: config, rows, total, uncounted (plus notes and crossover)."""
+    rows = []
+    for r in report.rows:
+        row = {k: _plain(getattr(r, k)) for k in ROW_KEYS}
+        row.update(kind=r.kind, other_flops_formula=r.other_flops_formula, note=r.note,
+                   params_agree=r.params_agree, flops_agree=r.flops_agree)
+        rows.append(row)
+    return {
+        "config": asdict(report.config),
+        "rows": rows,
+        "total": {k: _plain(v) for k, v in report.total.items()},
+        "uncounted": report.uncounted,
+        "notes": report.notes,
+        "crossover": report.crossover,
+    }
