@@ -15,7 +15,8 @@ class Difference:
     symbolic: str  # the amount in config symbols, signed: "−d_model", "+(d_model² + d_model)"
 
     def describe(self) -> str:
-        return f"{self.text}: {self.symbolic}" + ("" if self.symbolic.lstrip("+−(").rstrip(")").isdigit() else f" ({self.amount:+,})")
+        number = f"{self.amount:+,}".replace("-", "−")
+        return f"{self.text}: {self.symbolic}" + ("" if self.symbolic.lstrip("+−(").rstrip(")").isdigit() else f" ({number})")
 
 
 @dataclass(frozen=True)

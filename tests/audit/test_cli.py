@@ -1,0 +1,79 @@
+"""``shapecheck audit``: exit codes, the three formats, presets, and one-line usage errors."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from shapecheck.cli import app
+
+runner = CliRunner()
+
+
+def _run(*args):
+    return runner.invoke(app, ["audit", *args])
+
+
+def test_preset_bert_base_json_is_clean_with_released_total():
+    result = _run("--preset", "bert-base", "--format", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["clean"] and data["totals"]["total"] == 109_482_240
+    assert data["liveness"]["ran"] and data["dead"] == []
+    assert data["totals"]["non_embedding_strict"] < data["totals"]["non_embedding"] < data["totals"]["total"]
+
+
+def test_table_folds_repeated_layers_and_names_both_conventions():
+    result = _run("--preset", "gpt2")
+    assert result.exit_code == 0, result.output
+    assert "h.*.attn ×12" in result.stdout and "124,439,808" in result.stdout
+    assert "tables removed" in result.stdout and "their norms + pooler removed" in result.stdout
+
+
+@pytest.mark.parametrize("name, exit_code, needle", [
+    ("UnusedExtraLinear", 1, "dead: extra.weight"),
+    ("MissingOutProjection", 1, "out projection missing: −(d_model² + d_model)"),
+    ("KeyWithoutBias", 1, "k_proj has no bias: −d_model"),
+    ("TiedLM", 0, "tied embed.weight = lm_head.weight"),
+])
+def test_planted_targets_exit_codes_and_explanations(planted_path, name, exit_code, needle):
+    result = _run(f"{planted_path}:{name}", "--d-model", "32", "--heads", "4", "--format", "markdown")
+    assert result.exit_code == exit_code, result.output
+    assert needle in result.stdout
+    assert "| submodule | kind | formula |" in result.stdout
+
+
+def test_target_is_counted_at_the_given_size_and_probed_small(planted_path):
+    result = _run(f"{planted_path}:UnusedExtraLinear", "--d-model", "512", "--heads", "8", "--format", "json")
+    data = json.loads(result.stdout)
+    assert data["totals"]["total"] == 5 * (512 * 512 + 512)
+    assert {p["name"]: p["numel"] for p in data["dead"]} == {"extra.weight": 512 * 512, "extra.bias": 512}
+    assert "d_model=16 [d_model]" in data["liveness"]["detail"]  # the dead-parameter pass ran small
+
+
+def test_seed002_with_separate_proj_weight_fails_to_construct(seed002_path):
+    result = _run(f"{seed002_path}:MultiheadAttention", "--init", "use_separate_proj_weight=true")
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert "fails to construct" in line and "use_separate_proj_weight=True" in line and "in_proj_weight" in line
+
+
+def test_seed002_as_written_audits_clean(seed002_path):
+    result = _run(f"{seed002_path}:MultiheadAttention", "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["components"][0]["style"].startswith("in_proj_weight")
+
+
+@pytest.mark.parametrize("args, needle", [
+    ((), "either TARGET"),
+    (("--preset", "bert-huge"), "unknown preset 'bert-huge'; choose one of: bert-base"),
+    (("--preset", "gpt2", "--format", "xml"), "--format 'xml' is not one of: table, json, markdown"),
+    (("no/such/file.py:Model",), "no such file"),
+    (("--preset", "gpt2", "--heads", "0"), "--heads 0 must be at least 1"),
+    (("--preset", "gpt2", "--heads", "7"), "not divisible"),
+])
+def test_usage_errors_are_one_line_exit_2(args, needle):
+    result = _run(*args)
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert needle in line and "Traceback" not in result.output
