@@ -93,7 +93,7 @@ def verify_command(
     layout: Optional[str] = typer.Option(None, help="batch-first | seq-first (default: the module's batch_first, else its annotations, else batch-first)."),
     mask: str = typer.Option("auto", help="Mask convention: auto | keep (True/1 = attend) | ignore (True = pad) | additive | none."),
     causal: bool = typer.Option(False, "--causal", help="The module is causal by construction: assert it."),
-    max_examples: int = typer.Option(20, "--max-examples", help="Hypothesis examples per property."),
+    max_examples: int = typer.Option(50, "--max-examples", help="Hypothesis examples per property."),
     seed: int = typer.Option(0, help="Random seed; the same seed gives the same run."),
     strict: bool = typer.Option(False, "--strict", help="Fully masked rows fail instead of warning."),
     output_format: str = typer.Option("table", "--format", help="table | json."),

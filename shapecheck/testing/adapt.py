@@ -291,18 +291,28 @@ def _attempt(module: nn.Module, conv: Convention, query: Tensor, key: Tensor, **
 
 
 def _probe_mask(module: nn.Module, conv: Convention, query: Tensor, key: Tensor) -> Convention:
+    """A padding mask is (batch, seq_k) by convention; other masks take the first shape the module accepts.
+
+    When the probe finds none, the first shape stays: the properties then show the failure
+    on a minimal input instead of silently skipping every mask test (``--mask none`` opts out).
+    """
     if conv.mask_name is None:
         return conv
+    if conv.mask_name in ("key_padding_mask", "src_key_padding_mask", "padding_mask"):
+        return _with_shape(conv, "bs")
     keep = torch.ones(query.size(0), key.size(1), dtype=torch.bool)
     keep[:, -1] = False
-    padding_only = conv.mask_name in ("key_padding_mask", "src_key_padding_mask", "padding_mask")
-    for shape in ("bs",) if padding_only else MASK_SHAPES:
-        trial = replace(conv, mask_shape=shape)
-        out = _attempt(module, trial, query, key, keep=keep)
+    for shape in MASK_SHAPES:
+        out = _attempt(module, replace(conv, mask_shape=shape), query, key, keep=keep)
         if not isinstance(out, str) and tuple(out.output.shape) == tuple(query.shape):
-            return replace(trial, notes=trial.notes[:1] + (f"{trial.notes[1]}, shape {_SHAPE_TEXT[shape]}",) + trial.notes[2:])
-    note = f"mask: {conv.mask_name} accepts none of the shapes tried; masks not tested"
-    return replace(conv, mask_name=None, mask_kind=None, notes=conv.notes + (note,))
+            return _with_shape(conv, shape)
+    conv = _with_shape(conv, MASK_SHAPES[0])
+    return replace(conv, notes=conv.notes + (f"mask: the probe found no shape {conv.mask_name} accepts; using the first",))
+
+
+def _with_shape(conv: Convention, shape: str) -> Convention:
+    notes = conv.notes[:1] + (f"{conv.notes[1]}, shape {_SHAPE_TEXT[shape]}",) + conv.notes[2:]
+    return replace(conv, mask_shape=shape, notes=notes)
 
 
 _SHAPE_TEXT = {"b1ts": "(batch, 1, seq_q, seq_k)", "b11s": "(batch, 1, 1, seq_k)", "bs": "(batch, seq_k)", "bts": "(batch, seq_q, seq_k)"}

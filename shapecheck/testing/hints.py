@@ -27,13 +27,15 @@ _BY_PROPERTY = {
 }
 
 
-def hint(name: str, counterexample: dict[str, Any], reason: str) -> str:
-    """One line: what the minimal sizes say, then the property's usual suspects."""
+def hint(name: str, counterexample: dict[str, Any], reason: str, passed: frozenset[str] = frozenset()) -> str:
+    """One line: what the minimal sizes (and the properties that held, ``passed``) say, then the usual suspects."""
     heads, seq_q, seq_k = counterexample.get("heads", 1), counterexample.get("seq_q", 1), counterexample.get("seq_k", 1)
     general = _BY_PROPERTY.get(name, "")
     if "raised" in reason:
         general = "the module raised on this input: " + _BY_PROPERTY["output_shape"]
     if name in ("reference", "permutation", "output_shape", "batch_independence") and "raised" not in reason:
+        if heads >= 2 and name == "reference" and "permutation" in passed:
+            return "fails only with heads >= 2 while permutations hold: look at what differs per head, e.g. scaling by √d_model instead of √d_k"
         if heads >= 2 and max(seq_q, seq_k) >= 2:
             return "fails only with heads >= 2 and seq >= 2: look at the head split/merge layout (a view without transpose)"
         if heads >= 2:

@@ -23,6 +23,7 @@ from shapecheck.errors import UsageError
 from shapecheck.testing.hints import hint
 from shapecheck.testing.properties import PROPERTIES, PROPERTY_NAMES, Property
 from shapecheck.testing.strategies import AttentionCase, attention_cases
+from shapecheck.target import Target
 from shapecheck.testing.subject import Subject, VerifyOptions, as_target
 
 Status = Literal["passed", "failed", "skipped", "warning"]
@@ -93,7 +94,7 @@ def _strategy(subject: Subject, prop: Property) -> st.SearchStrategy[AttentionCa
 def _reason(subject: Subject, prop: Property, case: AttentionCase, draw: Any) -> Optional[str]:
     try:
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(case.seed)  # dropout left on in eval fails the same way on replay
+            torch.default_generator.manual_seed(case.seed)  # dropout left on in eval fails the same way on replay
             return prop.check(subject, case, draw)
     except UsageError:
         raise
@@ -102,7 +103,7 @@ def _reason(subject: Subject, prop: Property, case: AttentionCase, draw: Any) ->
         return f"raised {type(error).__name__}: {lines[0] if lines else ''}"[:300]
 
 
-def run_property(subject: Subject, prop: Property) -> PropertyResult:
+def run_property(subject: Subject, prop: Property, passed: frozenset[str] = frozenset()) -> PropertyResult:
     """One property under hypothesis: passed, skipped, or failed/warning with the shrunk counterexample."""
     skip = prop.applies(subject)
     if skip:
@@ -135,28 +136,36 @@ def run_property(subject: Subject, prop: Property) -> PropertyResult:
     except (_Failed, HypothesisException, AssertionError):
         if not last:
             raise
-        return _failure(subject, prop, last)
+        return _failure(subject, prop, last, passed)
     return PropertyResult(prop.name, "passed", prop.doc)
 
 
-def _failure(subject: Subject, prop: Property, last: dict[str, Any]) -> PropertyResult:
+def _failure(subject: Subject, prop: Property, last: dict[str, Any], passed: frozenset[str]) -> PropertyResult:
     found = counterexample(last["case"], dict(last["extras"]), subject.has_mask)
     status: Status = "warning" if prop.warning and not subject.options.strict else "failed"
-    return PropertyResult(prop.name, status, last["reason"], found, hint(prop.name, found, last["reason"]))
+    return PropertyResult(prop.name, status, last["reason"], found, hint(prop.name, found, last["reason"], passed))
 
 
 def verify(factory: Any, options: Optional[VerifyOptions] = None, *, progress: Optional[Progress] = None) -> VerifyReport:
     """Run the properties on ``factory`` (nn.Module class, factory function or ``shapecheck.target.Target``)."""
     options = options or VerifyOptions()
     _validate(options)
-    target = as_target(factory)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny tensors: thread hand-offs cost more than the arithmetic
+    try:
+        return _verify(as_target(factory), options, progress)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _verify(target: Target, options: VerifyOptions, progress: Optional[Progress]) -> VerifyReport:
     subject = Subject(target, options)
     chosen = [p for p in PROPERTIES if options.properties is None or p.name in options.properties]
     results: list[PropertyResult] = []
     for index, prop in enumerate(chosen):
         if progress:
             progress(prop.name, index, len(chosen))
-        results.append(run_property(subject, prop))
+        results.append(run_property(subject, prop, frozenset(r.name for r in results if r.status == "passed")))
         if options.fail_fast and results[-1].status == "failed":
             break
     construction = subject.construction.describe() if subject.construction else target.name

@@ -26,7 +26,7 @@ class VerifyOptions:
     layout: Optional[Layout] = None  # None: read ``batch_first`` where the module has it, else batch-first
     mask: MaskOption = "auto"
     causal: bool = False  # the module is causal by construction: assert it
-    max_examples: int = 20
+    max_examples: int = 50
     seed: int = 0
     strict: bool = False  # fully masked rows fail instead of warning
     dropout: float = 0.1  # built with dropout > 0 so eval-mode determinism means something
@@ -73,7 +73,7 @@ class Subject:
         key = (shape.d_model, shape.heads)
         if key not in self._modules:
             with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(self.options.seed)
+                torch.default_generator.manual_seed(self.options.seed)  # CPU only: cheap, no CUDA calls
                 module, construction = build(
                     self.target, d_model=shape.d_model, heads=shape.heads, dropout=self.options.dropout, init=self.options.init
                 )
