@@ -1,0 +1,146 @@
+"""Lint entry points: parse, run pyflakes (undefined names) and the checker, apply noqa, sort.
+
+Never imports or executes the code it reads, never writes to it. A file that
+cannot be parsed (syntax error, not UTF-8, binary) is a finding, not a crash.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import os
+import re
+import tokenize
+from pathlib import Path
+from typing import Iterable, Iterator, Optional, Sequence
+
+from pyflakes import checker as pyflakes_checker
+from pyflakes import messages as pyflakes_messages
+
+from shapecheck.errors import UsageError
+from shapecheck.lint import messages as msg
+from shapecheck.lint.checker import Checker
+from shapecheck.lint.config import LintConfig
+
+_PYFLAKES_UNDEFINED = (pyflakes_messages.UndefinedName, pyflakes_messages.UndefinedLocal,
+                       pyflakes_messages.UndefinedExport)
+_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
+_PYFLAKES_CODES = frozenset({"F821", "F822", "F823"})  # flake8's names for pyflakes' undefined names
+_SKIP_DIRS = frozenset({"__pycache__", "node_modules"})
+_JAXTYPING = frozenset({"Float", "Int", "Bool", "Shaped", "Num", "Real", "Integer", "Inexact", "Complex", "UInt",
+                        "Key", "BFloat16", "Float16", "Float32", "Float64", "Int8", "Int16", "Int32", "Int64",
+                        "UInt8", "UInt16", "UInt32", "UInt64", "Complex64", "Complex128"})
+
+
+def lint_source(source: str, path: str = "<string>", config: Optional[LintConfig] = None) -> list[msg.Finding]:
+    """Findings for one module's source text, sorted by position."""
+    found = _analyse(source, path)
+    return _finish(found, source, config)
+
+
+def lint_bytes(data: bytes, path: str, config: Optional[LintConfig] = None) -> list[msg.Finding]:
+    """Findings for a file's raw bytes: decoding problems and empty files are findings too."""
+    if b"\x00" in data:
+        return _finish([msg.FileNotParsed.finding(path, 1, 1, "binary file (contains NUL bytes)")], "", config)
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        source = data.decode(encoding)
+    except (SyntaxError, UnicodeDecodeError, LookupError) as error:
+        reason = f"not valid text: {getattr(error, 'reason', None) or error.__class__.__name__}"
+        return _finish([msg.FileNotParsed.finding(path, 1, 1, reason)], "", config)
+    return lint_source(source.removeprefix("\ufeff"), path, config)
+
+
+def lint_file(path: str, config: Optional[LintConfig] = None) -> list[msg.Finding]:
+    with open(path, "rb") as handle:
+        return lint_bytes(handle.read(), path, config)
+
+
+def lint_paths(paths: Sequence[str], config: Optional[LintConfig] = None) -> tuple[int, list[msg.Finding]]:
+    """(files linted, findings) for files and directories (``*.py`` recursively); UsageError if a path is missing."""
+    files = list(python_files(paths))
+    findings: list[msg.Finding] = []
+    for file in files:
+        findings.extend(lint_file(file, config))
+    return len(files), findings
+
+
+def python_files(paths: Iterable[str]) -> Iterator[str]:
+    for path in paths:
+        if os.path.isdir(path):
+            yield from _walk(path)
+        elif os.path.exists(path):
+            yield path
+        else:
+            raise UsageError(f"no such file or directory: {path}")
+
+
+def _walk(root: str) -> Iterator[str]:
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in _SKIP_DIRS)
+        for name in sorted(filenames):
+            if name.endswith(".py"):
+                yield str(Path(dirpath, name))
+
+
+def _analyse(source: str, path: str) -> list[msg.Finding]:
+    if not source.strip():
+        return [msg.EmptyFile.finding(path, 1, 1)]
+    try:
+        tree = ast.parse(source, filename=path)
+    except SyntaxError as error:
+        line, col = error.lineno or 1, error.offset or 1
+        return [msg.FileNotParsed.finding(path, line, max(col, 1), f"syntax error: {error.msg}")]
+    except (ValueError, MemoryError, RecursionError) as error:
+        return [msg.FileNotParsed.finding(path, 1, 1, f"{error.__class__.__name__}: {error}")]
+    try:
+        return _undefined_names(tree, path) + Checker(tree, path).findings
+    except RecursionError:
+        return [msg.AnalysisStopped.finding(path, 1, 1, "expressions nested too deeply")]
+
+
+class _Pyflakes(pyflakes_checker.Checker):  # type: ignore[misc]
+    """pyflakes, reading jaxtyping's ``Float[Tensor, "batch seq"]`` strings as axis names, not code."""
+
+    def SUBSCRIPT(self, node: ast.Subscript) -> None:
+        if _is_jaxtyping(node):
+            self.handleNode(node.value, node)
+            self.handleNode(node.slice.elts[0], node)  # type: ignore[attr-defined]
+            return
+        super().SUBSCRIPT(node)
+
+
+def _is_jaxtyping(node: ast.Subscript) -> bool:
+    name = node.value.id if isinstance(node.value, ast.Name) else getattr(node.value, "attr", None)
+    index = node.slice
+    return (name in _JAXTYPING and isinstance(index, ast.Tuple) and len(index.elts) == 2
+            and isinstance(index.elts[1], ast.Constant) and isinstance(index.elts[1].value, str))
+
+
+def _undefined_names(tree: ast.Module, path: str) -> list[msg.Finding]:
+    """pyflakes' undefined-name messages, as SC111."""
+    found = _Pyflakes(tree, filename=path)
+    return [
+        msg.UndefinedName.finding(path, m.lineno, m.col + 1, m.message % m.message_args)
+        for m in found.messages if isinstance(m, _PYFLAKES_UNDEFINED)
+    ]
+
+
+def _finish(found: list[msg.Finding], source: str, config: Optional[LintConfig]) -> list[msg.Finding]:
+    lines = source.splitlines()
+    kept = [f for f in found if (config is None or config.selects(f.code)) and not _suppressed(f, lines)]
+    return sorted(kept, key=lambda f: (f.path, f.line, f.col, f.code))
+
+
+def _suppressed(finding: msg.Finding, lines: list[str]) -> bool:
+    """``# noqa`` (every code) or ``# noqa: SC104, SC106`` on the finding's line."""
+    if not 1 <= finding.line <= len(lines) or "noqa" not in lines[finding.line - 1].lower():
+        return False
+    match = _NOQA.search(lines[finding.line - 1])
+    if match is None:
+        return False
+    codes = match.group("codes")
+    if codes is None:
+        return True
+    listed = {c.upper() for c in re.split(r"[\s,]+", codes)}
+    return finding.code in listed or (finding.code == "SC111" and bool(listed & _PYFLAKES_CODES))

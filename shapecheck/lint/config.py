@@ -1,0 +1,96 @@
+"""``[tool.shapecheck]`` in pyproject.toml: which codes lint reports, and which severity fails.
+
+    [tool.shapecheck]
+    select = ["SC1"]          # code prefixes to report (default: every code)
+    ignore = ["SC102"]        # code prefixes to drop
+    fail-on = "warning"       # error | warning | info (default: warning)
+
+Reading needs ``tomllib`` (Python 3.11+) or ``tomli``; without either the file is skipped
+and ``LintConfig.note`` says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Sequence
+
+from shapecheck.errors import ConfigError
+from shapecheck.lint.messages import CODES, SEVERITIES
+
+try:  # Python 3.11+
+    import tomllib as _toml
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+    try:
+        import tomli as _toml  # type: ignore[no-redef]
+    except ModuleNotFoundError:
+        _toml = None  # type: ignore[assignment]
+
+DEFAULT_FAIL_ON = "warning"
+
+
+@dataclass(frozen=True)
+class LintConfig:
+    """Code prefixes to report and to drop, the failing severity, and where they came from."""
+
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    fail_on: str = DEFAULT_FAIL_ON
+    source: Optional[str] = None
+    note: Optional[str] = None
+
+    def selects(self, code: str) -> bool:
+        chosen = not self.select or any(code.startswith(p) for p in self.select)
+        return chosen and not any(code.startswith(p) for p in self.ignore)
+
+    def fails(self, severity: str) -> bool:
+        return SEVERITIES.index(severity) >= SEVERITIES.index(self.fail_on)
+
+
+def check_codes(prefixes: Sequence[str], option: str) -> tuple[str, ...]:
+    """Upper-cased prefixes; ConfigError naming the valid codes if one matches none."""
+    found = tuple(p.strip().upper() for p in prefixes if p.strip())
+    for prefix in found:
+        if not any(code.startswith(prefix) for code in CODES):
+            raise ConfigError(f"{option}: {prefix!r} matches no code; valid codes: {', '.join(CODES)}")
+    return found
+
+
+def check_severity(value: object, option: str) -> str:
+    if value not in SEVERITIES:
+        raise ConfigError(f"{option}={value!r}; choose one of {', '.join(SEVERITIES)}")
+    return str(value)
+
+
+def find_pyproject(start: Path) -> Optional[Path]:
+    """The nearest pyproject.toml in ``start`` or a parent directory."""
+    here = start.resolve()
+    for folder in [here, *here.parents] if here.is_dir() else list(here.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_config(pyproject: Optional[Path]) -> LintConfig:
+    """The ``[tool.shapecheck]`` table of ``pyproject`` (defaults when absent)."""
+    if pyproject is None:
+        return LintConfig()
+    if _toml is None:
+        return LintConfig(note=f"{pyproject}: [tool.shapecheck] not read (needs Python 3.11+ or tomli)")
+    try:
+        table = _toml.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}).get("shapecheck", {})
+    except (OSError, UnicodeDecodeError, _toml.TOMLDecodeError) as error:
+        raise ConfigError(f"{pyproject}: cannot read: {error}") from None
+    return from_table(table, str(pyproject))
+
+
+def from_table(table: dict, source: str) -> LintConfig:
+    lists = {}
+    for key in ("select", "ignore"):
+        value = table.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{source}: [tool.shapecheck] {key} must be a list of code prefixes, got {value!r}")
+        lists[key] = check_codes(value, f"[tool.shapecheck] {key}")
+    fail_on = check_severity(table.get("fail-on", DEFAULT_FAIL_ON), "[tool.shapecheck] fail-on")
+    return LintConfig(lists["select"], lists["ignore"], fail_on, source)

@@ -1,0 +1,442 @@
+"""Abstract evaluation of expressions: what each one is (tensor with named axes, size, shape).
+
+``Evaluator.ev`` visits every sub-expression exactly once, remembers its value by
+node, and calls the rule hooks (``on_softmax``, ``on_reshape``, ...) that the
+checker defines where an operation may be wrong.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+from typing import Optional
+
+from shapecheck.lint import names as nm
+from shapecheck.lint.tracking import (
+    WILD, Dim, Label, Pieces, Shape, Target, Tensor, Value, int_label, matmul, name_label, permute,
+    product, quotient, swap,
+)
+
+_RESHAPE = frozenset({"view", "reshape"})
+_SWAP = frozenset({"transpose", "swapaxes", "swapdims"})
+_TENSOR_ONLY = _RESHAPE | _SWAP | {"permute", "contiguous", "softmax", "log_softmax", "masked_fill", "matmul"}
+_NEW_AXES = frozenset({"unsqueeze", "squeeze", "expand", "expand_as", "flatten", "unflatten", "repeat",
+                       "repeat_interleave", "sum", "mean", "max", "min", "amax", "gather", "index_select"})
+
+
+class Evaluator:
+    """Mixin: expression evaluation over ``self.env`` (name -> Value)."""
+
+    env: dict[str, Optional[Value]]
+    values: dict[int, Value]
+
+    # rule hooks, defined by the checker
+    def on_softmax(self, call: ast.Call, node: Optional[ast.expr], t: Optional[Value], dim: Optional[ast.expr],
+                   has_dim: bool) -> Tensor: ...
+    def on_reshape(self, call: ast.Call, kind: str, t: Tensor, target: Optional[list[Target]]) -> None: ...
+    def on_masked_fill(self, call: ast.Call, mask: Optional[ast.expr]) -> None: ...
+    def on_dropout(self, call: ast.Call, name: str) -> None: ...
+    def on_scaled(self, node: ast.AST, t: Tensor, factor: ast.expr) -> Tensor: ...
+    def module_of(self, attr: str) -> tuple[Optional[str], Optional[ast.Call]]: ...
+    def bind_scope(self, args: ast.arguments) -> None: ...
+
+    def ev(self, node: Optional[ast.AST]) -> Optional[Value]:
+        if node is None:
+            return None
+        method = getattr(self, "ev_" + node.__class__.__name__, None)
+        value = method(node) if method is not None else self.ev_children(node)
+        if value is not None:
+            self.values[id(node)] = value
+        return value
+
+    def ev_children(self, node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.expr, ast.keyword)):
+                self.ev(child)
+            elif isinstance(child, ast.comprehension):
+                self.ev(child.iter)
+        return None
+
+    def ev_keyword(self, node: ast.keyword) -> Optional[Value]:
+        return self.ev(node.value)
+
+    def ev_Name(self, node: ast.Name) -> Optional[Value]:
+        return self.env.get(node.id)
+
+    def ev_Starred(self, node: ast.Starred) -> Optional[Value]:
+        return self.ev(node.value)
+
+    def ev_Await(self, node: ast.Await) -> Optional[Value]:
+        return self.ev(node.value)
+
+    def ev_NamedExpr(self, node: ast.NamedExpr) -> Optional[Value]:
+        value = self.ev(node.value)
+        self.env[node.target.id] = value
+        return value
+
+    def ev_IfExp(self, node: ast.IfExp) -> Optional[Value]:
+        from shapecheck.lint.tracking import join
+
+        self.ev(node.test)
+        a, b = self.ev(node.body), self.ev(node.orelse)
+        return None if a is None or b is None else join(a, b)
+
+    def ev_Attribute(self, node: ast.Attribute) -> Optional[Value]:
+        base = self.ev(node.value)
+        if not isinstance(base, Tensor):
+            return None
+        if node.attr == "shape":
+            owner = node.value.id if isinstance(node.value, ast.Name) else None
+            return Shape((), owner, known=False) if base.axes is None else Shape(base.axes, owner)
+        if node.attr == "mT" or (node.attr == "T" and base.rank == 2):
+            return swap(base, -2, -1)
+        return base if node.attr == "data" else None
+
+    def ev_Subscript(self, node: ast.Subscript) -> Optional[Value]:
+        base = self.ev(node.value)
+        self.ev(node.slice)
+        if isinstance(base, Shape):
+            return _index_shape(base, node.slice) if base.known else _index_unknown(node.slice)
+        if isinstance(base, Tensor):
+            return Tensor(scale=base.scale, scale_at=base.scale_at)
+        return None
+
+    def ev_Tuple(self, node: ast.Tuple) -> Optional[Value]:
+        items = [self.ev(e) for e in node.elts]
+        if any(isinstance(e, ast.Starred) for e in node.elts) or all(
+            isinstance(v, Dim) or nm.int_value(e) is not None for v, e in zip(items, node.elts)
+        ):
+            axes = self.target_of(node.elts)
+            return None if axes is None else Shape(tuple(axes))
+        return Pieces(tuple(items))  # type: ignore[arg-type]
+
+    ev_List = ev_Tuple
+
+    def ev_comprehension_scope(self, node: ast.AST, parts: list[Optional[ast.expr]]) -> Optional[Value]:
+        saved = dict(self.env)
+        for gen in node.generators:  # type: ignore[attr-defined]
+            self.ev(gen.iter)
+            for target in ast.walk(gen.target):
+                if isinstance(target, ast.Name):
+                    self.env[target.id] = None
+            for cond in gen.ifs:
+                self.ev(cond)
+        results = [self.ev(p) for p in parts]
+        self.env = saved
+        first = results[0]
+        return Pieces((first,), repeat=True) if isinstance(first, Tensor) else None  # type: ignore[arg-type]
+
+    def ev_ListComp(self, node: ast.ListComp) -> Optional[Value]:
+        return self.ev_comprehension_scope(node, [node.elt])
+
+    ev_GeneratorExp = ev_SetComp = ev_ListComp
+
+    def ev_DictComp(self, node: ast.DictComp) -> Optional[Value]:
+        self.ev_comprehension_scope(node, [node.value, node.key])
+        return None
+
+    def ev_Lambda(self, node: ast.Lambda) -> Optional[Value]:
+        saved = dict(self.env)
+        for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
+            self.ev(default)
+        self.bind_scope(node.args)
+        self.ev(node.body)
+        self.env = saved
+        return None
+
+    def ev_UnaryOp(self, node: ast.UnaryOp) -> Optional[Value]:
+        value = self.ev(node.operand)
+        return value if isinstance(node.op, (ast.USub, ast.UAdd)) and isinstance(value, Tensor) else None
+
+    def ev_BinOp(self, node: ast.BinOp) -> Optional[Value]:
+        left, right = self.ev(node.left), self.ev(node.right)
+        return self.binop(node, node.left, node.op, node.right, left, right)
+
+    def binop(self, node: ast.AST, lnode: ast.expr, op: ast.operator, rnode: ast.expr,
+              left: Optional[Value], right: Optional[Value]) -> Optional[Value]:
+        if isinstance(op, ast.MatMult):
+            return matmul(_as_tensor(left), _as_tensor(right))
+        if isinstance(op, ast.Add) and (isinstance(left, Shape) or isinstance(right, Shape)):
+            a, b = self.shape_of(lnode, left), self.shape_of(rnode, right)
+            return None if a is None or b is None else Shape(a.axes + b.axes)
+        if isinstance(left, Tensor) or isinstance(right, Tensor):
+            return self.tensor_arith(node, op, lnode, rnode, left, right)
+        if isinstance(op, ast.Mult):
+            return Dim(product(self.size_label(lnode), self.size_label(rnode)))
+        if isinstance(op, (ast.FloorDiv, ast.Div)):
+            return Dim(quotient(self.size_label(lnode), self.size_label(rnode)))
+        return None
+
+    def tensor_arith(self, node: ast.AST, op: ast.operator, lnode: ast.expr, rnode: ast.expr,
+                     left: Optional[Value], right: Optional[Value]) -> Optional[Value]:
+        """Elementwise arithmetic; multiplying or dividing by a factor is a scaling."""
+        if isinstance(left, Tensor) and isinstance(right, Tensor):
+            a, b = left, right
+            main = a if a.role or (a.rank or 0) >= (b.rank or 0) else b
+            if isinstance(op, (ast.Mult, ast.Div)) and a.role == "scores" and _factor_like(b):
+                return self.on_scaled(node, a, rnode)
+            if isinstance(op, ast.Mult) and b.role == "scores" and _factor_like(a):
+                return self.on_scaled(node, b, lnode)
+            return replace(main, order=None, uid=0, param=False)
+        t, factor = (left, rnode) if isinstance(left, Tensor) else (right, lnode)
+        if not isinstance(t, Tensor):
+            return None
+        if isinstance(op, ast.Mult) or (isinstance(op, ast.Div) and t is left):
+            return self.on_scaled(node, t, factor)
+        return replace(t, uid=0, param=False)
+
+    # ---- sizes -------------------------------------------------------------------
+    def label_of(self, node: ast.AST) -> Optional[Target]:
+        """The axis label an expression spells, WILD for -1."""
+        value = self.values.get(id(node))
+        if isinstance(value, Dim):
+            return value.label
+        n = nm.int_value(node)
+        if n is not None:
+            return WILD if n == -1 else int_label(n)
+        if isinstance(node, ast.Name):
+            return name_label(node.id) if value is None or (isinstance(value, Tensor) and value.param) else None
+        if isinstance(node, ast.Attribute):
+            return name_label(node.attr) if value is None else None
+        return None
+
+    def size_label(self, node: ast.AST) -> Optional[Label]:
+        label = self.label_of(node)
+        return label if isinstance(label, Label) else None
+
+    def shape_of(self, node: ast.expr, value: Optional[Value]) -> Optional[Shape]:
+        if isinstance(value, Shape):
+            return value if value.known else None
+        if isinstance(node, (ast.Tuple, ast.List)):
+            axes = self.target_of(node.elts)
+            return None if axes is None else Shape(tuple(axes))
+        return None
+
+    def target_of(self, elts: list[ast.expr]) -> Optional[list[Target]]:
+        """The target axes of ``view(*elts)``; None when a starred part is unknown."""
+        out: list[Target] = []
+        for e in elts:
+            if isinstance(e, ast.Starred):
+                inner = self.values.get(id(e.value))
+                if not isinstance(inner, Shape) or not inner.known:
+                    return None
+                out.extend(inner.axes)
+            else:
+                out.append(self.label_of(e))
+        return out
+
+    # ---- calls -------------------------------------------------------------------
+    def ev_Call(self, node: ast.Call) -> Optional[Value]:
+        func = node.func
+        if isinstance(func, ast.Attribute) and nm.is_namespace(func.value):
+            self.ev(func.value)
+            args = [self.ev(a) for a in node.args]
+            for kw in node.keywords:
+                self.ev(kw.value)
+            return self.namespace_call(node, func.attr, args)
+        self.ev(func)  # evaluates the receiver; a method reference has no value itself
+        args = [self.ev(a) for a in node.args]
+        for kw in node.keywords:
+            self.ev(kw.value)
+        if isinstance(func, ast.Attribute):
+            base = self.values.get(id(func.value))
+            if nm.self_attr(func) is not None:
+                return self.module_call(node, func.attr, args)
+            if base is None and func.attr in _TENSOR_ONLY:
+                base = Tensor(scale="unknown")
+            if isinstance(base, (Tensor, Shape)):
+                return self.method_call(node, func.attr, base, args)
+            return None
+        if isinstance(func, ast.Name):
+            return self.name_call(node, func.id, args)
+        if isinstance(func, ast.Call) and (nm.dotted(func.func) or "").endswith("Softmax"):
+            first = node.args[0] if node.args else None
+            return self.on_softmax(node, first, args[0] if args else None, nm.argument(func, 0, "dim"),
+                                   bool(func.args or func.keywords))
+        return None
+
+    def name_call(self, node: ast.Call, name: str, args: list[Optional[Value]]) -> Optional[Value]:
+        if name == "int" and args and isinstance(args[0], Dim):
+            return args[0]
+        if nm.module_kind(name) == "all" and args and isinstance(args[0], Tensor):
+            return args[0]
+        return None
+
+    def module_call(self, node: ast.Call, attr: str, args: list[Optional[Value]]) -> Optional[Value]:
+        """``self.attr(x)``: a submodule or a method of this class."""
+        kind, made = self.module_of(attr)
+        first = args[0] if args else (self.values.get(id(node.keywords[0].value)) if node.keywords else None)
+        if kind == "softmax" and made is not None:
+            x = node.args[0] if node.args else None
+            return self.on_softmax(node, x, first, nm.argument(made, 0, "dim"), bool(made.args or made.keywords))
+        if not isinstance(first, Tensor):
+            return None
+        if kind == "all":
+            return replace(first, uid=0, param=False)
+        if kind == "lead" and first.axes:
+            return Tensor(axes=first.axes[:-1] + (None,), order=tuple(range(len(first.axes))))
+        return Tensor() if kind == "lead" else None
+
+    def namespace_call(self, node: ast.Call, attr: str, args: list[Optional[Value]]) -> Optional[Value]:
+        """``torch.matmul(a, b)``, ``F.softmax(x, dim=-1)``, ``F.dropout(x, p)``, ..."""
+        first = args[0] if args else None
+        if attr in ("matmul", "bmm") and len(args) >= 2:
+            b = _as_tensor(args[1])
+            if attr == "bmm" and _is_transpose(node.args[1], (1, 2)):
+                b = replace(b, key_t=True)
+            return matmul(_as_tensor(first), b)
+        if attr in nm.SOFTMAX:
+            return self.on_softmax(node, node.args[0] if node.args else None, first,
+                                   nm.argument(node, 1, "dim"), len(node.args) > 1 or bool(node.keywords))
+        if attr in nm.DROPOUT:
+            self.on_dropout(node, nm.dotted(node.func) or attr)
+            return replace(first, uid=0, param=False) if isinstance(first, Tensor) else None
+        if attr == "masked_fill":
+            self.on_masked_fill(node, nm.argument(node, 1, "mask"))
+            return _masked(first, node, node.args[0] if node.args else None, self.env)
+        if isinstance(first, Tensor) and attr in _RESHAPE | _SWAP | {"permute"}:
+            return self.method_call(node, attr, first, args[1:], offset=1)
+        return None
+
+    def method_call(self, node: ast.Call, attr: str, base: Value, args: list[Optional[Value]],
+                    offset: int = 0) -> Optional[Value]:
+        if not isinstance(base, Tensor):
+            return None
+        arg_nodes = node.args[offset:]
+        if attr in _RESHAPE:
+            return self.reshape(node, attr, base, arg_nodes)
+        if attr in _SWAP and len(arg_nodes) == 2:
+            dims = [nm.int_value(a) for a in arg_nodes]
+            return Tensor(scale=base.scale) if None in dims else _swap_key(base, dims[0], dims[1])  # type: ignore[arg-type]
+        if attr == "permute":
+            elts = arg_nodes[0].elts if len(arg_nodes) == 1 and isinstance(arg_nodes[0], (ast.Tuple, ast.List)) \
+                else arg_nodes
+            dims = [nm.int_value(a) for a in elts]
+            return Tensor(scale=base.scale) if None in dims else permute(base, dims)  # type: ignore[arg-type]
+        if attr == "contiguous":
+            order = None if base.rank is None else tuple(range(base.rank))
+            return replace(base, order=order, uid=0, param=False)
+        if attr == "matmul" and args:
+            return matmul(base, _as_tensor(args[0]))
+        if attr in nm.SOFTMAX:
+            return self.on_softmax(node, node.func.value, base, nm.argument(node, 0, "dim"),  # type: ignore[attr-defined]
+                                   bool(node.args or node.keywords))
+        if attr == "masked_fill":
+            self.on_masked_fill(node, nm.argument(node, 0, "mask"))
+            return _masked(base, node, node.func.value, self.env)  # type: ignore[attr-defined]
+        if attr in ("mul", "div", "mul_", "div_") and node.args:
+            return self.on_scaled(node, base, node.args[0]) if base.role == "scores" else Tensor()
+        if attr in ("size", "dim") or attr in ("split", "chunk"):
+            return self.size_or_split(node, attr, base)
+        if attr in nm.SAME_LAYOUT:
+            return replace(base, uid=0, param=False)
+        if attr in _NEW_AXES:
+            return Tensor(scale=base.scale, scale_at=base.scale_at)
+        return None
+
+    def size_or_split(self, node: ast.Call, attr: str, base: Tensor) -> Optional[Value]:
+        if attr == "size":
+            if not node.args:
+                return Shape((), _owner(node), known=False) if base.axes is None else Shape(base.axes, _owner(node))
+            i = nm.int_value(node.args[0])
+            return Dim(_axis(base, i))
+        if attr in ("split", "chunk") and node.args:
+            dim = nm.int_value(nm.argument(node, 1, "dim") or ast.Constant(0))
+            axis = _axis(base, dim)
+            size = self.label_of(node.args[0]) if attr == "split" else quotient(axis, _int(node.args[0]))
+            axes = None
+            if base.axes is not None and dim is not None and -len(base.axes) <= dim < len(base.axes):
+                axes = list(base.axes)
+                axes[dim] = size if isinstance(size, Label) else None
+            return Pieces((Tensor(axes=None if axes is None else tuple(axes), scale=base.scale),), repeat=True)
+        return None
+
+    def reshape(self, node: ast.Call, kind: str, base: Tensor, arg_nodes: list[ast.expr]) -> Tensor:
+        if len(arg_nodes) == 1 and not isinstance(arg_nodes[0], ast.Starred):
+            only = arg_nodes[0]
+            value = self.values.get(id(only))
+            if isinstance(value, Shape):
+                target: Optional[list[Target]] = list(value.axes) if value.known else None
+            elif isinstance(only, (ast.Tuple, ast.List)):
+                target = self.target_of(only.elts)
+            elif isinstance(only, ast.Attribute) and nm.dotted(only) and nm.dotted(only).startswith("torch."):  # type: ignore[union-attr]
+                return Tensor()  # view(torch.float16): a dtype view
+            else:
+                target = self.target_of(arg_nodes)
+        else:
+            target = self.target_of(arg_nodes)
+        self.on_reshape(node, kind, base, target)
+        if target is None:
+            return Tensor(scale=base.scale, scale_at=base.scale_at)
+        axes = [t if isinstance(t, Label) else None for t in target]
+        return Tensor(axes=tuple(axes), order=tuple(range(len(axes))), scale=base.scale, scale_at=base.scale_at)
+
+
+def _index_shape(shape: Shape, index: ast.expr) -> Optional[Value]:
+    n = len(shape.axes)
+    i = nm.int_value(index)
+    if i is not None:
+        if not -n <= i < n:
+            return None
+        label = shape.axes[i]
+        return Dim(label if isinstance(label, Label) else None)
+    if isinstance(index, ast.Slice) and index.step is None:
+        lo = 0 if index.lower is None else nm.int_value(index.lower)
+        hi = n if index.upper is None else nm.int_value(index.upper)
+        if lo is None or hi is None:
+            return None
+        return Shape(shape.axes[lo:hi])
+    return None
+
+
+def _index_unknown(index: ast.expr) -> Optional[Value]:
+    return Dim(None) if nm.int_value(index) is not None else None
+
+
+def _axis(t: Tensor, i: Optional[int]) -> Optional[Label]:
+    if t.axes is None or i is None or not -len(t.axes) <= i < len(t.axes):
+        return None
+    return t.axes[i]
+
+
+def _int(node: ast.expr) -> Optional[Label]:
+    n = nm.int_value(node)
+    return None if n is None else int_label(n)
+
+
+def _owner(node: ast.Call) -> Optional[str]:
+    func = node.func
+    return func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else None
+
+
+def _factor_like(t: Tensor) -> bool:
+    """An unannotated argument or unknown value used as a multiplier: a scale, not a tensor."""
+    return t.role is None and t.axes is None
+
+
+def _as_tensor(value: Optional[Value]) -> Tensor:
+    return value if isinstance(value, Tensor) else Tensor(scale="unknown")
+
+
+def _is_transpose(node: ast.expr, dims: tuple[int, int]) -> bool:
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "transpose"):
+        return False
+    found = tuple(nm.int_value(a) for a in node.args)
+    return found in (dims, dims[::-1])
+
+
+def _swap_key(t: Tensor, d0: int, d1: int) -> Tensor:
+    out = swap(t, d0, d1)
+    if t.rank is None:
+        return replace(out, key_t={d0, d1} in ({-2, -1}, {2, 3}))
+    return out
+
+
+def _masked(t: Optional[Value], node: ast.Call, source: Optional[ast.expr], env: dict) -> Optional[Value]:
+    """``source.masked_fill(...)``: the same tensor, remembering which name it came from."""
+    if not isinstance(t, Tensor):
+        return None
+    at = (node.lineno, node.col_offset)
+    if isinstance(source, ast.Name) and isinstance(env.get(source.id), Tensor):
+        return replace(t, mask_at=at, mask_source=source.id, mask_uid=env[source.id].uid, uid=0, param=False)
+    return replace(t, uid=0, param=False)

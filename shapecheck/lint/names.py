@@ -1,0 +1,116 @@
+"""What identifiers in attention code mean: namespaces, projections, masks, keys, scale factors."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Optional
+
+from shapecheck.axes import canonical
+from shapecheck.lint.tracking import EXTRA
+
+FUNCTIONAL = frozenset({"F", "functional", "torch.nn.functional", "nn.functional", "torch"})
+SOFTMAX = frozenset({"softmax", "log_softmax"})
+DROPOUT = frozenset({"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"})
+# Methods that return a tensor of the same shape and strides.
+SAME_LAYOUT = frozenset({"float", "half", "double", "bfloat16", "to", "type", "type_as",
+                         "clone", "detach", "abs", "neg", "exp", "sigmoid", "tanh", "relu", "gelu"})
+# Submodules that keep every axis (dropout, norms, activations) or all but the last (projections).
+_KEEP_ALL = re.compile(r"drop|norm|(^|_)ln(_|\d|$)|act|gelu|relu|silu|identity", re.I)
+_KEEP_LEAD = re.compile(
+    r"proj|linear|(^|_)(q|k|v|o|qkv|kv|wq|wk|wv|wo|w_q|w_k|w_v|w_o|to_q|to_k|to_v|to_out|out)(_|$)|query|key|value"
+    r"|dense|c_attn|c_proj|(^|_)fc\d*(_|$)|(^|_)lin(_|$)",
+    re.I,
+)
+_KEY = frozenset({"k", "v", "key", "value", "keys", "values", "kv"})
+_QUERY = frozenset({"q", "query", "queries"})
+KEEP_MASKS = frozenset({"attention_mask", "input_mask", "encoder_attention_mask"})  # 1 = attend
+PAD_MASKS = frozenset({"key_padding_mask", "src_key_padding_mask",
+                       "tgt_key_padding_mask", "memory_key_padding_mask"})  # True = padding
+MODULE_ROOTS = frozenset({"math", "torch", "np", "numpy", "F", "nn", "self", "config", "jnp"})
+NOT_AXES = frozenset({"sqrt", "rsqrt", "pow", "float", "int", "size", "shape", "item", "tensor", "scale",
+                      "scaling", "softmax_scale", "dim"})
+
+
+def dotted(node: ast.AST) -> Optional[str]:
+    """``torch.nn.functional`` for the attribute chain, None for anything else."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def is_namespace(node: ast.AST) -> bool:
+    """True for ``torch``, ``F``, ``nn.functional``, ``torch.nn.functional``."""
+    name = dotted(node)
+    return name is not None and (name in FUNCTIONAL or name.endswith(".functional"))
+
+
+def self_attr(node: ast.AST) -> Optional[str]:
+    """``x`` for ``self.x``."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return node.attr
+    return None
+
+
+def module_kind(name: str) -> Optional[str]:
+    """"all" for shape-keeping submodules, "lead" for projections, None when unknown."""
+    if _KEEP_ALL.search(name):
+        return "all"
+    return "lead" if _KEEP_LEAD.search(name) else None
+
+
+def is_key_name(name: str) -> bool:
+    tokens = set(name.lower().split("_"))
+    return bool(tokens & _KEY) and not tokens & _QUERY
+
+
+def identifiers(node: ast.AST) -> list[str]:
+    """Every Name id and Attribute attr under ``node``, outermost first."""
+    found = []
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name):
+            found.append(sub.id)
+        elif isinstance(sub, ast.Attribute):
+            found.append(sub.attr)
+    return found
+
+
+def scale_kind(names: list[str]) -> str:
+    """"head" when a per-head size or the head count takes part, "width" for the model width alone."""
+    axes = {canonical(EXTRA.get(n, n)) for n in names if n not in MODULE_ROOTS and n not in NOT_AXES}
+    if axes & {"d_head", "d_k", "d_v", "heads"}:
+        return "head"
+    return "width" if "d_model" in axes else "other"
+
+
+def int_value(node: ast.AST) -> Optional[int]:
+    """The int a literal (or ``-literal``) spells."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = int_value(node.operand)
+        return None if inner is None else -inner
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    return None
+
+
+def keyword(call: ast.Call, name: str) -> Optional[ast.expr]:
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    return None
+
+
+def argument(call: ast.Call, position: int, name: str) -> Optional[ast.expr]:
+    """The argument given by keyword ``name`` or at ``position``."""
+    found = keyword(call, name)
+    if found is not None:
+        return found
+    plain = [a for a in call.args if not isinstance(a, ast.Starred)]
+    if len(plain) != len(call.args):
+        return None
+    return plain[position] if position < len(plain) else None

@@ -1,0 +1,294 @@
+"""Named-axis tracking: abstract tensors whose axes carry names from ``shapecheck.axes``.
+
+A label is a product of atoms: ``d_model`` is ``heads·d_head``, ``C // n_head`` is
+``d_head``, a literal ``1`` is the empty product. ``None`` is an axis nobody named;
+every rule stays silent where it would have to read one.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, replace
+from typing import Optional, Sequence, Union
+
+from shapecheck.axes import canonical
+
+PER_HEAD = ("d_head", "d_k", "d_v")
+# Names the vocabulary does not list, with the product they stand for.
+EXTRA = {"all_head_size": "d_model", "inner_dim": "d_model", "src_len": "seq_k", "tgt_len": "seq_q",
+         "attention_head_dim": "d_head", "dim_head": "d_head", "d_kv": "d_head"}
+
+
+@dataclass(frozen=True)
+class Label:
+    """An axis name: ``atoms`` (sorted) decide equality, ``text`` is what messages show."""
+
+    atoms: tuple[str, ...]
+    text: str
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Label) and other.atoms == self.atoms
+
+    def __hash__(self) -> int:
+        return hash(self.atoms)
+
+
+class _Wild:
+    """The ``-1`` of a view: whatever is left."""
+
+    def __repr__(self) -> str:
+        return "-1"
+
+
+WILD = _Wild()
+Axis = Optional[Label]
+Target = Union[Label, None, _Wild]
+
+
+def name_label(name: str) -> Label:
+    """The label of an identifier: its vocabulary name, expanded into atoms."""
+    axis = canonical(EXTRA.get(name, name))
+    if axis == "d_model":
+        return Label(("d_head", "heads"), axis)
+    return Label(("d_head",) if axis in PER_HEAD else (axis,), axis)
+
+
+def int_label(value: int) -> Label:
+    return Label((), "1") if value == 1 else Label((str(value),), str(value))
+
+
+def product(a: Axis, b: Axis) -> Axis:
+    if a is None or b is None:
+        return None
+    return Label(tuple(sorted(a.atoms + b.atoms)), f"{a.text}*{b.text}")
+
+
+def quotient(a: Axis, b: Axis) -> Axis:
+    if a is None or b is None or not b.atoms:
+        return None
+    rest = Counter(a.atoms)
+    rest.subtract(b.atoms)
+    if any(n < 0 for n in rest.values()):
+        return None
+    atoms = tuple(sorted(rest.elements()))
+    return Label(atoms, "d_head" if atoms == ("d_head",) else f"{a.text}//{b.text}")
+
+
+def show(axes: Sequence[object]) -> str:
+    """``batch, heads, seq_q, d_head`` (``?`` for an unnamed axis)."""
+    return ", ".join("?" if a is None else (repr(a) if a is WILD else a.text) for a in axes)
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """What the checker knows about one tensor value.
+
+    ``order[i]`` is the memory rank of axis i (0 = outermost); None when unknown.
+    ``scale`` is "none", "head", "width", "other" or "unknown"; ``role`` "scores" marks Q·Kᵀ.
+    """
+
+    axes: Optional[tuple[Axis, ...]] = None
+    order: Optional[tuple[int, ...]] = None
+    role: Optional[str] = None
+    key_pos: Optional[int] = None
+    scale: str = "none"
+    scale_at: Optional[tuple[int, int]] = None
+    key_t: bool = False
+    mask_at: Optional[tuple[int, int]] = None
+    mask_source: Optional[str] = None
+    mask_uid: Optional[int] = None
+    partial: bool = False
+    uid: int = 0
+    param: bool = False  # an argument nobody annotated: a tensor or a size
+
+    @property
+    def rank(self) -> Optional[int]:
+        return None if self.axes is None else len(self.axes)
+
+
+@dataclass(frozen=True)
+class Dim:
+    """An integer that is the size of a named axis (``B`` of ``B, T, C = x.shape``)."""
+
+    label: Axis
+    partial: bool = False
+    uid: int = 0
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A tuple of sizes (``x.shape``, ``x.size()[:-1] + (h, d)``); ``owner`` is the tensor's name."""
+
+    axes: tuple[Target, ...]
+    owner: Optional[str] = None
+    known: bool = True  # False: the tensor's rank is unknown
+    partial: bool = False
+    uid: int = 0
+
+
+@dataclass(frozen=True)
+class Pieces:
+    """The result of ``split``/``chunk``: one tensor per piece, or any number of the same one."""
+
+    items: tuple[Tensor, ...]
+    repeat: bool = False
+    partial: bool = False
+    uid: int = 0
+
+
+Value = Union[Tensor, Dim, Shape, Pieces]
+
+
+def fresh(axes: Optional[Sequence[Axis]], **fields: object) -> Tensor:
+    """A newly allocated (contiguous) tensor."""
+    if axes is None:
+        return Tensor(**fields)  # type: ignore[arg-type]
+    axes = tuple(axes)
+    return Tensor(axes=axes, order=tuple(range(len(axes))), **fields)  # type: ignore[arg-type]
+
+
+def join(a: Value, b: Value) -> Optional[Value]:
+    """What is known after two paths meet; None where they disagree in kind."""
+    if a == b:
+        return replace(a, partial=a.partial or b.partial)
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        return _join_tensors(a, b)
+    if isinstance(a, Dim) and isinstance(b, Dim):
+        return Dim(a.label if a.label == b.label else None, a.partial or b.partial)
+    return None
+
+
+def _join_tensors(a: Tensor, b: Tensor) -> Tensor:
+    axes = None
+    if a.axes is not None and b.axes is not None and len(a.axes) == len(b.axes):
+        axes = tuple(x if x == y else None for x, y in zip(a.axes, b.axes))
+    same = {f: getattr(a, f) if getattr(a, f) == getattr(b, f) else None
+            for f in ("order", "role", "key_pos", "scale_at", "mask_at", "mask_source", "mask_uid")}
+    return Tensor(
+        axes=axes, scale=a.scale if a.scale == b.scale else "unknown", key_t=a.key_t and b.key_t, param=a.param and b.param,
+        partial=a.partial or b.partial, uid=a.uid if a.uid == b.uid else 0, **same,  # type: ignore[arg-type]
+    )
+
+
+def swap(t: Tensor, d0: int, d1: int) -> Tensor:
+    """``transpose(d0, d1)``."""
+    rank = t.rank
+    if rank is None:
+        return replace(t, axes=None, order=None, key_pos=_swap_unknown(t.key_pos, d0, d1), key_t=False)
+    try:
+        i, j = _norm(d0, rank), _norm(d1, rank)
+    except IndexError:
+        return Tensor()
+    perm = list(range(rank))
+    perm[i], perm[j] = perm[j], perm[i]
+    return permute(t, perm)
+
+
+def _swap_unknown(key_pos: Optional[int], d0: int, d1: int) -> Optional[int]:
+    if key_pos is None or d0 >= 0 or d1 >= 0:
+        return None
+    return d1 if key_pos == d0 else d0 if key_pos == d1 else key_pos
+
+
+def permute(t: Tensor, perm: Sequence[int]) -> Tensor:
+    """``permute(*perm)``: axis i of the result is axis perm[i] of ``t``."""
+    rank = t.rank
+    if rank is None or len(perm) != rank:
+        return Tensor(scale=t.scale, scale_at=t.scale_at)
+    try:
+        perm = [_norm(p, rank) for p in perm]
+    except IndexError:
+        return Tensor()
+    if sorted(perm) != list(range(rank)):
+        return Tensor()
+    axes = t.axes or ()
+    order = None if t.order is None else tuple(t.order[p] for p in perm)
+    key_pos = perm.index(t.key_pos) if t.key_pos is not None and t.key_pos >= 0 else None
+    key_t = rank >= 2 and perm[-2:] == [rank - 1, rank - 2] and perm[:-2] == list(range(rank - 2))
+    return replace(t, axes=tuple(axes[p] for p in perm), order=order, key_pos=key_pos, key_t=key_t)
+
+
+def _norm(dim: int, rank: int) -> int:
+    if not -rank <= dim < rank:
+        raise IndexError(dim)
+    return dim % rank
+
+
+def matmul(a: Tensor, b: Tensor) -> Tensor:
+    """``a @ b``: batch axes broadcast, (m, n) @ (n, p) -> (m, p)."""
+    scale, scale_at = _matmul_scale(a, b)
+    fields = {"scale": scale, "scale_at": scale_at}
+    if b.key_t:
+        fields.update(role="scores", key_pos=-1 if a.rank is None or b.rank is None else None)
+    if a.axes is None or b.axes is None or len(a.axes) < 2 or len(b.axes) < 2:
+        return Tensor(**fields)  # type: ignore[arg-type]
+    lead = a.axes[:-2] if len(a.axes) >= len(b.axes) else b.axes[:-2]
+    axes = lead + (a.axes[-2], b.axes[-1])
+    if b.key_t:
+        fields["key_pos"] = len(axes) - 1
+    return fresh(axes, **fields)
+
+
+def _matmul_scale(a: Tensor, b: Tensor) -> tuple[str, Optional[tuple[int, int]]]:
+    for t in (a, b):
+        if t.scale != "none":
+            return t.scale, t.scale_at
+    return "none", None
+
+
+def groups(src: Sequence[Axis], tgt: Sequence[Target]) -> Optional[list[tuple[int, int]]]:
+    """For each target axis, the range of source axes it is made of; None when unknown.
+
+    A merge gives a range of several source axes; a split gives several target
+    axes the same one-axis range. At most one ``-1`` (WILD) takes what is left.
+    """
+    wild = [i for i, t in enumerate(tgt) if t is WILD]
+    if len(wild) > 1:
+        return None
+    if not wild:
+        found = _greedy(src, tgt)
+        return found[0] if found is not None and found[1] == len(src) else None
+    w = wild[0]
+    left = _greedy(src, tgt[:w])
+    right = _greedy(src[::-1], tgt[:w:-1])
+    if left is None or right is None or left[1] + right[1] > len(src):
+        return None
+    n = len(src)
+    tail = [(n - e, n - s) for s, e in right[0]][::-1]
+    return left[0] + [(left[1], n - right[1])] + tail
+
+
+def _greedy(src: Sequence[Axis], tgt: Sequence[Target]) -> Optional[tuple[list[tuple[int, int]], int]]:
+    """Match ``tgt`` against a prefix of ``src``; (ranges, source axes used) or None."""
+    ranges: list[tuple[int, int]] = []
+    i, carry = 0, None  # carry: atoms of source axis i not yet given to a target axis
+    for t in tgt:
+        if not isinstance(t, Label):
+            return None
+        need, start = Counter(t.atoms), i
+        while need:
+            if carry is None:
+                if i >= len(src) or src[i] is None:
+                    return None
+                carry = Counter(src[i].atoms)  # type: ignore[union-attr]
+                if not carry:
+                    i, carry = i + 1, None
+                    continue
+            common = carry & need
+            if not common:
+                return None
+            carry, need = carry - common, need - common
+            if not carry:
+                i, carry = i + 1, None
+        ranges.append((start, i if carry is None else i + 1))
+    if carry is not None:
+        return None
+    while i < len(src) and isinstance(src[i], Label) and not src[i].atoms:  # type: ignore[union-attr]
+        i += 1  # trailing size-1 axes
+    return ranges, i
+
+
+def unique_index(axes: Sequence[object], label: Label) -> Optional[int]:
+    """The position of ``label`` in ``axes`` when it occurs exactly once."""
+    hits = [i for i, a in enumerate(axes) if isinstance(a, Label) and a == label]
+    return hits[0] if len(hits) == 1 else None

@@ -1,0 +1,19 @@
+"""Masks used the wrong way round for what their names say."""
+
+import math
+
+import torch
+
+
+def hf_style_attention(query, key, value, attention_mask):
+    """attention_mask follows Hugging Face: 1 = attend, 0 = padding."""
+    scores = query @ key.transpose(-1, -2) / math.sqrt(query.size(-1))
+    scores = scores.masked_fill(attention_mask[:, None, None, :].bool(), float("-inf"))  # expect: SC109
+    return torch.softmax(scores, dim=-1) @ value
+
+
+def torch_style_attention(query, key, value, key_padding_mask):
+    """key_padding_mask follows nn.MultiheadAttention: True = padding."""
+    scores = query @ key.transpose(-1, -2) / math.sqrt(query.size(-1))
+    scores = scores.masked_fill(~key_padding_mask[:, None, None, :], float("-inf"))  # expect: SC109
+    return torch.softmax(scores, dim=-1) @ value
