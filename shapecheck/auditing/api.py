@@ -12,6 +12,7 @@ from shapecheck.auditing.inputs import Inputs
 from shapecheck.auditing.recognize import recognize
 from shapecheck.auditing.result import AuditResult, Component, Liveness, Parameter, Totals
 from shapecheck.auditing.sharing import shared_groups
+from shapecheck.counting.params import count_parameters
 
 LIVENESS_LIMIT = 20_000_000  # parameters: above this, the pass needs a small probe instance
 
@@ -26,7 +27,7 @@ def totals(parts: list[Component], model: nn.Module, shared_once: int) -> Totals
     tables = sum(c.counted for c in parts if c.kind == "embedding")
     norms = sum(c.counted for c in parts if c.kind == "norm" and _embedding_side(c.path))
     pooler = sum(c.counted for c in parts if c.kind == "pooler" or (c.kind == "other" and "pooler" in c.path.split(".")))
-    return Totals(sum(p.numel() for p in model.parameters()), tables, norms, pooler, shared_once)
+    return Totals(count_parameters(model), tables, norms, pooler, shared_once)
 
 
 def _on_meta(model: nn.Module) -> bool:
@@ -38,7 +39,7 @@ def _liveness(model: nn.Module, probe: Optional[nn.Module], inputs: Optional[Inp
         return liveness.check(probe, model, inputs, f"a small {type(probe).__name__}")
     if _on_meta(model):
         return Liveness(False, "not run: the module is on the meta device; pass probe= a small instance of the same class")
-    size = sum(p.numel() for p in model.parameters())
+    size = count_parameters(model)
     if size > limit:
         return Liveness(False, f"not run: {size:,} parameters is over {limit:,}; pass probe= a small instance of the same class")
     return liveness.check(model, model, inputs)

@@ -160,7 +160,7 @@ def attention(match: Match, dims: Dims) -> Component:
 
 
 def feed_forward(match: Match, dims: Dims) -> Component:
-    up, down = match.parts["up"], match.parts["down"]
+    up = match.parts["up"]
     parts = list(match.parts.values())
     bias = _bias_expected(parts)
     gated = "gate" in match.parts

@@ -53,8 +53,10 @@ def values_text(component: Component) -> str:
 
 def verdict(result: AuditResult) -> str:
     """One line: clean, or what was found."""
-    if result.clean:
+    if result.clean and result.liveness.ran:
         return "clean: every parameter matches its formula and receives a gradient"
+    if result.clean:
+        return "clean: every parameter matches its formula (dead parameters not checked: see liveness)"
     parts = []
     if result.mismatches:
         parts.append(f"{len(result.mismatches)} submodule(s) differ from their formula")

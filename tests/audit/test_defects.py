@@ -6,6 +6,7 @@ from torch import nn
 from reference_models.attention import MultiHeadAttention
 from reference_models.packed import PackedAttentionConfig, PackedMultiheadAttention
 from shapecheck.auditing import audit
+from shapecheck.auditing.render import verdict
 
 D = 16  # d_model of every planted module
 
@@ -98,5 +99,8 @@ def test_meta_module_needs_a_probe_for_liveness(planted):
         big = planted.UnusedExtraLinear(512, 8)
     result = audit(big)
     assert not result.liveness.ran and "meta" in result.liveness.detail
+    with torch.device("meta"):
+        clean = audit(MultiHeadAttention(512, 8))
+    assert clean.clean and "dead parameters not checked" in verdict(clean)  # clean counts do not claim liveness
     probed = audit(big, probe=planted.UnusedExtraLinear(D, 2))
     assert {p.name: p.numel for p in probed.dead} == {"extra.weight": 512 * 512, "extra.bias": 512}  # sizes of the big one
