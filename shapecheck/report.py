@@ -108,9 +108,10 @@ def _check_applies(kind: ModelKind, flags: dict[str, Any]) -> None:
 
 def _check_heads(d_model: int, heads: int, d_k: Optional[int], d_v: Optional[int]) -> None:
     if (d_k is None or d_v is None) and d_model % heads != 0:
-        ok = ", ".join(map(str, _divisors(d_model)[:12]))
+        divisors = _divisors(d_model)
+        ok = ", ".join(map(str, divisors[:12])) + (", ..." if len(divisors) > 12 else "")
         raise ConfigError(
-            f"d_model={d_model} is not divisible by heads={heads}; heads must divide d_model ({ok}, ...)"
+            f"d_model={d_model} is not divisible by heads={heads}; heads must divide d_model ({ok})"
             " or give both --d-k and --d-v"
         )
 
@@ -199,6 +200,7 @@ class Report:
     uncounted: list[dict[str, Any]]
     notes: list[str] = field(default_factory=list)
     crossover: dict[str, Any] = field(default_factory=dict)
+    stacks: list[Stack] = field(default_factory=list)  # layers counted once and reused
 
     @property
     def agrees(self) -> bool:
@@ -385,7 +387,19 @@ def build_report(config: ReportConfig, repeats: bool = True) -> Report:
     rows = _rows(config, specs, assignment.counts, measured.flops)
     rows += _extra_rows(assignment.unassigned_count, measured.unclaimed)
     return Report(config, rows, _total(rows, module), measured.uncounted, _notes(config, module, measured),
-                  crossover(kind, specs, sizes))
+                  crossover(kind, specs, sizes), measured.stacks)
+
+
+def flops_by_kind(config: ReportConfig, lengths: list[int]) -> dict[str, list[int]]:
+    """Analytic matmul + other FLOPs per row kind (projection, attention, ffn, ...) at each sequence length."""
+    kind, sizes = MODELS[config.model], config.sizes()
+    specs = kind.rows(sizes)
+    totals: dict[str, sympy.Expr] = {}
+    for spec in specs:
+        totals[spec.kind] = totals.get(spec.kind, sympy.Integer(0)) + spec.cost.flops + spec.cost.other
+    values = {**sizes.values(), f.B: config.batch}
+    per_kind = {k: sympy.expand(e.subs(values)) for k, e in totals.items()}
+    return {k: [int(e.subs(f.S, n)) for n in lengths] for k, e in per_kind.items()}
 
 
 # --- JSON ----------------------------------------------------------------------------------------

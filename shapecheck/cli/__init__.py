@@ -14,7 +14,7 @@ from typer.core import TyperGroup
 from shapecheck.errors import ShapecheckError
 
 # Subcommand modules, in the order ``shapecheck --help`` lists them.
-COMMANDS: tuple[str, ...] = ("prove", "verify", "audit")
+COMMANDS: tuple[str, ...] = ("report", "prove", "verify", "audit", "lint")
 
 
 class _Group(TyperGroup):
