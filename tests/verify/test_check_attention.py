@@ -1,0 +1,47 @@
+"""The pytest entry point: check_attention raises a readable AssertionError with the minimal counterexample."""
+
+import pytest
+from torch import nn
+
+from reference_models.attention import MultiHeadAttention
+from shapecheck.errors import UsageError
+from shapecheck.target import load_target
+from shapecheck.testing import check_attention
+
+from .conftest import EXAMPLES, SMALL, mutant
+
+
+def test_a_correct_class_passes_and_returns_the_report():
+    report = check_attention(MultiHeadAttention, max_examples=EXAMPLES, **SMALL)
+    assert report.passed and len(report.results) == 11
+
+
+def test_a_factory_with_its_own_argument_names():
+    report = check_attention(lambda embed_dim, num_heads: nn.MultiheadAttention(embed_dim, num_heads, batch_first=True),
+                             max_examples=EXAMPLES, **SMALL)
+    assert report.passed and "embed_dim" in report.construction
+
+
+def test_a_bug_raises_with_the_minimal_configuration():
+    bad = load_target(mutant("merge_without_transpose"))
+    with pytest.raises(AssertionError) as info:
+        check_attention(bad, max_examples=EXAMPLES, fail_fast=True, **SMALL)
+    text = str(info.value)
+    assert "permutation" in text and "minimal: heads=2" in text and "hint:" in text
+
+
+def test_options_are_validated():
+    with pytest.raises(UsageError, match="unknown properties nope"):
+        check_attention(MultiHeadAttention, properties=("nope",))
+    with pytest.raises(UsageError, match="not an instance"):
+        check_attention(MultiHeadAttention(4, 2))
+
+
+def test_seed_makes_runs_repeatable():
+    bad = load_target(mutant("scale_d_model"))
+    reports = []
+    for _ in range(2):
+        with pytest.raises(AssertionError) as info:
+            check_attention(bad, max_examples=EXAMPLES, seed=3, properties=("reference",), **SMALL)
+        reports.append(str(info.value))
+    assert reports[0] == reports[1]

@@ -1,0 +1,77 @@
+"""``shapecheck verify``: exit codes, JSON, the table, and one-line usage errors."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from shapecheck.cli import app
+
+from .conftest import EXAMPLES, mutant
+
+RUN = CliRunner()
+FAST = ["--max-examples", str(min(EXAMPLES, 5)), "--max-seq", "3"]
+
+
+def _json(*args):
+    result = RUN.invoke(app, ["verify", *args, "--format", "json", *FAST])
+    return result, json.loads(result.stdout) if result.stdout.strip().startswith("{") else None
+
+
+def test_correct_module_exits_0_with_every_property_in_json():
+    result, data = _json("reference_models.attention:MultiHeadAttention")
+    assert result.exit_code == 0, result.output
+    assert data["target"] == "reference_models.attention:MultiHeadAttention" and data["passed"] is True
+    assert len(data["properties"]) == 11
+    assert set(data["properties"][0]) >= {"name", "status", "counterexample", "message"}
+
+
+def test_bug_exits_1_with_the_counterexample():
+    result, data = _json(mutant("dropout_in_eval"), "--fail-fast")
+    assert result.exit_code == 1 and data["passed"] is False
+    failed = [p for p in data["properties"] if p["status"] == "failed"]
+    assert failed[0]["name"] == "deterministic_eval"
+    assert {"heads", "d_head", "batch", "seq_q", "seq_k", "mask", "dtype"} <= set(failed[0]["counterexample"])
+
+
+def test_warning_exits_0_and_strict_exits_1():
+    args = (mutant("neg_inf_plain_softmax"), "--property", "fully_masked_rows")
+    result, data = _json(*args)
+    assert result.exit_code == 0 and data["properties"][0]["status"] == "warning"
+    result, data = _json(*args, "--strict")
+    assert result.exit_code == 1 and data["properties"][0]["status"] == "failed"
+
+
+def test_seed_makes_json_repeatable():
+    args = (mutant("scale_d_model"), "--property", "reference", "--seed", "7")
+    assert _json(*args)[1] == _json(*args)[1]
+
+
+def test_table_shows_mapping_statuses_and_hint():
+    result = RUN.invoke(app, ["verify", mutant("merge_without_transpose"), "--fail-fast", *FAST])
+    assert result.exit_code == 1
+    assert "Attention(d_model=" in result.stdout and "[heads]" in result.stdout
+    assert "failed" in result.stdout and "minimal:" in result.stdout and "hint:" in result.stdout
+
+
+def test_layout_option_reaches_the_module():
+    spec = "tests/corpus/seeds/seed002_multihead.py:MultiheadAttention"
+    result, data = _json(spec, "--layout", "seq-first", "--property", "batch_independence")
+    assert result.exit_code == 1 and "layout: seq-first" in data["notes"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["nowhere.py:X"], "no such file: nowhere.py"),
+    (["reference_models.attention:Nope"], "has no name 'Nope'"),
+    (["reference_models.attention:MultiHeadAttention", "--layout", "sideways"], "--layout 'sideways' is not one of: batch-first, seq-first"),
+    (["reference_models.attention:MultiHeadAttention", "--mask", "maybe"], "is not one of: auto, keep, ignore, additive, none"),
+    (["reference_models.attention:MultiHeadAttention", "--format", "xml"], "--format 'xml' is not one of: table, json"),
+    (["reference_models.attention:MultiHeadAttention", "--init", "oops"], "--init item 'oops' is not name=value"),
+    (["reference_models.attention:MultiHeadAttention", "--property", "speed"], "--property 'speed' is not one of"),
+    (["torch.nn:Bilinear"], "cannot map required argument 'in1_features'"),
+])
+def test_usage_errors_exit_2_with_one_line(args, message):
+    result = RUN.invoke(app, ["verify", *args])
+    assert result.exit_code == 2
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.output

@@ -1,0 +1,63 @@
+"""Correct modules pass with default settings: ours, torch's, and transformers' (built from a config, no weights)."""
+
+import pytest
+
+from shapecheck.target import load_target
+from shapecheck.testing import VerifyOptions, verify
+
+from .conftest import EXAMPLES
+
+
+def _verify(spec: str, **options):
+    return verify(load_target(spec), VerifyOptions(max_examples=EXAMPLES, **options))
+
+
+def _statuses(report):
+    return {r.name: r.status for r in report.results}
+
+
+def test_our_multihead_attention_passes_every_property():
+    report = _verify("reference_models.attention:MultiHeadAttention")
+    assert report.passed, [r for r in report.results if r.status != "passed"]
+    assert set(_statuses(report).values()) == {"passed"}  # mask, causal flag, weights, reference: nothing skipped
+
+
+@pytest.mark.parametrize("init", [{}, {"batch_first": True}], ids=["seq-first", "batch-first"])
+def test_torch_multihead_attention_both_layouts(init):
+    report = _verify("torch.nn:MultiheadAttention", init=init)
+    statuses = _statuses(report)
+    assert report.passed, [r for r in report.results if r.status == "failed"]
+    assert statuses["reference"] == statuses["padding"] == statuses["weights_normalised"] == "passed"
+    assert statuses["causal"] == "skipped"  # is_causal is only a hint that needs attn_mask
+
+
+def test_transformers_bert_self_attention():
+    pytest.importorskip("transformers")
+    report = _verify("transformers.models.bert.modeling_bert:BertSelfAttention")
+    statuses = _statuses(report)
+    assert report.passed, [r for r in report.results if r.status == "failed"]
+    assert statuses["padding"] == statuses["reference"] == statuses["weights_normalised"] == "passed"
+
+
+@pytest.mark.parametrize("spec", [
+    "reference_models.bert:BertSelfAttention",
+    "reference_models.packed:PackedMultiheadAttention",  # sequence-first, read from its annotations
+    "reference_models.gpt2:CausalSelfAttention",  # causal by construction, detected
+])
+def test_other_reference_modules(spec):
+    report = _verify(spec)
+    assert report.passed, [r for r in report.results if r.status == "failed"]
+
+
+def test_gpt2_attention_is_treated_as_causal():
+    statuses = _statuses(_verify("reference_models.gpt2:CausalSelfAttention"))
+    assert statuses["causal"] == statuses["reference"] == "passed" and statuses["permutation"] == "skipped"
+
+
+def test_reference_bert_attention_only_low_precision_flags_its_layer_norm():
+    # BertAttention ends in a TF-style LayerNorm, sqrt(var + 1e-12): in float16 eps is 0, so a
+    # width-1 row (var = 0) divides 0 by 0. That is a real float16 hazard, reported, not hidden.
+    report = _verify("reference_models.bert:BertAttention")
+    failed = {r.name for r in report.results if r.status == "failed"}
+    assert failed <= {"low_precision"}
+    assert _statuses(report)["reference"] == "skipped"  # LayerNorm parameters lie outside the projections
