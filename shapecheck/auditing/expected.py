@@ -21,7 +21,7 @@ import sympy
 from shapecheck.auditing.projections import Projection
 from shapecheck.auditing.recognize import Match
 from shapecheck.auditing.result import Component, Difference
-from shapecheck.auditing.symbolic import ALL_SYMBOLS, Dims, hd_k, hd_v, kdim, show, signed, vdim
+from shapecheck.auditing.symbolic import ALL_SYMBOLS, Dims, h_kv, hd_k, hd_v, kdim, show, signed, vdim
 from shapecheck.counting import formulas as F
 
 ROLE_WORDS = {"q": "query", "k": "key", "v": "value", "o": "out", "qkv": "fused q/k/v"}
@@ -63,10 +63,24 @@ class _AttentionSizes:
         else:
             self.w_qk = (p["qkv"].d_out - self.w_v) // 2 if "qkv" in p else self.w_v
         self.heads = match.heads
+        self.kv_heads = self._kv_heads(p)
+        if self.kv_heads:
+            self.w_v = self.w_qk  # grouped-query attention: W_O reads h·d_v = h·d_k
+
+    def _kv_heads(self, p: dict) -> Optional[int]:
+        """Grouped-query attention (Ainslie et al. 2023): k and v have h_kv < h heads of width d_k."""
+        h, w_kv = self.heads, p["k"].d_out if "k" in p else self.w_qk
+        if not h or "v" not in p or w_kv == self.w_qk or p["v"].d_out != w_kv or self.w_qk % h:
+            return None
+        d_head = self.w_qk // h
+        return w_kv // d_head if w_kv % d_head == 0 and ("o" not in p or p["o"].d_in == self.w_qk) else None
 
     def substitutions(self) -> tuple[dict[sympy.Symbol, sympy.Expr], dict[str, int]]:
         """How h·d_k and h·d_v appear in the formula, and the values of the symbols it keeps."""
         values = {"d_model": self.d_model}
+        if self.kv_heads:
+            d_head = self.w_qk // self.heads  # type: ignore[operator]
+            return {}, {**values, "h": self.heads, "h_kv": self.kv_heads, "d_k": d_head, "d_v": d_head}  # type: ignore[dict-item]
         if self.w_qk == self.d_model and self.w_v == self.d_model:
             return {F.d_k: F.d_model / F.h, F.d_v: F.d_model / F.h}, values
         h = self.heads
@@ -84,6 +98,9 @@ def _role_terms(match: Match, sizes: _AttentionSizes, bias: bool) -> dict[str, t
         part = match.parts.get(role)
         if part is not None and part.d_in != sizes.d_model:
             terms[role] = (terms[role][0].subs(F.d_model, symbol), terms[role][1])
+    if sizes.kv_heads:  # k and v project to h_kv heads
+        for role in ("k", "v"):
+            terms[role] = (terms[role][0].subs(F.h, h_kv), terms[role][1].subs(F.h, h_kv))
     if "qkv" in match.parts:
         q, k, v = terms.pop("q"), terms.pop("k"), terms.pop("v")
         terms = {"qkv": (q[0] + k[0] + v[0], q[1] + k[1] + v[1]), **terms}

@@ -2,7 +2,8 @@
 
 The symbols are those of ``shapecheck.counting.formulas`` (``h``, ``d_model``,
 ``d_k``, ``d_v``, ``d_ff``, ``vocab``, ``max_seq``, ``segments``); audit adds
-``kdim``/``vdim`` (key and value input widths of cross-attention) and the
+``kdim``/``vdim`` (key and value input widths of cross-attention), ``h_kv``
+(key/value heads of grouped-query attention) and the
 compound ``h·d_k``/``h·d_v`` for blocks whose head count it cannot read.
 """
 
@@ -15,9 +16,9 @@ import sympy
 
 from shapecheck.counting.formulas import SYMBOLS
 
-kdim, vdim = sympy.symbols("kdim vdim", positive=True, integer=True)
+kdim, vdim, h_kv = sympy.symbols("kdim vdim h_kv", positive=True, integer=True)
 hd_k, hd_v = sympy.Symbol("h·d_k", positive=True, integer=True), sympy.Symbol("h·d_v", positive=True, integer=True)
-ALL_SYMBOLS: dict[str, sympy.Symbol] = {**SYMBOLS, "kdim": kdim, "vdim": vdim, "h·d_k": hd_k, "h·d_v": hd_v}
+ALL_SYMBOLS: dict[str, sympy.Symbol] = {**SYMBOLS, "kdim": kdim, "vdim": vdim, "h_kv": h_kv, "h·d_k": hd_k, "h·d_v": hd_v}
 
 _POWERS = {"2": "²", "3": "³"}
 

@@ -55,3 +55,16 @@ def test_gpt2_lm_head_is_tied_to_wte():
     (group,) = result.shared
     assert set(group.names) == {"transformer.wte.weight", "lm_head.weight"}
     assert result.totals.total == sum(p.numel() for p in model.parameters())
+
+
+def test_llama_grouped_query_attention_gated_mlp_and_rms_norms_are_clean():
+    config = transformers.LlamaConfig(vocab_size=50, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=16)
+    model = transformers.LlamaModel(config)
+    result = audit(model)
+    assert result.clean and result.liveness.ran, result.liveness.detail
+    attn = result.component("layers.0.self_attn")
+    assert attn.values == {"d_model": 32, "h": 4, "h_kv": 2, "d_k": 8, "d_v": 8}
+    assert attn.expected == 2 * 32 * (4 * 8) + 2 * 32 * (2 * 8)  # W_Q, W_O: h heads; W_K, W_V: h_kv heads; no biases
+    assert result.component("layers.0.mlp").expected == 3 * 32 * 64  # gate, up, down (no biases)
+    assert result.component("norm").expected == 32  # RMSNorm: a gain only
