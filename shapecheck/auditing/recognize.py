@@ -196,18 +196,18 @@ def _leaf_matches(modules: list[tuple[str, nn.Module]], claimed: set[int]) -> It
         yield Match(kind, path, type(module).__name__, params=own, module=module)
 
 
-def _unclaimed_params(path: str, module: nn.Module, claimed: set[int]) -> list[tuple[str, nn.Parameter]]:
+def _unclaimed_params(module: nn.Module, claimed: set[int]) -> list[tuple[str, nn.Parameter]]:
     return [(n, p) for n, p in module.named_parameters() if id(p) not in claimed]
 
 
 def _attach_extras(attention: list[Match], claimed: set[int]) -> None:
     for match in attention:
-        extras = _unclaimed_params(match.path, match.module, claimed)  # type: ignore[arg-type]
+        extras = _unclaimed_params(match.module, claimed)  # type: ignore[arg-type]
         match.params.extend(extras)
         claimed.update(id(p) for _, p in extras)
 
 
-def _free_linears(path: str, module: nn.Module, claimed: set[int]) -> list[tuple[str, Projection]]:
+def _free_linears(module: nn.Module, claimed: set[int]) -> list[tuple[str, Projection]]:
     """Linear/Conv1D modules under ``module`` whose parameters nobody claimed, with paths relative to it."""
     found = []
     for name, child in module.named_modules():
@@ -219,7 +219,7 @@ def _free_linears(path: str, module: nn.Module, claimed: set[int]) -> list[tuple
 
 def _feed_forward(path: str, module: nn.Module, claimed: set[int]) -> Iterator[Match]:
     """d_model -> d_ff (-> gate) -> d_model triples or pairs inside ``module`` (d_ff != d_model)."""
-    linears = [proj for _, proj in _free_linears(path, module, claimed)]
+    linears = [proj for _, proj in _free_linears(module, claimed)]
     for i, down in enumerate(linears):  # the up projections come before the down one, in module order
         ups = [u for u in linears[:i] if u.d_in == down.d_out and u.d_out == down.d_in and u.d_in != u.d_out]
         ups = [u for u in ups if not _taken(u, claimed)][-2:]
