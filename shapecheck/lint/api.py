@@ -46,7 +46,8 @@ def lint_bytes(data: bytes, path: str, config: Optional[LintConfig] = None) -> l
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         source = data.decode(encoding)
     except (SyntaxError, UnicodeDecodeError, LookupError) as error:
-        reason = f"not valid text: {getattr(error, 'reason', None) or error.__class__.__name__}"
+        detail = error.msg if isinstance(error, SyntaxError) else str(error)
+        reason = f"not valid text ({detail})"
         return _finish([msg.FileNotParsed.finding(path, 1, 1, reason)], "", config)
     return lint_source(source.removeprefix("\ufeff"), path, config)
 

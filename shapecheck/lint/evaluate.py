@@ -89,7 +89,7 @@ class Evaluator:
             owner = node.value.id if isinstance(node.value, ast.Name) else None
             return Shape((), owner, known=False) if base.axes is None else Shape(base.axes, owner)
         if node.attr == "mT" or (node.attr == "T" and base.rank == 2):
-            return swap(base, -2, -1)
+            return _swap_key(base, -2, -1)
         return base if node.attr == "data" else None
 
     def ev_Subscript(self, node: ast.Subscript) -> Optional[Value]:
@@ -173,9 +173,9 @@ class Evaluator:
         if isinstance(left, Tensor) and isinstance(right, Tensor):
             a, b = left, right
             main = a if a.role or (a.rank or 0) >= (b.rank or 0) else b
-            if isinstance(op, (ast.Mult, ast.Div)) and a.role == "scores" and _factor_like(b):
+            if isinstance(op, (ast.Mult, ast.Div)) and _factor_like(b):
                 return self.on_scaled(node, a, rnode)
-            if isinstance(op, ast.Mult) and b.role == "scores" and _factor_like(a):
+            if isinstance(op, ast.Mult) and _factor_like(a):
                 return self.on_scaled(node, b, lnode)
             return replace(main, order=None, uid=0, param=False)
         t, factor = (left, rnode) if isinstance(left, Tensor) else (right, lnode)

@@ -1,0 +1,60 @@
+"""Rendering findings: flake8-style text, JSON, and SARIF 2.1.0 for code-scanning tools."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+import shapecheck
+from shapecheck.lint.messages import RULES, Finding
+
+FORMATS: tuple[str, ...] = ("text", "json", "sarif")
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+_SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+
+
+def text(findings: Sequence[Finding], hints: bool = False) -> str:
+    """``path:line:col: CODE message``, one line per finding (and an indented hint line with ``hints``)."""
+    lines = []
+    for f in findings:
+        lines.append(f"{f.path}:{f.line}:{f.col}: {f.code} {f.message}")
+        if hints:
+            lines.append(f"    hint: {f.hint}")
+    return "\n".join(lines)
+
+
+def as_json(files: int, findings: Sequence[Finding]) -> str:
+    return json.dumps({"files": files, "findings": [f.to_dict() for f in findings]}, indent=2, ensure_ascii=False)
+
+
+def sarif(findings: Sequence[Finding]) -> str:
+    """A SARIF 2.1.0 log with one run; every rule is described, results point at 1-based regions."""
+    index = {rule.code: i for i, rule in enumerate(RULES)}
+    rules = [
+        {
+            "id": rule.code,
+            "name": rule.name,
+            "shortDescription": {"text": rule.name.replace("-", " ")},
+            "help": {"text": rule.hint},
+            "defaultConfiguration": {"level": _SARIF_LEVEL[rule.severity]},
+        }
+        for rule in RULES
+    ]
+    results = [
+        {
+            "ruleId": f.code,
+            "ruleIndex": index[f.code],
+            "level": _SARIF_LEVEL[f.severity],
+            "message": {"text": f"{f.message} (hint: {f.hint})"},
+            "locations": [{"physicalLocation": {
+                "artifactLocation": {"uri": Path(f.path).as_posix()},
+                "region": {"startLine": f.line, "startColumn": f.col},
+            }}],
+        }
+        for f in findings
+    ]
+    driver = {"name": "shapecheck", "version": shapecheck.__version__, "rules": rules,
+              "informationUri": "https://github.com/shapecheck/shapecheck"}
+    log = {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [{"tool": {"driver": driver}, "results": results}]}
+    return json.dumps(log, indent=2, ensure_ascii=False)

@@ -1,0 +1,92 @@
+"""``shapecheck lint`` from the command line: formats, exit codes, usage errors, the pre-commit hook."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from shapecheck.cli import app
+from shapecheck.lint.messages import CODES
+
+from .helpers import CORPUS, ROOT
+
+runner = CliRunner()
+BUGGY, CLEAN = CORPUS / "buggy", CORPUS / "clean"
+
+
+def lint(*args):
+    return runner.invoke(app, ["lint", *map(str, args)])
+
+
+def test_clean_directory_exits_0_with_no_output():
+    result = lint(CLEAN)
+    assert result.exit_code == 0 and result.stdout == ""
+
+
+def test_findings_print_flake8_lines_and_exit_1():
+    path = BUGGY / "sc104_merge_without_transpose.py"
+    result = lint(path)
+    assert result.exit_code == 1
+    (line,) = result.stdout.splitlines()
+    assert line.startswith(f"{path}:24:") and " SC104 heads merged by reshape(batch, seq_q, d_model)" in line
+
+
+def test_fail_on_decides_which_severity_fails():
+    warning_only = BUGGY / "sc102_unscaled_scores.py"
+    assert lint(warning_only).exit_code == 1
+    assert lint("--fail-on", "error", warning_only).exit_code == 0
+    assert lint("--ignore", "SC102", warning_only).exit_code == 0
+
+
+def test_json_format():
+    result = lint("--format", "json", BUGGY / "sc113_key_query_length.py", CLEAN)
+    data = json.loads(result.stdout)
+    assert data["files"] == 4
+    assert [f["line"] for f in data["findings"]] == [22, 23]
+    assert set(data["findings"][0]) == {"path", "line", "col", "code", "severity", "message", "hint"}
+
+
+def test_sarif_format_follows_the_2_1_0_layout():
+    result = lint("--format", "sarif", BUGGY)
+    log = json.loads(result.stdout)
+    assert log["version"] == "2.1.0" and "sarif-2.1.0" in log["$schema"]
+    (run,) = log["runs"]
+    rules = run["tool"]["driver"]["rules"]
+    assert [r["id"] for r in rules] == list(CODES)
+    for res in run["results"]:
+        assert res["level"] in ("error", "warning", "note")
+        assert rules[res["ruleIndex"]]["id"] == res["ruleId"]
+        region = res["locations"][0]["physicalLocation"]["region"]
+        assert region["startLine"] >= 1 and region["startColumn"] >= 1
+    assert len(run["results"]) == 18
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["/no/such/file.py"], "no such file"),
+    ([], "at least one PATH"),
+    (["--format", "xml", "x.py"], "choices: text, json, sarif"),
+    (["--fail-on", "fatal", "x.py"], "info, warning, error"),
+    (["--select", "ZZ9", "x.py"], "valid codes"),
+])
+def test_usage_errors_are_one_line_and_exit_2(args, needle, tmp_path):
+    (tmp_path / "x.py").write_text("x = 1\n")
+    result = runner.invoke(app, ["lint", *[str(tmp_path / a) if a == "x.py" else a for a in args]])
+    assert result.exit_code == 2
+    assert len(result.stderr.strip().splitlines()) == 1 and needle in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_list_rules_names_every_code():
+    result = lint("--list-rules")
+    assert result.exit_code == 0 and all(code in result.stdout for code in CODES)
+
+
+def test_pre_commit_hook_runs_the_lint_command():
+    (hook,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    assert hook["id"] == "shapecheck-lint" and hook["types"] == ["python"]
+    program, command = hook["entry"].split()
+    assert program == "shapecheck" and command == "lint"
+    assert runner.invoke(app, [command, "--help"]).exit_code == 0

@@ -1,0 +1,35 @@
+"""lint never crashes: generated programs (hypothesmith), random bytes, deep nesting."""
+
+from __future__ import annotations
+
+import hypothesmith
+from hypothesis import given
+from hypothesis import strategies as st
+
+from shapecheck.lint import lint_bytes, lint_source
+from shapecheck.lint.messages import CODES
+
+
+def _valid(findings):
+    return all(f.code in CODES and f.line >= 1 and f.col >= 1 for f in findings)
+
+
+@given(hypothesmith.from_grammar())
+def test_generated_programs_never_crash(source):
+    assert _valid(lint_source(source, "gen.py"))
+
+
+@given(hypothesmith.from_node())
+def test_generated_syntax_trees_never_crash(source):
+    assert _valid(lint_source(source, "gen.py"))
+
+
+@given(st.binary(max_size=200))
+def test_random_bytes_never_crash(data):
+    assert _valid(lint_bytes(data, "blob.py"))
+
+
+def test_deeply_nested_expressions_are_reported_not_raised():
+    source = "x = " + "+".join(["a.view(1, -1)"] * 3000) + "\n"
+    found = lint_source(source, "deep.py")
+    assert _valid(found) and {f.code for f in found} <= {"SC001", "SC003", "SC111"}

@@ -1,0 +1,157 @@
+"""Each rule on small snippets: where it fires, and where tracking loses the thread and stays silent."""
+
+from __future__ import annotations
+
+from shapecheck.lint import messages as m
+
+from .helpers import assert_lint, codes
+
+SCORES = """
+import math, torch
+def attn(q, k, v):
+    s = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    {line}
+"""
+
+
+def scores_then(line: str) -> str:
+    return SCORES.format(line=line)
+
+
+def test_softmax_over_the_keys_is_fine_every_spelling():
+    for line in ("p = s.softmax(-1)", "p = torch.softmax(s, dim=-1)", "p = torch.nn.functional.softmax(s, -1)",
+                 "p = torch.nn.Softmax(dim=-1)(s)", "p = s.log_softmax(dim=-1)"):
+        assert codes(scores_then(line)) == [], line
+
+
+def test_softmax_over_another_axis_of_unknown_rank_scores():
+    assert_lint(scores_then("p = s.softmax(dim=-2)"), m.SoftmaxAxis)
+    assert_lint(scores_then("p = torch.nn.Softmax(dim=-3)(s)"), m.SoftmaxAxis)
+
+
+def test_positive_dim_on_unknown_rank_is_not_guessed():
+    assert codes(scores_then("p = s.softmax(dim=1)")) == []  # key axis for 2-D scores
+
+
+def test_softmax_of_something_that_is_not_scores_is_not_checked():
+    assert codes("import torch\ndef f(x):\n    return torch.softmax(x, dim=1)\n") == []
+
+
+def test_implicit_softmax_dim_on_4d_scores_is_the_heads_axis():
+    src = """
+    import math, torch.nn.functional as F
+    def f(x, n_head):
+        B, T, C = x.shape
+        q = x.view(B, T, n_head, C // n_head).transpose(1, 2)
+        att = q @ q.transpose(-2, -1) / math.sqrt(q.size(-1))
+        return F.softmax(att)
+    """
+    assert_lint(src, m.SoftmaxAxis)
+
+
+def test_scaling_found_through_locals_and_self_attributes():
+    assert codes(scores_then("p = s.softmax(-1)")) == []
+    unscaled = "import torch\ndef f(q, k):\n    return torch.softmax(q @ k.transpose(-2, -1), dim=-1)\n"
+    assert_lint(unscaled, m.UnscaledScores)
+    by_query = "import torch\ndef f(q, k, scaling):\n    q = q * scaling\n    return torch.softmax(q @ k.mT, dim=-1)\n"
+    assert codes(by_query) == []
+    by_width = "import torch\ndef f(q, k, d_model):\n    s = q @ k.mT\n    s = s / d_model ** 0.5\n    return s.softmax(-1)\n"
+    assert_lint(by_width, m.WidthScaledScores)
+    by_head = "import torch\ndef f(q, k, d_model, h):\n    s = q @ k.mT\n    s = s / (d_model // h) ** 0.5\n    return s.softmax(-1)\n"
+    assert codes(by_head) == []
+
+
+def test_scaling_on_one_path_only_is_not_called_unscaled():
+    src = """
+    import torch
+    def f(q, k, scale_attn):
+        w = torch.matmul(q, k.transpose(-1, -2))
+        if scale_attn:
+            w = w / 8.0
+        return torch.softmax(w, dim=-1)
+    """
+    assert codes(src) == []
+
+
+def test_merge_of_adjacent_heads_and_flatten_are_fine():
+    src = """
+    def f(x, n_head):
+        B, T, C = x.shape
+        y = x.view(B, T, n_head, C // n_head).transpose(1, 2)
+        a = y.transpose(1, 2).reshape(B, T, C)
+        b = y.reshape(B, n_head * T * (C // n_head))
+        return a, b
+    """
+    assert codes(src) == []
+
+
+def test_in_place_masked_fill_is_not_discarded():
+    assert codes(scores_then("s.masked_fill_(q.new_ones(1).bool(), 0.0)")) == []
+    assert_lint(scores_then("s.masked_fill(q.new_ones(1).bool(), 0.0)"), m.MaskedFillDiscarded)
+
+
+def test_masked_fill_back_to_the_same_name_in_a_branch_is_fine():
+    src = """
+    import math, torch
+    def f(q, k, mask=None):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, -1e9)
+        return torch.softmax(scores, dim=-1)
+    """
+    assert codes(src) == []
+
+
+def test_mask_conventions_read_the_right_way_round():
+    for mask in ("attention_mask == 0", "~attention_mask.bool()", "attention_mask.eq(0)", "key_padding_mask",
+                 "key_padding_mask[:, None, None, :]"):
+        src = f"def f(scores, attention_mask, key_padding_mask):\n    return scores.masked_fill({mask}, -1e9)\n"
+        assert codes(src) == [], mask
+    for mask in ("attention_mask.bool()", "attention_mask == 1", "~key_padding_mask", "key_padding_mask == 0"):
+        src = f"def f(scores, attention_mask, key_padding_mask):\n    return scores.masked_fill({mask}, -1e9)\n"
+        assert codes(src) == ["SC109"], mask
+
+
+def test_a_reassigned_mask_name_is_not_trusted():
+    src = "def f(scores, attention_mask):\n    attention_mask = attention_mask == 0\n    return scores.masked_fill(attention_mask, -1e9)\n"
+    assert codes(src) == []
+
+
+def test_dropout_rule_only_in_module_methods():
+    module = """
+    import torch.nn.functional as F
+    from torch import nn
+    class Block(nn.Module):
+        def forward(self, x):
+            return F.dropout(x, 0.1){extra}
+    """
+    assert_lint(module.format(extra=""), m.DropoutAlwaysOn)
+    assert codes(module.format(extra=" + F.dropout(x, 0.1, training=self.training)")) == ["SC110"]
+    assert codes("import torch.nn.functional as F\ndef f(x):\n    return F.dropout(x, 0.1)\n") == []
+
+
+def test_key_length_rule_needs_a_key_length_in_scope():
+    self_attention = """
+    def f(x, k_proj, heads):
+        tgt_len, bsz, embed_dim = x.shape
+        k = k_proj(x).view(tgt_len, bsz * heads, embed_dim // heads)
+        return k
+    """
+    assert codes(self_attention) == []
+
+
+def test_unknown_layouts_stay_silent():
+    src = """
+    def f(x, a, b, c, d):
+        y = x.view(a, b, c, d).permute(0, 2, 1, 3)
+        return y.reshape(a, c, b * d), y.contiguous().view(-1)
+    """
+    assert codes(src) == []
+
+
+def test_noqa_suppresses_named_codes_only():
+    line = "p = torch.softmax(q @ k.transpose(-2, -1), dim=-1)"
+    src = "import torch\ndef f(q, k):\n    " + line + "  # noqa: {}\n"
+    assert codes(src.format("SC102")) == []
+    assert codes(src.format("SC101")) == ["SC102"]
+    assert codes("import torch\ndef f(q, k):\n    " + line + "  # noqa\n") == []
