@@ -12,6 +12,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from torch import nn
 
@@ -98,21 +99,22 @@ def _module(
 
 def render(result: ProofResult, console: Console) -> None:
     """The proof as a table: shapes, constraints, samples and problems."""
-    console.print(f"prove {result.target}", highlight=False)
+    console.print(f"prove {escape(result.target)}", highlight=False)
     table = Table(show_header=True)
     table.add_column("")
     table.add_column("shape for every size")
     for name, shape in result.inputs.items():
-        table.add_row(f"input {name}", _shape(shape))
+        table.add_row(escape(f"input {name}"), escape(_shape(shape)))
     for name, shape in result.outputs.items():
-        table.add_row(name, _shape(shape))
+        table.add_row(escape(name), escape(_shape(shape)))
     console.print(table)
-    console.print("constraints: " + ("; ".join(result.constraints) or "none"), highlight=False)
+    console.print("constraints: " + escape("; ".join(result.constraints) or "none"), highlight=False)
     passed = sum(s.problem is None for s in result.samples)
     tried = "; ".join(" ".join(f"{k}={v}" for k, v in s.sizes.items()) for s in result.samples)
-    console.print(f"samples: {passed}/{len(result.samples)} checked out" + (f" ({tried})" if tried else ""), highlight=False)
+    ran = f"{passed}/{len(result.samples)} checked out ({tried})" if result.samples else "none run"
+    console.print(f"samples: {ran}", highlight=False)
     for problem in result.problems:
-        console.print(f"[bold red]problem[/] ({problem.kind}): {problem.message}", highlight=False)
+        console.print(f"[bold red]problem[/] ({problem.kind}): {escape(problem.message)}", highlight=False)
     if result.ok:
         console.print(f"shapes check out (export {result.export_seconds:.2f} s, total {result.seconds:.2f} s)", highlight=False)
 

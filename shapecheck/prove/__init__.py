@@ -23,7 +23,7 @@ from torch import nn
 from shapecheck.prove.annotations import annotation_problems
 from shapecheck.prove.constraints import all_constraints
 from shapecheck.prove.export import Exported, ExportFailure, export_module, input_symbols
-from shapecheck.prove.inputs import EXAMPLE_SIZES, InputPlan, plan_inputs
+from shapecheck.prove.inputs import EVEN_SIZES, EXAMPLE_SIZES, InputPlan, plan_inputs
 from shapecheck.prove.probe import Rebuild, divisibility_constraints
 from shapecheck.prove.result import Problem, ProofResult
 from shapecheck.prove.sampling import DEFAULT_CAPS, Sample, choose_sizes, run_sample
@@ -92,12 +92,22 @@ def prove_module(
     return _finish(result, extra, time.perf_counter() - start)
 
 
-def _prove(module: nn.Module, plan: InputPlan, label: str, samples: int, caps: Optional[dict[str, int]], seed: int) -> ProofResult:
-    examples = plan.examples(EXAMPLE_SIZES)
+def _export_at_examples(module: nn.Module, plan: InputPlan) -> Exported:
+    """Export at odd example sizes, or, when those cannot be traced, at even ones."""
     try:
-        exported = export_module(module, plan, examples)
+        return export_module(module, plan, plan.examples(EXAMPLE_SIZES))
     except ExportFailure as failure:
-        return _failed(module, plan, examples, label, str(failure))
+        try:
+            return export_module(module, plan, plan.examples(EVEN_SIZES))
+        except ExportFailure:
+            raise failure from None
+
+
+def _prove(module: nn.Module, plan: InputPlan, label: str, samples: int, caps: Optional[dict[str, int]], seed: int) -> ProofResult:
+    try:
+        exported = _export_at_examples(module, plan)
+    except ExportFailure as failure:
+        return _failed(module, plan, plan.examples(EXAMPLE_SIZES), label, str(failure))
     naming = name_symbols(plan, exported.input_shapes(plan))
     problems = _annotation_problems(module, exported, plan, naming)
     ran = _samples(module, exported, plan, naming, samples, caps, seed)

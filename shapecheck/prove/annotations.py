@@ -94,8 +94,28 @@ def _evaluate(text: str, memo: dict[str, Any], default: Any) -> Any:
         return default
 
 
+_POINTS = (2, 3, 4, 7, 8, 12, 16, 33)  # sizes at which two expressions over the axes are compared
+
+
 def _same(expected: list[Any], actual: list[Any]) -> bool:
-    return len(expected) == len(actual) and all(sympy.simplify(sympy.sympify(e) - a) == 0 for e, a in zip(expected, actual))
+    return len(expected) == len(actual) and all(_equal(sympy.sympify(e), sympy.sympify(a)) for e, a in zip(expected, actual))
+
+
+def _equal(expected: Any, actual: Any) -> bool:
+    """Equal wherever the annotation gives a whole size (``seq/2`` and ``seq//2`` agree for even seq)."""
+    if sympy.simplify(expected - actual) == 0:
+        return True
+    symbols = sorted(expected.free_symbols | actual.free_symbols, key=str)
+    compared = False
+    for k in range(len(_POINTS)):
+        point = {s: _POINTS[(k + 3 * i) % len(_POINTS)] for i, s in enumerate(symbols)}
+        want, got = expected.subs(point), actual.subs(point)
+        if not (want.is_Integer and got.is_Integer):
+            continue
+        if want != got:
+            return False
+        compared = True
+    return compared
 
 
 def _message(qualname: str, label: str, spec: ArraySpec, expected: Optional[list], actual: list, naming: Naming) -> str:

@@ -5,8 +5,7 @@ Sources, in the order they are listed:
   positions); export's own lower bound of 2 (its 0/1 specialisation) is not a
   constraint of the code and is left out;
 - axes tracing proved equal (``seq_k == seq_q``) or derived from others;
-- axes fixed at their example size (``seq == 6``): a silent specialisation;
-- the runtime assertions export put in the graph (``seq % 2 == 0``).
+- axes fixed at their example size (``seq == 6``): a silent specialisation.
 """
 
 from __future__ import annotations
@@ -18,10 +17,6 @@ import torch
 
 from shapecheck.prove.symbols import Naming
 
-_RELATIONS = {
-    "Equality": "==", "Unequality": "!=", "LessThan": "<=", "StrictLessThan": "<",
-    "GreaterThan": ">=", "StrictGreaterThan": ">",
-}
 _EXPORT_LOWER_BOUND = 2  # Dim.AUTO's range starts at 2 (sizes 0 and 1 are specialised apart)
 
 
@@ -54,32 +49,6 @@ def relation_constraints(naming: Naming) -> list[str]:
     return found
 
 
-def assertion_constraints(program: torch.export.ExportedProgram, naming: Naming) -> list[str]:
-    """The conditions of the ``_assert_scalar`` nodes export left in the graph."""
-    found = []
-    for node in program.graph.nodes:
-        if node.op != "call_function" or "_assert_scalar" not in str(node.target):
-            continue
-        value = getattr(node.args[0], "meta", {}).get("val")
-        expr = getattr(getattr(value, "node", None), "expr", None)
-        if expr is not None:
-            found.append(readable(expr, naming))
-    return found
-
-
 def all_constraints(program: torch.export.ExportedProgram, naming: Naming) -> list[str]:
-    found = range_constraints(naming, program.range_constraints)
-    found += relation_constraints(naming) + assertion_constraints(program, naming)
+    found = range_constraints(naming, program.range_constraints) + relation_constraints(naming)
     return list(dict.fromkeys(found))
-
-
-def readable(expr: Any, naming: Naming) -> str:
-    """``Eq(Mod(s27, 2), 0)`` -> ``seq % 2 == 0``; other expressions as sympy prints them."""
-    kind = type(expr).__name__
-    if kind in _RELATIONS:
-        return f"{readable(expr.lhs, naming)} {_RELATIONS[kind]} {readable(expr.rhs, naming)}"
-    if kind in ("Mod", "PythonMod") and len(expr.args) == 2:
-        return f"{readable(expr.args[0], naming)} % {readable(expr.args[1], naming)}"
-    if kind in ("And", "Or"):
-        return f" {kind.lower()} ".join(readable(a, naming) for a in expr.args)
-    return str(naming.render(expr))

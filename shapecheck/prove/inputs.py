@@ -25,6 +25,8 @@ from shapecheck.shapes import ANON, ANON_VARIADIC, EXPR, FIXED, NAMED, VARIADIC,
 
 DYNAMIC_AXES = ("batch", "seq", "seq_q", "seq_k")
 EXAMPLE_SIZES = {"batch": 3, "seq": 7, "seq_q": 7, "seq_k": 5}
+# Tried when the first sizes cannot be traced (code that needs even lengths, windows of 4 or 8, ...).
+EVEN_SIZES = {"batch": 4, "seq": 16, "seq_q": 16, "seq_k": 8}
 
 # Axes of unannotated arguments, by the names transformers and the seed posts use.
 _TOKENS = ("batch", "seq")

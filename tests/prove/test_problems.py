@@ -152,3 +152,19 @@ def test_export_failure_is_one_readable_problem():
     assert problem.message.startswith("torch.export could not trace FixedLength.forward at batch=3, seq=7: ")
     assert "(seq)" in problem.message and "\n" not in problem.message
     assert not SYMBOL.search(problem.message)
+
+
+class PairsOfPositions(nn.Module):
+    """Folds the sequence in pairs: odd lengths cannot be traced, and fail at run time."""
+
+    def forward(self, x: Float[Tensor, "batch seq d_model"]) -> Float[Tensor, "batch seq/2 d_model"]:
+        batch, seq, d_model = x.shape
+        return x.view(batch, seq // 2, 2, d_model).sum(2)  # (batch, seq // 2, d_model)
+
+
+def test_code_needing_even_lengths_is_exported_at_even_sizes_and_odd_ones_fail():
+    result = _prove(PairsOfPositions())
+    assert result.output_shape == ["batch", "(seq//2)", D]
+    assert PairsOfPositions()(torch.randn(2, 10, D)).shape == (2, 5, D)
+    assert result.samples[0].sizes == {"batch": 1, "seq": 1}
+    assert "forward fails inside the advertised range" in result.problems[0].message
