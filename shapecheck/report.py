@@ -153,7 +153,7 @@ def resolve_config(
     values: dict[str, Any] = dict(d_model=512, heads=8, layers=6, segments=2, **FAMILY_DEFAULTS[family(model)])
     if preset:
         values.update(PRESETS[preset][1]())
-    values.update({k: v for k, v in flags.items() if v is not None})
+    values.update({k: v for k, v in flags.items() if v is not None and k != "impl"})
     values.setdefault("d_ff", 4 * values["d_model"])
     _check_heads(values["d_model"], values["heads"], values.get("d_k"), values.get("d_v"))
     for name in ("d_k", "d_v"):

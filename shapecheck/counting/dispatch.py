@@ -128,7 +128,8 @@ def flop_counter_mapping() -> dict[Any, Callable[..., int]]:
 ELEMENTWISE = frozenset(
     "add sub rsub mul div neg pow sqrt rsqrt exp log tanh relu gelu sigmoid erf softmax _softmax _safe_softmax "
     "log_softmax _log_softmax native_layer_norm layer_norm mean sum var std var_mean std_mean amax amin max min "
-    "clamp clamp_min clamp_max maximum minimum addcmul addcdiv reciprocal sin cos abs sign square silu".split()
+    "clamp clamp_min clamp_max maximum minimum addcmul addcdiv reciprocal sin cos abs sign square silu "
+    "add_ sub_ mul_ div_ clamp_ relu_".split()
 )
 NO_ARITHMETIC = frozenset(
     "view _unsafe_view reshape _reshape_alias t transpose permute expand expand_as view_as clone contiguous copy "
