@@ -232,8 +232,19 @@ def reference(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
     if proj is None:
         return None
     expected = reference_attention(proj, case.shape.heads, case.query, case.key, case.value, keep, is_causal)
-    diff = _diff(out, expected)
+    rows = _visible_rows(keep, is_causal, case.shape.batch, case.shape.seq_q, case.shape.seq_k)
+    diff = _diff(out[rows], expected[rows])  # rows with no visible key belong to fully_masked_rows
     return f"differs from the float64 reference ({proj.pattern}): {diff}" if diff else None
+
+
+def _visible_rows(keep: Optional[Tensor], is_causal: bool, batch: int, seq_q: int, seq_k: int) -> Tensor:
+    """(batch, seq_q): query rows that can see at least one key under the padding and causal masks."""
+    allowed = torch.ones(batch, seq_q, seq_k, dtype=torch.bool)
+    if keep is not None:
+        allowed = allowed & keep[:, None, :]
+    if is_causal:
+        allowed = allowed & torch.ones(seq_q, seq_k, dtype=torch.bool).tril()
+    return allowed.any(dim=-1)
 
 
 def _reference_applies(s: Subject) -> Optional[str]:

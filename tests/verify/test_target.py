@@ -4,7 +4,6 @@ import os
 import textwrap
 
 import pytest
-import torch
 from torch import nn
 
 from reference_models.attention import MultiHeadAttention
