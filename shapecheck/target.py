@@ -62,7 +62,7 @@ class Construction:
 
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
-    sources: dict[str, str] = field(default_factory=dict)  # d_model | heads | dropout | bias | init | config
+    sources: dict[str, str] = field(default_factory=dict)  # d_model | heads | dropout | bias | init | "config: fields"
 
     def describe(self) -> str:
         """``Name(h=2 [heads], d_model=8 [d_model])``: the call, each value tagged with its role."""
@@ -280,15 +280,16 @@ def map_arguments(
         elif role == "bias" and param.default is inspect.Parameter.empty:
             arguments[name], sources[name] = True, role
         elif name == "config" and (classes := _config_classes(target, param)):
-            arguments[name], sources[name] = _make_config(target, classes, values, init), "config"
+            arguments[name], fields = _make_config(target, classes, values, init)
+            sources[name] = "config: " + ", ".join(f"{k}={v!r}" for k, v in fields.items())
         elif param.default is inspect.Parameter.empty:
             raise UsageError(f"{target.spec}: cannot map required argument {name!r} of {target.name}; {INIT_HINT}")
     _check_leftover_init(target, params, init, arguments, sources)
     return Construction(target.name, arguments, sources)
 
 
-def _make_config(target: Target, classes: list[type], values: dict[str, Any], init: dict[str, Any]) -> Any:
-    """The first of ``classes`` that builds from the mapped values; ``init`` items it used are consumed."""
+def _make_config(target: Target, classes: list[type], values: dict[str, Any], init: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """The first of ``classes`` that builds from the mapped values, and the fields it was given; ``init`` items it used are consumed."""
     failures = []
     for config_class in classes:
         kwargs = _config_values(config_class, values, init)
@@ -301,7 +302,7 @@ def _make_config(target: Target, classes: list[type], values: dict[str, Any], in
             init.pop(key, None)
         if getattr(config, "_attn_implementation", "") is None:
             config._attn_implementation = "eager"  # a standalone transformers layer: the plain softmax path
-        return config
+        return config, kwargs
     raise UsageError(f"{target.spec}: building the config failed: {'; '.join(failures)}; {INIT_HINT}")
 
 

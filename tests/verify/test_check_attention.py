@@ -45,3 +45,11 @@ def test_seed_makes_runs_repeatable():
             check_attention(bad, max_examples=EXAMPLES, seed=3, properties=("reference",), **SMALL)
         reports.append(str(info.value))
     assert reports[0] == reports[1]
+
+
+def test_masked_rows_policy_is_checked_against_the_reference():
+    # MultiHeadAttention gives zero probabilities to a row with no visible key (documented in reference_models)
+    zeros = check_attention(MultiHeadAttention, max_examples=EXAMPLES, properties=("fully_masked_rows",), masked_rows="zeros", **SMALL)
+    assert zeros.results[0].status == "passed"
+    uniform = check_attention(MultiHeadAttention, max_examples=EXAMPLES, properties=("fully_masked_rows",), masked_rows="uniform", **SMALL)
+    assert uniform.results[0].status == "warning" and "uniform policy" in uniform.results[0].message

@@ -60,6 +60,14 @@ def test_layout_option_reaches_the_module():
     assert result.exit_code == 1 and "layout: seq-first" in data["notes"]
 
 
+def test_mask_option_overrides_the_convention():
+    # key_padding_mask is True = pad; told it is True = keep, the masks invert and padding fails
+    result, data = _json("reference_models.attention:MultiHeadAttention", "--mask", "keep", "--property", "padding")
+    assert result.exit_code == 1 and any("True/1 = may attend" in n for n in data["notes"])
+    result, data = _json("reference_models.attention:MultiHeadAttention", "--mask", "none", "--property", "padding")
+    assert result.exit_code == 0 and data["properties"][0]["status"] == "skipped"
+
+
 @pytest.mark.parametrize("args, message", [
     (["nowhere.py:X"], "no such file: nowhere.py"),
     (["reference_models.attention:Nope"], "has no name 'Nope'"),
