@@ -67,9 +67,13 @@ class LayerNorm(nn.Module):
 
     @checked
     def forward(self, x: Float[Tensor, "*batch d_model"]) -> Float[Tensor, "*batch d_model"]:
+        dtype = x.dtype
+        if dtype in (torch.float16, torch.bfloat16):
+            x = x.float()  # eps=1e-12 rounds to 0 in half precision: normalise in float32
         mean = x.mean(-1, keepdim=True)  # (*batch, 1)
         var = (x - mean).pow(2).mean(-1, keepdim=True)  # (*batch, 1), biased
-        return self.weight * (x - mean) / torch.sqrt(var + self.config.eps) + self.bias
+        normed = ((x - mean) / torch.sqrt(var + self.config.eps)).to(dtype)
+        return self.weight * normed + self.bias
 
 
 class StdLayerNorm(nn.Module):
