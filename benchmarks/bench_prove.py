@@ -8,7 +8,7 @@ the median of ``--repeats`` interleaved runs after one warm-up export in the pro
 - prove, samples=0: export plus symbol naming, constraints, annotation comparison and
   the divisibility probe;
 - prove, samples=3: the default, which also runs eager forward and the exported
-  program at three sampled sizes (up to batch 4, seq 64).
+  program at three sampled sizes (up to batch 2, seq 32).
 
     python benchmarks/bench_prove.py [--repeats 3] [--json]
 """

@@ -147,7 +147,7 @@ def _annotation_problems(module: nn.Module, exported: Exported, plan: InputPlan,
 def _samples(
     module: nn.Module, exported: Exported, plan: InputPlan, naming: Naming, count: int, caps: Optional[dict[str, int]], seed: int
 ) -> list[Sample]:
-    if count <= 0:
+    if count <= 0 or plan.device.type == "meta":  # meta weights have no values to run
         return []
     program = exported.program.module()
     outputs = exported.output_shapes()

@@ -52,13 +52,13 @@ class Argument:
     kind: str  # "float" | "int" | "bool"
     required: bool
 
-    def example(self, sizes: dict[str, int]) -> Tensor:
+    def example(self, sizes: dict[str, int], device: torch.device) -> Tensor:
         shape = tuple(a if isinstance(a, int) else sizes[a] for a in self.axes)
         if self.kind == "float":
-            return torch.randn(shape)
+            return torch.randn(shape, device=device)
         if self.kind == "bool":
-            return torch.ones(shape, dtype=torch.bool)
-        return torch.randint(0, 2, shape)
+            return torch.ones(shape, dtype=torch.bool, device=device)
+        return torch.randint(0, 2, shape, device=device)
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,7 @@ class InputPlan:
     """The arguments ``prove`` passes and the sizes of their static axes."""
 
     arguments: tuple[Argument, ...]
+    device: torch.device = torch.device("cpu")  # where the module's parameters live
 
     @property
     def dynamic_axes(self) -> list[str]:
@@ -77,7 +78,7 @@ class InputPlan:
 
     def examples(self, sizes: dict[str, int]) -> dict[str, Tensor]:
         """Example tensors, each dynamic axis at ``sizes[axis]``."""
-        return {arg.name: arg.example(sizes) for arg in self.arguments}
+        return {arg.name: arg.example(sizes, self.device) for arg in self.arguments}
 
     def dynamic_shapes(self) -> dict[str, dict[int, object]]:
         """``torch.export`` dynamic_shapes: every named axis automatic (static or dynamic, as traced)."""
@@ -106,7 +107,15 @@ def plan_inputs(
     hints = forward_hints(module)
     static = {**config_axes(module), **(sizes or {})}
     chosen = _choose(module, params, hints, names, cross)
-    return _self_attention(InputPlan(tuple(_argument(module, params[n], hints.get(n), static) for n in chosen)))
+    arguments = tuple(_argument(module, params[n], hints.get(n), static) for n in chosen)
+    return _self_attention(InputPlan(arguments, module_device(module)))
+
+
+def module_device(module: nn.Module) -> torch.device:
+    """The device of the module's first parameter or buffer (CPU for a module with neither)."""
+    tensor = next(iter(module.parameters()), None)
+    tensor = tensor if tensor is not None else next(iter(module.buffers()), None)
+    return tensor.device if tensor is not None else torch.device("cpu")
 
 
 def _self_attention(plan: InputPlan) -> InputPlan:
@@ -115,7 +124,7 @@ def _self_attention(plan: InputPlan) -> InputPlan:
     if "seq_q" not in axes or "seq_k" in axes or "seq" in axes:
         return plan
     rename = lambda a: "seq" if a == "seq_q" else a  # noqa: E731
-    return InputPlan(tuple(replace(arg, axes=tuple(map(rename, arg.axes))) for arg in plan.arguments))
+    return replace(plan, arguments=tuple(replace(arg, axes=tuple(map(rename, arg.axes))) for arg in plan.arguments))
 
 
 def _forward_parameters(module: nn.Module) -> dict[str, inspect.Parameter]:
@@ -141,7 +150,10 @@ def _choose(
     if not chosen:  # every argument optional (transformers): the first tensor-like one
         chosen = [n for n in params if _is_tensor(n, hints)][:1]
     if cross:
-        chosen += [n for n in params if n not in chosen and _is_cross(n, hints)]
+        extra = [n for n in params if n not in chosen and _is_cross(n, hints)]
+        if not extra:
+            raise UsageError(f"--cross: {label}.forward has no optional float argument along seq_k (keys, values)")
+        chosen += extra
     if not chosen:
         raise UsageError(f"{label}.forward takes no tensor argument prove can build; name them with --inputs")
     return chosen

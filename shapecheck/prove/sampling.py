@@ -25,7 +25,7 @@ from shapecheck.prove.export import first_line
 from shapecheck.prove.inputs import InputPlan
 from shapecheck.prove.symbols import Naming, expression_of
 
-DEFAULT_CAPS = {"batch": 4, "seq": 64, "seq_q": 64, "seq_k": 64}
+DEFAULT_CAPS = {"batch": 2, "seq": 32, "seq_q": 32, "seq_k": 32}
 RTOL, ATOL = 1e-3, 1e-4
 
 
@@ -38,7 +38,7 @@ class Sample:
 
 
 def _range(axis: str, naming: Naming, ranges: dict, caps: dict[str, int]) -> tuple[int, int]:
-    cap = caps.get(axis, DEFAULT_CAPS.get(axis, 64))
+    cap = caps.get(axis, DEFAULT_CAPS.get(axis, 32))
     symbol = naming.symbol_of(axis)
     if symbol is None or symbol not in ranges:  # specialised: the range the caller asked for
         return 1, cap
