@@ -90,9 +90,9 @@ def register(app: typer.Typer) -> None:
 
 
 def _require_matplotlib() -> None:
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
         usage_error("--plot-file needs matplotlib, which is not installed; pip install matplotlib, or use --plot")
 
 
@@ -238,7 +238,7 @@ def table(result: Any, all_layers: bool = False) -> str:
 
 
 def markdown(result: Any) -> str:
-    lines = [f"# shapecheck report", "", *[f"- {line}" for line in header_lines(result)], ""]
+    lines = ["# shapecheck report", "", *[f"- {line}" for line in header_lines(result)], ""]
     lines.append("| " + " | ".join(c or "ok" for c in COLUMNS) + " |")
     lines.append("|" + "---|" * len(COLUMNS))
     for row in [*result.rows]:
