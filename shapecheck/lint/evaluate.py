@@ -13,7 +13,7 @@ from typing import Optional
 
 from shapecheck.lint import names as nm
 from shapecheck.lint.tracking import (
-    WILD, Dim, Label, Pieces, Shape, Target, Tensor, Value, int_label, matmul, name_label, permute,
+    WILD, Dim, Label, Pieces, Shape, Target, Tensor, Value, int_label, join, matmul, name_label, permute,
     product, quotient, swap,
 )
 
@@ -75,8 +75,6 @@ class Evaluator:
         return value
 
     def ev_IfExp(self, node: ast.IfExp) -> Optional[Value]:
-        from shapecheck.lint.tracking import join
-
         self.ev(node.test)
         a, b = self.ev(node.body), self.ev(node.orelse)
         return None if a is None or b is None else join(a, b)

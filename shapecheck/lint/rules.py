@@ -216,10 +216,19 @@ class Rules:
         return True
 
     def _receiver_names(self, call: ast.Call) -> list[str]:
+        """The names assigned to, and the names along the receiver's chain (``self.k_proj(x).view`` -> k_proj)."""
         found = list(self.assigned_names())
-        func = call.func
-        if isinstance(func, ast.Attribute):
-            found.extend(nm.identifiers(func.value))
+        node = call.func.value if isinstance(call.func, ast.Attribute) else None
+        while node is not None:
+            if isinstance(node, ast.Name):
+                found.append(node.id)
+                break
+            attr = nm.self_attr(node)
+            if attr is not None:
+                found.append(attr)
+                break
+            node = node.func if isinstance(node, ast.Call) else getattr(node, "value", None) \
+                if isinstance(node, (ast.Attribute, ast.Subscript)) else None
         return found
 
     def _seq_k_name(self) -> Optional[str]:

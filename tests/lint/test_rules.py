@@ -140,6 +140,21 @@ def test_key_length_rule_needs_a_key_length_in_scope():
     assert codes(self_attention) == []
 
 
+def test_merging_the_output_of_probs_at_v_is_not_a_key_reshape():
+    src = """
+    import math
+    def f(query, key, value, wq, wk, wv, heads):
+        batch, seq_q, seq_k = query.size(0), query.size(1), key.size(1)
+        q = (query @ wq).view(batch, seq_q, heads, -1).transpose(1, 2)
+        k = (key @ wk).view(batch, seq_k, heads, -1).transpose(1, 2)
+        v = (value @ wv).view(batch, seq_k, heads, -1).transpose(1, 2)
+        probs = (q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))).softmax(dim=-1)
+        return (probs @ v).transpose(1, 2).reshape(batch, seq_q, -1)
+    """
+    assert codes(src) == []
+    assert codes(src.replace("(value @ wv).view(batch, seq_k", "(value @ wv).view(batch, seq_q")) == ["SC113"]
+
+
 def test_unknown_layouts_stay_silent():
     src = """
     def f(x, a, b, c, d):
