@@ -151,21 +151,26 @@ def _choose(
         chosen = [n for n in params if _is_tensor(n, hints)][:1]
     if cross:
         extra = [n for n in params if n not in chosen and _is_cross(n, hints)]
-        if not extra:
-            raise UsageError(f"--cross: {label}.forward has no optional float argument along seq_k (keys, values)")
+        if not extra and not any("seq_k" in _named_axes(n, hints) for n in chosen):
+            raise UsageError(f"--cross: {label}.forward has no argument along seq_k (keys, values)")
         chosen += extra
     if not chosen:
         raise UsageError(f"{label}.forward takes no tensor argument prove can build; name them with --inputs")
     return chosen
 
 
-def _is_cross(name: str, hints: dict[str, object]) -> bool:
-    """A float argument along ``seq_k``: the keys and values of cross-attention."""
+def _named_axes(name: str, hints: dict[str, object]) -> set[str]:
+    """The axis names of an argument: from its annotation, else from its well-known name."""
     spec = spec_of(hints.get(name))
     if spec is None:
-        return name in ("key", "value")
-    axes = {canonical(d.name) for d in spec.dims if d.kind == NAMED}
-    return "seq_k" in axes and _kind(spec, name) == "float"
+        return set(KNOWN_ARGUMENTS.get(name, ((), ""))[0])
+    return {canonical(d.name) for d in spec.dims if d.kind in (NAMED, VARIADIC)}
+
+
+def _is_cross(name: str, hints: dict[str, object]) -> bool:
+    """A float argument along ``seq_k``: the keys and values of cross-attention."""
+    kind = _kind(spec_of(hints.get(name)), name)
+    return "seq_k" in _named_axes(name, hints) and kind == "float"
 
 
 def _kind(spec: Optional[ArraySpec], name: str) -> str:

@@ -90,7 +90,7 @@ def test_prove_accepts_a_target_string(swapped_file):
         ([MHA, "--format", "yaml"], "unknown --format 'yaml' (choices: table, json)"),
         ([MHA, "--inputs", "queries"], "has no argument 'queries' (arguments: query, key, value"),
         (["reference_models.attention:AttentionConfig"], "is a class but not a torch.nn.Module"),
-        (["--preset", "gpt2", "--cross"], "--cross: GPT2Model.forward has no optional float argument along seq_k"),
+        (["reference_models.gpt2:GPT2Model", "--d-model", "16", "--heads", "2", "--cross"], "--cross: GPT2Model.forward has no argument along seq_k"),
     ],
 )
 def test_usage_errors_exit_2_with_one_line(args, expected):
