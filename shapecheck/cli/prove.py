@@ -71,6 +71,15 @@ def parse_sizes(text: Optional[str], option: str) -> dict[str, int]:
     return sizes
 
 
+def _integer(option: str, text: Optional[str], minimum: int) -> Optional[int]:
+    """An integer option at least ``minimum`` (None when not given)."""
+    if text is None:
+        return None
+    if not text.strip().isdigit() or int(text) < minimum:
+        raise UsageError(f"{option} must be an integer >= {minimum}, got {text!r}")
+    return int(text)
+
+
 def _caps(text: Optional[str]) -> dict[str, int]:
     caps = parse_sizes(text, "--max-size")
     if "seq" in caps:
@@ -128,26 +137,28 @@ def register(app: typer.Typer) -> None:
     def prove_command(
         target: Optional[str] = typer.Argument(None, help="path/to/file.py:Name or package.module:Name (a module class or factory)"),
         preset: Optional[str] = typer.Option(None, "--preset", help=f"a reference model, or its sizes for TARGET: {', '.join(PRESETS)}"),
-        d_model: Optional[int] = typer.Option(None, "--d-model", min=1, help="model width (default 512, or the preset's)"),
-        heads: Optional[int] = typer.Option(None, "--heads", min=1, help="attention heads (default 8, or the preset's)"),
+        d_model: Optional[str] = typer.Option(None, "--d-model", help="model width (default 512, or the preset's)"),
+        heads: Optional[str] = typer.Option(None, "--heads", help="attention heads (default 8, or the preset's)"),
         init: Optional[str] = typer.Option(None, "--init", help="other constructor arguments: 'name=value,...'"),
         cross: bool = typer.Option(False, "--cross", help="also pass keys and values (two sequence axes, seq_q and seq_k)"),
         inputs: Optional[str] = typer.Option(None, "--inputs", help="forward arguments to pass, e.g. 'query,key,value'"),
         size: Optional[str] = typer.Option(None, "--size", help="sizes of other axes, e.g. 'd_in=32'"),
-        samples: int = typer.Option(3, "--samples", min=0, help="sizes at which to run the exported program (0: none)"),
+        samples: str = typer.Option("3", "--samples", help="sizes at which to run the exported program (0: none)"),
         max_size: Optional[str] = typer.Option(None, "--max-size", help="largest sampled sizes, e.g. 'seq=512,batch=2'"),
-        seed: int = typer.Option(0, "--seed", help="seed for the sampled sizes and example values"),
+        seed: str = typer.Option("0", "--seed", help="seed for the sampled sizes and example values"),
         fmt: str = typer.Option("table", "--format", help="table or json"),
     ) -> None:
         """Export TARGET with dynamic batch and sequence sizes and report its output shape and constraints."""
         if fmt not in FORMATS:
             usage_error(f"unknown --format {fmt!r} (choices: {', '.join(FORMATS)})")
         try:
-            module, label, built, rebuild = _module(target, preset, d_model, heads, init)
+            widths = _integer("--d-model", d_model, 1), _integer("--heads", heads, 1)
+            module, label, built, rebuild = _module(target, preset, *widths, init)
             names = [n.strip() for n in inputs.split(",") if n.strip()] if inputs else None
             result = prove_module(
                 module, target=label, inputs=names, cross=cross, sizes={**built, **parse_sizes(size, "--size")},
-                samples=samples, caps=_caps(max_size), seed=seed, rebuild=rebuild,
+                samples=_integer("--samples", samples, 0), caps=_caps(max_size), seed=_integer("--seed", seed, 0),
+                rebuild=rebuild,
             )
         except UsageError as error:
             usage_error(str(error))

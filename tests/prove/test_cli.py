@@ -88,6 +88,8 @@ def test_prove_accepts_a_target_string(swapped_file):
         ([MHA, "--size", "d_in=big"], "--size item 'd_in=big' is not axis=N"),
         ([MHA, "--max-size", "seq=0"], "--max-size item 'seq=0'"),
         ([MHA, "--format", "yaml"], "unknown --format 'yaml' (choices: table, json)"),
+        ([MHA, "--d-model", "0"], "--d-model must be an integer >= 1, got '0'"),
+        ([MHA, "--samples", "few"], "--samples must be an integer >= 0, got 'few'"),
         ([MHA, "--inputs", "queries"], "has no argument 'queries' (arguments: query, key, value"),
         (["reference_models.attention:AttentionConfig"], "is a class but not a torch.nn.Module"),
         (["reference_models.gpt2:GPT2Model", "--d-model", "16", "--heads", "2", "--cross"], "--cross: GPT2Model.forward has no argument along seq_k"),
