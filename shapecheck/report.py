@@ -16,7 +16,7 @@ and interpolated, which is exact for any polynomial of degree <= 3.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Optional, Union
 
 import sympy
@@ -25,6 +25,7 @@ import torch
 from shapecheck.counting import formulas as f
 from shapecheck.counting.dispatch import DispatchCount, count_flops
 from shapecheck.counting.models import MODELS, ModelKind, Sizes
+from shapecheck.counting.peers import fvcore_macs, own_count
 from shapecheck.counting.params import assign_parameters, count_parameters, on_meta, tied_parameters
 from shapecheck.counting.repeats import Stack, count_with_repeats
 from shapecheck.counting.presets import FAMILIES, FAMILY_DEFAULTS, PRESETS, family
@@ -182,6 +183,7 @@ class ReportRow:
     measured_params: int
     measured_flops: Value
     note: str = ""
+    fvcore_macs: Optional[int] = None  # fvcore's count (one multiply-add = one "flop"), when asked for
 
     @property
     def params_agree(self) -> bool:
@@ -373,10 +375,11 @@ def _notes(config: ReportConfig, module: torch.nn.Module, measured: Measured) ->
     return notes
 
 
-def build_report(config: ReportConfig, repeats: bool = True) -> Report:
+def build_report(config: ReportConfig, repeats: bool = True, fvcore: bool = False) -> Report:
     """Rows with formulas, values and measured values for ``config``'s model; see the module docstring.
 
-    ``repeats=False`` counts every layer op by op instead of reusing layer 0's count.
+    ``repeats=False`` counts every layer op by op instead of reusing layer 0's count; ``fvcore=True``
+    adds fvcore's count per row as a cross-check (numeric sequence lengths only).
     """
     kind = MODELS[config.model]
     sizes = config.sizes()
@@ -386,8 +389,33 @@ def build_report(config: ReportConfig, repeats: bool = True) -> Report:
     measured = measure_rows(config, module, specs, repeats)
     rows = _rows(config, specs, assignment.counts, measured.flops)
     rows += _extra_rows(assignment.unassigned_count, measured.unclaimed)
-    return Report(config, rows, _total(rows, module), measured.uncounted, _notes(config, module, measured),
+    notes = _notes(config, module, measured)
+    if fvcore:
+        rows = _with_fvcore(config, kind, module, specs, rows, notes)
+    return Report(config, rows, _total(rows, module), measured.uncounted, notes,
                   crossover(kind, specs, sizes), measured.stacks)
+
+
+def _with_fvcore(config: ReportConfig, kind: ModelKind, module: torch.nn.Module, specs: list[RowSpec],
+                 rows: list[ReportRow], notes: list[str]) -> list[ReportRow]:
+    """Rows with fvcore's MACs: a Linear row gets its module's count, a scores row its module's own products."""
+    if config.symbolic:
+        notes.append("fvcore: needs a numeric --seq-len; column left out")
+        return rows
+    counts = fvcore_macs(module, kind.inputs(config.sizes(), config.batch, config.seq_len, torch.device("meta")))
+    if isinstance(counts, str):
+        notes.append(f"fvcore: {counts}; column left out")
+        return rows
+    out = list(rows)
+    for i, spec in enumerate(specs):
+        if spec.flops_at is not None and spec.part is None:
+            out[i] = replace(rows[i], fvcore_macs=counts.get(spec.flops_at, 0))
+        elif spec.part == "scores":
+            out[i] = replace(rows[i], fvcore_macs=own_count(counts, module, spec.flops_at))
+    notes.append(f"fvcore: counts one multiply-add as one flop (MACs); its total {counts.get('', 0):,} MACs "
+                 f"= {2 * counts.get('', 0):,} FLOPs; a scores row shows fvcore's count for QKᵀ and AV together; "
+                 "fvcore has no handle for scaled_dot_product_attention, which it then counts as 0")
+    return out
 
 
 def flops_by_kind(config: ReportConfig, lengths: list[int]) -> dict[str, list[int]]:
@@ -421,6 +449,8 @@ def report_dict(report: Report) -> dict[str, Any]:
         row = {k: _plain(getattr(r, k)) for k in ROW_KEYS}
         row.update(kind=r.kind, other_flops_formula=r.other_flops_formula, note=r.note,
                    params_agree=r.params_agree, flops_agree=r.flops_agree)
+        if r.fvcore_macs is not None:
+            row["fvcore_macs"] = r.fvcore_macs
         rows.append(row)
     return {
         "config": asdict(report.config),

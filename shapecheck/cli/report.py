@@ -65,6 +65,7 @@ def register(app: typer.Typer) -> None:
         plot: bool = typer.Option(False, "--plot", help="Also chart FLOPs against sequence length, by part (terminal)."),
         plot_file: Optional[str] = typer.Option(None, "--plot-file", help="Write that chart to a PNG/SVG file (needs matplotlib)."),
         all_layers: bool = typer.Option(False, "--all-layers", help="Table: show every layer, not layer 0 and a summary of identical ones."),
+        fvcore: bool = typer.Option(False, "--fvcore", help="Add fvcore's count per row as a cross-check (fvcore reports MACs and calls them flops)."),
     ) -> None:
         """Per-layer parameters and FLOPs with their closed-form formulas, measured on the real module.
 
@@ -79,7 +80,7 @@ def register(app: typer.Typer) -> None:
         config = resolve_config(model, preset, seq_len=parse_seq(seq_len), impl=impl, **sizes)
         if plot_file is not None:
             _require_matplotlib()
-        result = build_report(config)
+        result = build_report(config, fvcore=fvcore)
         typer.echo(render(result, output_format, all_layers), nl=False)
         if plot:
             typer.echo(chart(config), nl=False)
@@ -115,9 +116,9 @@ def _csv(result: Any) -> str:
     data = report_dict(result)
     out = io.StringIO()
     writer = csv.writer(out)
-    writer.writerow([*ROW_KEYS, "other_flops_formula", "note"])
+    writer.writerow([*ROW_KEYS, "other_flops_formula", "note", "fvcore_macs"])
     for row in data["rows"]:
-        writer.writerow([*(row[k] for k in ROW_KEYS), row["other_flops_formula"], row["note"]])
+        writer.writerow([*(row[k] for k in ROW_KEYS), row["other_flops_formula"], row["note"], row.get("fvcore_macs", "")])
     total = data["total"]
     writer.writerow(["TOTAL", total["params"], "", total["flops"], total["macs"], total["other_flops"], "",
                      total["measured_params"], total["measured_flops"], "", ""])
@@ -202,11 +203,16 @@ COLUMNS = ("row", "params", "params formula", "measured params", "", "FLOPs (mat
            "measured FLOPs", "")
 
 
-def _cells(row: Any) -> list[str]:
+def _cells(row: Any, fvcore: bool = False) -> list[str]:
+    extra = [number(row.fvcore_macs) if row.fvcore_macs is not None else ""] if fvcore else []
     return [row.name, number(row.params), formula(row.params_formula), number(row.measured_params),
             mark(row.params_agree), number(row.flops),
             number(row.macs), number(row.other_flops), formula(row.flops_formula), number(row.measured_flops),
-            mark(row.flops_agree)]
+            mark(row.flops_agree), *extra]
+
+
+def _has_fvcore(result: Any) -> bool:
+    return any(r.fvcore_macs is not None for r in result.rows)
 
 
 def _total_cells(result: Any) -> list[str]:
@@ -223,11 +229,12 @@ def table(result: Any, all_layers: bool = False) -> str:
 
     rows = result.rows if all_layers or not result.stacks else collapsed_rows(result)
     grid = Table(title="shapecheck report", show_lines=False)
-    for name in COLUMNS:
+    fv = _has_fvcore(result)
+    for name in COLUMNS + (("fvcore MACs",) if fv else ()):
         grid.add_column(name, justify="left" if name in ("row", "params formula", "FLOPs formula") else "right")
     for row in rows:
-        grid.add_row(*_cells(row))
-    grid.add_row(*_total_cells(result), style="bold")
+        grid.add_row(*_cells(row, fv))
+    grid.add_row(*_total_cells(result), *([""] if fv else []), style="bold")
     console = Console(record=True, width=220, file=io.StringIO())
     for line in header_lines(result):
         console.print(line, markup=False, highlight=False)
@@ -239,11 +246,13 @@ def table(result: Any, all_layers: bool = False) -> str:
 
 def markdown(result: Any) -> str:
     lines = ["# shapecheck report", "", *[f"- {line}" for line in header_lines(result)], ""]
-    lines.append("| " + " | ".join(c or "ok" for c in COLUMNS) + " |")
-    lines.append("|" + "---|" * len(COLUMNS))
-    for row in [*result.rows]:
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in _cells(row)) + " |")
-    lines.append("| " + " | ".join(_total_cells(result)) + " |")
+    fv = _has_fvcore(result)
+    columns = COLUMNS + (("fvcore MACs",) if fv else ())
+    lines.append("| " + " | ".join(c or "ok" for c in columns) + " |")
+    lines.append("|" + "---|" * len(columns))
+    for row in result.rows:
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in _cells(row, fv)) + " |")
+    lines.append("| " + " | ".join(_total_cells(result) + ([""] if fv else [])) + " |")
     lines += ["", "## Uncounted", ""]
     lines += [f"- {e['op']}: {e['calls']} calls in {', '.join(e['modules']) or '(root)'}" for e in result.uncounted] or ["- none"]
     lines += ["", "## Notes", "", *[f"- {line}" for line in footer_lines(result) if not line.startswith("uncounted")]]

@@ -99,3 +99,15 @@ def test_bad_input_is_one_line_and_exit_2(args, needle):
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], result.stderr
+
+
+@pytest.mark.parametrize("impl", ["math", "sdpa"])
+def test_fvcore_column_agrees_on_explicit_matmuls_and_shows_the_sdpa_miss(impl):
+    data = json.loads(run("--model", "mha", "--d-model", "16", "--heads", "2", "--impl", impl, "--fvcore",
+                          "--format", "json").stdout)
+    rows = {r["name"]: r for r in data["rows"]}
+    for name in ("q_proj", "k_proj", "v_proj", "out_proj"):
+        assert 2 * rows[name]["fvcore_macs"] == rows[name]["measured_flops"]
+    core = rows["scores"]["measured_flops"] + rows["av"]["measured_flops"]
+    assert 2 * rows["scores"]["fvcore_macs"] == (core if impl == "math" else 0)
+    assert any(note.startswith("fvcore: counts one multiply-add") for note in data["notes"])
