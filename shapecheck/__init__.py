@@ -1,24 +1,36 @@
-"""shapecheck: static analysis and shape verification for attention code on PyTorch."""
+"""shapecheck: static analysis and shape verification for attention code on PyTorch.
 
-from shapecheck.checked import checked, checks_disabled, checks_enabled
+The runtime checks (``checked``) import torch; ``shapecheck.lint`` does not, so the
+names below are resolved on first use.
+"""
+
 from shapecheck.errors import ConfigError, ShapecheckError, ShapeError, UsageError
 
 __all__ = [
-    "audit",
     "ConfigError",
     "ShapeError",
     "ShapecheckError",
     "UsageError",
+    "audit",
     "checked",
     "checks_disabled",
     "checks_enabled",
 ]
 __version__ = "0.1.0"
 
+_LAZY = {
+    "checked": "shapecheck.checked",
+    "checks_disabled": "shapecheck.checked",
+    "checks_enabled": "shapecheck.checked",
+    "audit": "shapecheck.auditing",
+}
 
-def __getattr__(name: str):  # noqa: ANN202 - lazy: importing the audit pulls in sympy and the counters
-    if name == "audit":
-        from shapecheck.auditing import audit
 
-        return audit
-    raise AttributeError(f"module 'shapecheck' has no attribute {name!r}")
+def __getattr__(name: str) -> object:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'shapecheck' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
