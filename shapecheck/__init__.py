@@ -19,9 +19,9 @@ __all__ = [
 __version__ = "0.1.0"
 
 _LAZY = {
-    "checked": "shapecheck.checked",
-    "checks_disabled": "shapecheck.checked",
-    "checks_enabled": "shapecheck.checked",
+    "checked": "shapecheck.runtime",
+    "checks_disabled": "shapecheck.runtime",
+    "checks_enabled": "shapecheck.runtime",
     "audit": "shapecheck.auditing",
 }
 

@@ -2,7 +2,7 @@
 
 ``ArraySpec.match`` is the hot path of every checked call: it returns ``None``
 when a tensor fits, or a short reason (no context) when it does not. The
-decorator in ``shapecheck.checked`` adds the function, argument and bindings.
+decorator in ``shapecheck.runtime`` adds the function, argument and bindings.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from typing import Any, Optional
 import sympy
 from torch import nn
 
-from shapecheck.checked import config_axes
+from shapecheck.runtime import config_axes
 from shapecheck.prove.inputs import forward_hints
 from shapecheck.prove.symbols import Naming, expression_of
 from shapecheck.shapes import ANON_VARIADIC, EXPR, FIXED, NAMED, VARIADIC, ArraySpec, return_specs, spec_of

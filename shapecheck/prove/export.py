@@ -17,7 +17,7 @@ import torch
 from torch import Tensor, nn
 from torch.utils import _pytree as pytree
 
-from shapecheck.checked import checks_disabled
+from shapecheck.runtime import checks_disabled
 from shapecheck.errors import ShapeError
 from shapecheck.prove.inputs import InputPlan
 

@@ -19,7 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from shapecheck.axes import canonical
-from shapecheck.checked import config_axes
+from shapecheck.runtime import config_axes
 from shapecheck.errors import UsageError
 from shapecheck.shapes import ANON, ANON_VARIADIC, EXPR, FIXED, NAMED, VARIADIC, ArraySpec, spec_of
 

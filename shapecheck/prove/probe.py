@@ -16,7 +16,7 @@ from typing import Any, Optional
 import torch
 from torch import nn
 
-from shapecheck.checked import config_axes
+from shapecheck.runtime import config_axes
 
 Rebuild = Callable[[int, int], Any]  # (d_model, heads) -> a module or config
 

@@ -19,7 +19,7 @@ import torch
 from torch import Tensor, nn
 from torch.utils import _pytree as pytree
 
-from shapecheck.checked import checks_disabled
+from shapecheck.runtime import checks_disabled
 from shapecheck.prove.constraints import bounds
 from shapecheck.prove.export import first_line
 from shapecheck.prove.inputs import InputPlan
