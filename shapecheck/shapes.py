@@ -55,9 +55,13 @@ class ArraySpec:
     dtype_label: str  # e.g. "Float"
     optional: bool = False
 
-    @property
-    def variadic(self) -> bool:
-        return any(d.kind in (VARIADIC, ANON_VARIADIC) for d in self.dims)
+    def __post_init__(self) -> None:
+        # Precomputed for the hot path: is there a variadic axis, and the plain named axes by position.
+        variadic = any(d.kind in (VARIADIC, ANON_VARIADIC) for d in self.dims)
+        simple = all(d.kind in (NAMED, ANON) and not d.broadcast for d in self.dims)
+        object.__setattr__(self, "variadic", variadic)
+        object.__setattr__(self, "_names", tuple(d.name if d.kind == NAMED else None for d in self.dims))
+        object.__setattr__(self, "_simple", simple and not variadic)
 
     def match(self, value: object, memo: dict[str, object]) -> str | None:
         """``None`` when ``value`` fits (binding new axis names in ``memo``), else a reason."""
@@ -65,11 +69,21 @@ class ArraySpec:
             return f"is a {type(value).__name__}, not a Tensor"
         if self.dtypes is not None and value.dtype not in self.dtypes:
             return f"has dtype {value.dtype}, but the annotation {self.dtype_label}[...] does not allow it"
-        shape = tuple(value.shape)
+        shape = value.shape  # torch.Size, a tuple
         if self.variadic:
-            return self._match_variadic(shape, memo)
+            return self._match_variadic(tuple(shape), memo)
         if len(shape) != len(self.dims):
-            return f"has {len(shape)} axes {shape}, but \"{self.text}\" needs {len(self.dims)}"
+            return f"has {len(shape)} axes {tuple(shape)}, but \"{self.text}\" needs {len(self.dims)}"
+        if self._simple:  # only named or anonymous axes: the common case, inlined
+            for name, size in zip(self._names, shape):
+                if name is not None:
+                    bound = memo.setdefault(name, size)
+                    if bound != size:
+                        return self._match_slow(tuple(shape), memo)
+            return None
+        return self._match_slow(tuple(shape), memo)
+
+    def _match_slow(self, shape: tuple[int, ...], memo: dict[str, object]) -> str | None:
         for index, (dim, size) in enumerate(zip(self.dims, shape)):
             reason = _match_dim(dim, size, index, memo)
             if reason:
