@@ -1,7 +1,8 @@
 """``shapecheck lint PATH...``: attention-aware static analysis; reads files, never imports or runs them.
 
 Exit 0 when nothing at or above ``--fail-on`` (default: warning) is found, 1 when
-something is, 2 on a usage error (one line, no traceback).
+something is, 2 on a usage error (one line, no traceback) or when a file does not parse
+(it is still reported, as SC001, with the others' findings).
 """
 
 from __future__ import annotations
@@ -11,12 +12,14 @@ from typing import Optional
 
 import typer
 
-from shapecheck.cli.common import EXIT_FINDINGS, EXIT_OK, usage_error
+from shapecheck.cli.common import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, usage_error
 from shapecheck.errors import ShapecheckError
 from shapecheck.lint import output
 from shapecheck.lint.api import lint_paths
 from shapecheck.lint.config import LintConfig, check_codes, check_severity, find_pyproject, load_config
-from shapecheck.lint.messages import RULES
+from shapecheck.lint.messages import RULES, FileNotParsed
+
+UNPARSED = FileNotParsed.code
 
 
 def _config(paths: list[str], config_file: Optional[str], select: Optional[str], ignore: Optional[str],
@@ -69,6 +72,8 @@ def register(app: typer.Typer) -> None:
                     "sarif": lambda: output.sarif(findings)}[fmt]()
         if rendered:
             typer.echo(rendered)
+        if any(f.code == UNPARSED for f in findings):
+            raise typer.Exit(EXIT_USAGE)  # a file that does not parse is bad input, reported above as SC001
         failing = any(config.fails(f.severity) for f in findings)
         raise typer.Exit(EXIT_FINDINGS if failing else EXIT_OK)
 

@@ -41,6 +41,15 @@ def test_fail_on_decides_which_severity_fails():
     assert lint("--ignore", "SC102", warning_only).exit_code == 0
 
 
+def test_a_file_that_does_not_parse_is_reported_and_exits_2(tmp_path):
+    broken = tmp_path / "broken.py"
+    broken.write_text("def forward(self, x:\n")
+    result = lint(broken, BUGGY / "sc104_merge_without_transpose.py")
+    assert result.exit_code == 2
+    assert f"{broken}:1:" in result.stdout and " SC001 cannot analyse: syntax error" in result.stdout
+    assert " SC104 " in result.stdout  # the other files are still linted and reported
+
+
 def test_json_format():
     result = lint("--format", "json", BUGGY / "sc113_key_query_length.py", CLEAN)
     data = json.loads(result.stdout)
