@@ -31,10 +31,10 @@ import torch
 from jaxtyping import Bool, Float, Int
 from torch import Tensor, nn
 
-from reference_models.attention import AttentionConfig, MultiHeadAttention
+from reference_models.attention import AttentionConfig, Impl, MultiHeadAttention
 from reference_models.layers import FeedForwardConfig, LayerNorm, PositionwiseFeedForward
 from shapecheck import checked
-from shapecheck.config import require_divisible, require_positive, require_probability
+from shapecheck.config import require_choice, require_divisible, require_positive, require_probability
 from shapecheck.errors import ConfigError, ShapeError
 
 
@@ -54,6 +54,7 @@ class TransformerConfig:
     share_embeddings: bool = True  # tie source, target and pre-softmax weights (section 3.4)
     norm_first: bool = False  # False: post-norm as the paper; True: pre-norm (+ final norms)
     eps: float = 1e-6  # LayerNorm epsilon
+    impl: Impl = "sdpa"  # attention kernel: "sdpa" (F.scaled_dot_product_attention) or "math" (explicit matmuls)
 
     def __post_init__(self) -> None:
         require_positive(self, "vocab", "d_model", "layers", "heads", "d_ff", "max_seq")
@@ -64,6 +65,7 @@ class TransformerConfig:
                 object.__setattr__(self, name, self.d_model // self.heads)
         require_positive(self, "d_k", "d_v")
         require_probability(self, "dropout")
+        require_choice(self, "impl", ("sdpa", "math"))
         for name in ("share_embeddings", "norm_first"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"TransformerConfig: {name}={getattr(self, name)!r} must be True or False")
@@ -81,7 +83,9 @@ class TransformerConfig:
         return cls(d_model=1024, d_ff=4096, heads=16, dropout=0.3)
 
     def attention(self) -> AttentionConfig:
-        return AttentionConfig(self.d_model, self.heads, d_k=self.d_k, d_v=self.d_v, dropout=self.dropout)
+        return AttentionConfig(
+            self.d_model, self.heads, d_k=self.d_k, d_v=self.d_v, dropout=self.dropout, impl=self.impl
+        )
 
     def feed_forward(self) -> FeedForwardConfig:
         return FeedForwardConfig(self.d_model, self.d_ff, dropout=self.dropout, activation="relu")

@@ -10,7 +10,6 @@ themselves (for the dispatch counter's part labels).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -73,16 +72,6 @@ def _ids(sizes: Sizes, batch: int, seq: int, device: torch.device) -> tuple:
 # --- mha, and the Transformer's encoder / decoder (reference_models.transformer) --------------------
 
 
-def _set_impl(module: nn.Module, impl: str) -> nn.Module:
-    """Every reference MultiHeadAttention inside ``module`` runs ``impl`` ("sdpa" or "math")."""
-    from reference_models.attention import MultiHeadAttention
-
-    for m in module.modules():
-        if isinstance(m, MultiHeadAttention):
-            m.config = dataclasses.replace(m.config, impl=impl)
-    return module
-
-
 def _mha(sizes: Sizes) -> nn.Module:
     from reference_models.attention import AttentionConfig, MultiHeadAttention
 
@@ -100,26 +89,26 @@ def _transformer_config(sizes: Sizes) -> Any:
 
     return TransformerConfig(
         vocab=sizes.vocab, d_model=sizes.d_model, layers=sizes.layers, heads=sizes.heads, d_ff=sizes.d_ff,
-        d_k=sizes.d_k, d_v=sizes.d_v, max_seq=sizes.max_seq,
+        d_k=sizes.d_k, d_v=sizes.d_v, max_seq=sizes.max_seq, impl=sizes.impl,
     )
 
 
 def _encoder(sizes: Sizes) -> nn.Module:
     from reference_models.transformer import Encoder
 
-    return _set_impl(Encoder(_transformer_config(sizes)), sizes.impl)
+    return Encoder(_transformer_config(sizes))
 
 
 def _decoder(sizes: Sizes) -> nn.Module:
     from reference_models.transformer import Decoder
 
-    return _set_impl(Decoder(_transformer_config(sizes)), sizes.impl)
+    return Decoder(_transformer_config(sizes))
 
 
 def _transformer(sizes: Sizes) -> nn.Module:
     from reference_models.transformer import Transformer
 
-    return _set_impl(Transformer(_transformer_config(sizes)), sizes.impl)
+    return Transformer(_transformer_config(sizes))
 
 
 def encoder_layer_rows(layer: str) -> list[RowSpec]:
