@@ -103,7 +103,7 @@ class AttentionConfig:
         require_choice(self, "impl", ("sdpa", "math"))
 
 
-def _keep_mask(
+def keep_mask(
     mask: Optional[Tensor], key_padding_mask: Optional[Tensor], causal: bool, seq_q: int, seq_k: int, device: torch.device
 ) -> Optional[Tensor]:
     """One boolean keep-mask, broadcastable to (batch, heads, seq_q, seq_k), or None."""
@@ -164,7 +164,7 @@ class MultiHeadAttention(nn.Module):
         q = self._split(self.q_proj(query), c.d_k)  # (batch, heads, seq_q, d_k)
         k = self._split(self.k_proj(key), c.d_k)  # (batch, heads, seq_k, d_k)
         v = self._split(self.v_proj(value), c.d_v)  # (batch, heads, seq_k, d_v)
-        keep = _keep_mask(mask, key_padding_mask, causal, q.size(2), k.size(2), q.device)
+        keep = keep_mask(mask, key_padding_mask, causal, q.size(2), k.size(2), q.device)
         # 2) attend
         dropout_p = c.dropout if self.training else 0.0
         if need_weights or c.impl == "math":

@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from jaxtyping import Bool, Float
 from torch import Tensor, nn
 
-from reference_models.attention import _keep_mask, scaled_dot_product_attention
+from reference_models.attention import keep_mask, scaled_dot_product_attention
 from shapecheck import checked
 from shapecheck.config import require_divisible, require_positive, require_probability
 from shapecheck.errors import ConfigError
@@ -103,7 +103,7 @@ class PackedMultiheadAttention(nn.Module):
         # 2) packed projection, split heads: (seq, batch, d_model) -> (batch, heads, seq, d_head)
         q, k, v = self._project(query, 0), self._project(key, 1), self._project(value, 2)
         # 3) attend: (batch, heads, seq_q, seq_k) x (batch, heads, seq_k, d_head) -> (batch, heads, seq_q, d_head)
-        keep = _keep_mask(mask, key_padding_mask, False, q.size(2), k.size(2), q.device)
+        keep = keep_mask(mask, key_padding_mask, False, q.size(2), k.size(2), q.device)
         out, weights = scaled_dot_product_attention(q, k, v, keep, c.attn_dropout, self.training)
         # 4) merge heads: (batch, heads, seq_q, d_head) -> (seq_q, batch, heads, d_head) -> (seq_q, batch, d_model)
         out = out.permute(2, 0, 1, 3).reshape(q.size(2), q.size(0), c.d_model)
