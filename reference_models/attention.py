@@ -31,7 +31,7 @@ from torch import Tensor, nn
 
 from shapecheck import checked
 from shapecheck.errors import ConfigError
-from shapecheck.config import require_choice, require_divisible, require_positive, require_probability
+from shapecheck.config import default_head_sizes, require_choice, require_positive, require_probability
 
 Impl = Literal["sdpa", "math"]
 
@@ -93,12 +93,7 @@ class AttentionConfig:
 
     def __post_init__(self) -> None:
         require_positive(self, "d_model", "heads")
-        if self.d_k is None or self.d_v is None:
-            require_divisible(self, "d_model", "heads")
-        for name in ("d_k", "d_v"):
-            if getattr(self, name) is None:
-                object.__setattr__(self, name, self.d_model // self.heads)
-        require_positive(self, "d_k", "d_v")
+        default_head_sizes(self)
         require_probability(self, "dropout")
         require_choice(self, "impl", ("sdpa", "math"))
 

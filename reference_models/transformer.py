@@ -34,7 +34,7 @@ from torch import Tensor, nn
 from reference_models.attention import AttentionConfig, Impl, MultiHeadAttention
 from reference_models.layers import FeedForwardConfig, LayerNorm, PositionwiseFeedForward
 from shapecheck import checked
-from shapecheck.config import require_choice, require_divisible, require_positive, require_probability
+from shapecheck.config import default_head_sizes, require_choice, require_positive, require_probability
 from shapecheck.errors import ConfigError, ShapeError
 
 
@@ -58,12 +58,7 @@ class TransformerConfig:
 
     def __post_init__(self) -> None:
         require_positive(self, "vocab", "d_model", "layers", "heads", "d_ff", "max_seq")
-        if self.d_k is None or self.d_v is None:
-            require_divisible(self, "d_model", "heads")
-        for name in ("d_k", "d_v"):
-            if getattr(self, name) is None:
-                object.__setattr__(self, name, self.d_model // self.heads)
-        require_positive(self, "d_k", "d_v")
+        default_head_sizes(self)
         require_probability(self, "dropout")
         require_choice(self, "impl", ("sdpa", "math"))
         for name in ("share_embeddings", "norm_first"):

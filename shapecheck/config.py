@@ -62,3 +62,13 @@ def require_choice(config: Any, name: str, choices: tuple[str, ...]) -> None:
         raise ConfigError(
             f"{_label(config)}: {name}={value!r} is not one of {', '.join(map(repr, choices))}"
         )
+
+
+def default_head_sizes(config: Any) -> None:
+    """Fill ``d_k`` / ``d_v`` left as None with d_model // heads (which must then divide), and check them."""
+    if config.d_k is None or config.d_v is None:
+        require_divisible(config, "d_model", "heads")
+    for name in ("d_k", "d_v"):
+        if getattr(config, name) is None:
+            object.__setattr__(config, name, config.d_model // config.heads)  # frozen: set once, here
+    require_positive(config, "d_k", "d_v")
