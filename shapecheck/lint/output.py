@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Sequence
+from urllib.parse import quote
 
 import shapecheck
 from shapecheck.lint.messages import RULES, Finding
@@ -28,6 +29,14 @@ def as_json(files: int, findings: Sequence[Finding]) -> str:
     return json.dumps({"files": files, "findings": [f.to_dict() for f in findings]}, indent=2, ensure_ascii=False)
 
 
+def artifact_uri(path: str) -> str:
+    """A SARIF ``uri``: absolute paths as ``file://`` URIs, relative ones percent-encoded (spaces, non-ASCII)."""
+    pure = PurePath(path)
+    if pure.is_absolute():
+        return Path(path).as_uri()
+    return quote(pure.as_posix(), safe="/")
+
+
 def sarif(findings: Sequence[Finding]) -> str:
     """A SARIF 2.1.0 log with one run; every rule is described, results point at 1-based regions."""
     index = {rule.code: i for i, rule in enumerate(RULES)}
@@ -48,7 +57,7 @@ def sarif(findings: Sequence[Finding]) -> str:
             "level": _SARIF_LEVEL[f.severity],
             "message": {"text": f"{f.message} (hint: {f.hint})"},
             "locations": [{"physicalLocation": {
-                "artifactLocation": {"uri": Path(f.path).as_posix()},
+                "artifactLocation": {"uri": artifact_uri(f.path)},
                 "region": {"startLine": f.line, "startColumn": f.col},
             }}],
         }
