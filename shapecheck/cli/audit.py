@@ -85,9 +85,9 @@ def _from_preset(name: str, d_model: Optional[int], heads: Optional[int], livene
 
 
 def render_table(result: AuditResult) -> None:
-    console = Console()
+    console = Console(emoji=False)  # "model.py:M: ..." must not print as "model.pyⓂ ..."
     if not console.is_terminal:
-        console = Console(width=150)  # piped or captured: wide enough for one row per line
+        console = Console(width=150, emoji=False)  # piped or captured: wide enough for one row per line
     console.print(f"[bold]{escape(result.name)}[/bold]", highlight=False, soft_wrap=True)
     table = Table(show_lines=False)
     for name, justify in (("submodule", "left"), ("kind", "left"), ("formula", "left"), ("counted", "right"),

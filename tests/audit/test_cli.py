@@ -77,3 +77,13 @@ def test_usage_errors_are_one_line_exit_2(args, needle):
     assert result.exit_code == 2
     (line,) = result.stderr.strip().splitlines()
     assert needle in line and "Traceback" not in result.output
+
+
+def test_table_prints_the_target_name_as_written(tmp_path):
+    """Rich reads ':M:' as an emoji code; the table must not turn 'attn.py:M: M(...)' into 'attn.pyⓂ M(...)'."""
+    (tmp_path / "attn.py").write_text(
+        "from reference_models.attention import MultiHeadAttention\n\n\nclass M(MultiHeadAttention):\n    pass\n")
+    spec = f"{tmp_path / 'attn.py'}:M"
+    result = _run(spec, "--d-model", "32", "--heads", "4")
+    assert result.exit_code == 0, result.output
+    assert f"{spec}: M(" in result.stdout and "Ⓜ" not in result.stdout
