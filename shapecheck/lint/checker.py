@@ -60,6 +60,7 @@ class Checker(Rules, Evaluator, ast.NodeVisitor):
         self._in_class = False
         self._targets: tuple[str, ...] = ()
         self._uid = itertools.count(1)
+        self.functional = nm.functional_imports(tree)
         self.run(tree.body)
 
     def report(self, message: type[msg.Message], node: Position, *args: object) -> None:

@@ -29,6 +29,7 @@ class Evaluator:
 
     env: dict[str, Optional[Value]]
     values: dict[int, Value]
+    functional: dict[str, str] = {}  # local name -> its name in torch.nn.functional (``from ... import dropout``)
 
     # rule hooks, defined by the checker
     def on_softmax(self, call: ast.Call, node: Optional[ast.expr], t: Optional[Value], dim: Optional[ast.expr],
@@ -254,6 +255,9 @@ class Evaluator:
         return None
 
     def name_call(self, node: ast.Call, name: str, args: list[Optional[Value]]) -> Optional[Value]:
+        original = self.functional.get(name)
+        if original in nm.DROPOUT and name not in self.env:
+            self.on_dropout(node, name if name == original else f"{name} (torch.nn.functional.{original})")
         if name == "int" and args and isinstance(args[0], Dim):
             return args[0]
         if nm.module_kind(name) == "all" and args and isinstance(args[0], Tensor):

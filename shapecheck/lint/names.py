@@ -44,6 +44,15 @@ def dotted(node: ast.AST) -> Optional[str]:
     return ".".join(reversed(parts))
 
 
+def functional_imports(tree: ast.Module) -> dict[str, str]:
+    """Local name -> original name for module-level ``from torch.nn.functional import dropout [as drop]``."""
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module == "torch.nn.functional":
+            found.update({alias.asname or alias.name: alias.name for alias in node.names})
+    return found
+
+
 def is_namespace(node: ast.AST) -> bool:
     """True for ``torch``, ``F``, ``nn.functional``, ``torch.nn.functional``."""
     name = dotted(node)

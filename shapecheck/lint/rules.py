@@ -184,7 +184,7 @@ class Rules:
     # ---- dropout -------------------------------------------------------------------------
     def on_dropout(self, call: ast.Call, name: str) -> None:
         method = self.in_module_method()
-        if method is None or name.split(".")[-1] not in nm.DROPOUT or name.startswith("torch.dropout"):
+        if method is None or name.split(".")[-1].rstrip(")") not in nm.DROPOUT or name.startswith("torch.dropout"):
             return
         if nm.keyword(call, "training") is None and len(call.args) < 3:
             self.report(msg.DropoutAlwaysOn, call, name, method)

@@ -170,3 +170,18 @@ def test_noqa_suppresses_named_codes_only():
     assert codes(src.format("SC102")) == []
     assert codes(src.format("SC101")) == ["SC102"]
     assert codes("import torch\ndef f(q, k):\n    " + line + "  # noqa\n") == []
+
+
+def test_dropout_imported_from_torch_nn_functional_is_checked_too():
+    module = """
+    from torch import nn
+    from torch.nn.functional import dropout{alias}
+    class Block(nn.Module):
+        def forward(self, x):
+            return {call}
+    """
+    assert_lint(module.format(alias="", call="dropout(x, 0.1)"), m.DropoutAlwaysOn)
+    assert_lint(module.format(alias=" as drop", call="drop(x, p=0.1)"), m.DropoutAlwaysOn)
+    assert codes(module.format(alias="", call="dropout(x, 0.1, training=self.training)")) == []
+    shadowed = "from torch.nn.functional import dropout\nfrom torch import nn\nclass B(nn.Module):\n    def forward(self, x, dropout):\n        return dropout(x)\n"
+    assert codes(shadowed) == []  # a parameter named dropout is not the imported function
