@@ -66,9 +66,7 @@ def _bounds(name: str, low: int, high: int, floor: int = 1) -> None:
         raise UsageError(f"max_{name}={high} is smaller than min_{name}={low}")
 
 
-@st.composite
 def attention_shapes(
-    draw: st.DrawFn,
     *,
     min_heads: int = 1,
     max_heads: int = 3,
@@ -79,30 +77,55 @@ def attention_shapes(
     min_seq: int = 1,
     max_seq: int = 5,
     cross: bool = False,
-) -> AttentionShape:
-    """Sizes with ``d_model = heads * d_head``; ``cross=True`` draws ``seq_k`` independently of ``seq_q``."""
+) -> st.SearchStrategy[AttentionShape]:
+    """Sizes with ``d_model = heads * d_head``; ``cross=True`` draws ``seq_k`` independently of ``seq_q``.
+
+    The bounds are checked when the strategy is built (``UsageError`` naming the bad one). A sample draw::
+
+        >>> attention_shapes(cross=True).example()  # doctest: +SKIP
+        AttentionShape(heads=2, d_head=1, d_model=2, batch=2, seq_q=3, seq_k=2)
+    """
     for name, low, high in (
         ("heads", min_heads, max_heads), ("d_head", min_d_head, max_d_head),
         ("batch", min_batch, max_batch), ("seq", min_seq, max_seq),
     ):
         _bounds(name, low, high)
-    heads = draw(st.integers(min_heads, max_heads))
-    d_head = draw(st.integers(min_d_head, max_d_head))
-    batch = draw(st.integers(min_batch, max_batch))
-    seq_q = draw(st.integers(min_seq, max_seq))
-    seq_k = draw(st.integers(min_seq, max_seq)) if cross else seq_q
-    return AttentionShape(heads, d_head, heads * d_head, batch, seq_q, seq_k)
+    return _attention_shapes((min_heads, max_heads), (min_d_head, max_d_head), (min_batch, max_batch), (min_seq, max_seq), cross)
 
 
 @st.composite
-def key_masks(draw: st.DrawFn, batch: int, seq_k: int, *, fully_masked: bool = False) -> Tensor:
+def _attention_shapes(
+    draw: st.DrawFn, heads_range: tuple[int, int], d_head_range: tuple[int, int], batch_range: tuple[int, int],
+    seq_range: tuple[int, int], cross: bool,
+) -> AttentionShape:
+    heads = draw(st.integers(*heads_range))
+    d_head = draw(st.integers(*d_head_range))
+    batch = draw(st.integers(*batch_range))
+    seq_q = draw(st.integers(*seq_range))
+    seq_k = draw(st.integers(*seq_range)) if cross else seq_q
+    return AttentionShape(heads, d_head, heads * d_head, batch, seq_q, seq_k)
+
+
+def key_masks(batch: int, seq_k: int, *, fully_masked: bool = False) -> st.SearchStrategy[Bool[Tensor, "batch seq_k"]]:
     """A (batch, seq_k) boolean mask, True = visible.
 
     Every item keeps at least one visible key; with ``fully_masked=True`` item 0
-    has none (the separate case of a row with nothing to attend to).
+    has none (the separate case of a row with nothing to attend to). A sample draw::
+
+        >>> key_masks(2, 3).example()  # doctest: +SKIP
+        tensor([[ True,  True,  True],
+                [ True,  True, False]])
     """
-    _bounds("batch", batch, batch)
-    _bounds("seq_k", seq_k, seq_k)
+    for name, value in (("batch", batch), ("seq_k", seq_k)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise UsageError(f"{name}={value!r} must be an integer")
+        if value < 1:
+            raise UsageError(f"{name}={value} must be at least 1")
+    return _key_masks(batch, seq_k, fully_masked)
+
+
+@st.composite
+def _key_masks(draw: st.DrawFn, batch: int, seq_k: int, fully_masked: bool) -> Tensor:
     rows = []
     for item in range(batch):
         if fully_masked and item == 0:
@@ -125,18 +148,36 @@ def random_inputs(shape: AttentionShape, seed: int, *, cross: bool) -> tuple[Ten
     return query, key, value
 
 
-@st.composite
+_BOUND_NAMES = tuple(f"{end}_{name}" for name in ("heads", "d_head", "batch", "seq") for end in ("min", "max"))
+
+
 def attention_cases(
-    draw: st.DrawFn,
-    *,
-    cross: bool = False,
-    mask: bool = False,
-    fully_masked: bool = False,
-    **bounds: int,
+    *, cross: bool = False, mask: bool = False, fully_masked: bool = False, **bounds: int
+) -> st.SearchStrategy[AttentionCase]:
+    """A full input: sizes from ``attention_shapes(**bounds)``, tensors from a drawn seed, an optional key mask.
+
+    ``bounds`` are ``attention_shapes``' keywords (``max_heads=2``, ``max_seq=4``, ...),
+    checked when the strategy is built. A sample draw (tensors abbreviated)::
+
+        >>> attention_cases(cross=True, mask=True).example()  # doctest: +SKIP
+        AttentionCase(shape=AttentionShape(heads=1, d_head=1, d_model=1, batch=2, seq_q=1, seq_k=2),
+                      query=<(2, 1, 1)>, key=<(2, 2, 1)>, value=<(2, 2, 1)>,
+                      keep=tensor([[True, True], [False, True]]), seed=0)
+    """
+    unknown = sorted(set(bounds) - set(_BOUND_NAMES))
+    if unknown:
+        raise UsageError(f"attention_cases got unknown bounds {', '.join(unknown)} (choose from {', '.join(_BOUND_NAMES)})")
+    if fully_masked and not mask:
+        raise UsageError("fully_masked=True needs mask=True")
+    return _attention_cases(attention_shapes(cross=cross, **bounds), cross, mask, fully_masked)
+
+
+@st.composite
+def _attention_cases(
+    draw: st.DrawFn, shapes: st.SearchStrategy[AttentionShape], cross: bool, mask: bool, fully_masked: bool
 ) -> AttentionCase:
-    """A full input: sizes from ``attention_shapes(**bounds)``, tensors from a drawn seed, an optional key mask."""
-    shape = draw(attention_shapes(cross=cross, **bounds))
+    shape = draw(shapes)
     seed = draw(st.integers(0, 2**16))
     query, key, value = random_inputs(shape, seed, cross=cross)
-    keep = draw(key_masks(shape.batch, shape.seq_k, fully_masked=fully_masked)) if mask else None
+    keep = draw(_key_masks(shape.batch, shape.seq_k, fully_masked)) if mask else None
     return AttentionCase(shape, query, key, value, keep, seed)

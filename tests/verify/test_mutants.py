@@ -38,13 +38,16 @@ def _first_failure(spec: str, **options):
     return report, failed[0] if failed else None
 
 
+def _small(found) -> bool:
+    return found["heads"] <= 2 and found["batch"] <= 3 and max(found["seq_q"], found["seq_k"]) <= 3
+
+
 @pytest.mark.parametrize("name", sorted(CAUGHT_BY))
 def test_mutant_is_caught_with_a_small_counterexample(name):
     report, failure = _first_failure(mutant(name))
     assert not report.passed and failure is not None, f"{name} passed every property"
     assert failure.name in CAUGHT_BY[name], f"{name}: first failure {failure.name}: {failure.message}"
-    found = failure.counterexample
-    assert found["heads"] <= 2 and found["batch"] <= 3 and max(found["seq_q"], found["seq_k"]) <= 3, found
+    assert _small(failure.counterexample), failure.counterexample
     assert failure.hint
 
 
@@ -78,12 +81,14 @@ def test_seed001_as_written_is_caught():
     report, failure = _first_failure(os.path.join(SEEDS, "seed001_attention_constructible.py") + ":MultiHeadedAttention")
     assert failure is not None and "UnboundLocalError" in failure.message  # no mask: `score` is never bound
     assert failure.counterexample["mask"] == "none"
+    assert _small(failure.counterexample) and failure.counterexample["batch"] == 1  # any call without a mask fails
 
 
 def test_seed002_as_written_mixes_batch_items():
     spec = os.path.join(SEEDS, "seed002_multihead.py") + ":MultiheadAttention"
     report, failure = _first_failure(spec)
-    assert failure is not None  # default settings (batch-first) already fail
+    assert failure is not None and _small(failure.counterexample)  # default settings (batch-first) already fail
     _, failure = _first_failure(spec, layout="seq-first")  # its own layout: the head merge mixes items
     assert failure.name == "batch_independence" and failure.counterexample["batch"] == 2
+    assert _small(failure.counterexample)
     assert "mix batch items" in failure.hint

@@ -62,3 +62,27 @@ def test_cases_have_matching_tensors(case):
 @given(attention_cases())
 def test_self_attention_cases_share_one_tensor(case):
     assert case.key is case.query and case.value is case.query and case.keep is None
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda: attention_shapes(min_heads=0), "min_heads=0 must be at least 1"),
+    (lambda: attention_shapes(max_batch=True), "max_batch=True must be an integer"),
+    (lambda: attention_cases(max_seq=1, min_seq=2), "max_seq=1 is smaller than min_seq=2"),
+    (lambda: attention_cases(max_sq=3), "unknown bounds max_sq"),
+    (lambda: attention_cases(fully_masked=True), "fully_masked=True needs mask=True"),
+    (lambda: key_masks(0, 3), "batch=0 must be at least 1"),
+    (lambda: key_masks(2, 1.5), "seq_k=1.5 must be an integer"),
+])
+def test_bad_bounds_fail_when_the_strategy_is_built_not_when_drawn(build, message):
+    with pytest.raises(UsageError, match=message):
+        build()  # no draw: a typo in a test's strategy fails at collection, naming the bound
+
+
+def test_bounds_are_keyword_only():
+    with pytest.raises(TypeError):
+        attention_shapes(3)
+
+
+def test_docstrings_show_a_sample_draw():
+    for strategy in (attention_shapes, key_masks, attention_cases):
+        assert "A sample draw" in strategy.__doc__ and ">>>" in strategy.__doc__, strategy.__name__
