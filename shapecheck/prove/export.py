@@ -7,9 +7,15 @@ kept, and the module is exported again with checks off to still get its shapes.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import io
+import logging
+import os
+import re
 import time
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Optional
 
@@ -86,15 +92,51 @@ def export_module(module: nn.Module, plan: InputPlan, examples: dict[str, Tensor
     return Exported(program, checked_error, time.perf_counter() - start)
 
 
+# while it traces, torch logs graph dumps ("Unable to find user code corresponding to {u0}"), and on a
+# failure it logs a hint and prints the partial graph to sys.stderr itself
+_TRACER_LOGGERS = ("torch.fx.experimental.symbolic_shapes", "torch._dynamo", "torch.export", "torch._export")
+
+
+@contextlib.contextmanager
+def _quiet_tracer() -> Iterator[None]:
+    """Python warnings, torch's tracer logs and its partial-graph print off: a failure is reported as one line."""
+    loggers = [logging.getLogger(name) for name in _TRACER_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+        warnings.simplefilter("ignore")
+        for logger in loggers:
+            logger.setLevel(logging.CRITICAL)
+        try:
+            yield
+        finally:
+            for logger, level in zip(loggers, levels):
+                logger.setLevel(level)
+
+
 def _export(module: nn.Module, plan: InputPlan, examples: dict[str, Tensor]) -> torch.export.ExportedProgram:
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with _quiet_tracer():
             return torch.export.export(module, (), examples, dynamic_shapes=plan.dynamic_shapes(), strict=False)
     except ShapeError:
         raise
     except Exception as error:  # noqa: BLE001 - any failure inside user code or the tracer
-        raise ExportFailure(first_line(error)) from None
+        raise ExportFailure(export_reason(error)) from None
+
+
+# export's messages end with the user's line: '  File "attn.py", line 11, in forward\n    if x.sum() > 0:'
+_USER_LINE = re.compile(r'The following call raised this error:\s*\n\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in \w+\s*\n\s*(?P<code>[^\n]+)')
+
+
+def export_reason(error: BaseException) -> str:
+    """One line: what went wrong (data-dependent branches in plain words) and the user's line that did it."""
+    if type(error).__name__ in ("GuardOnDataDependentSymNode", "UserError") and "data-dependent" in str(error):
+        reason = "the code branches on tensor values (a data-dependent condition), which export cannot trace"
+    else:
+        reason = first_line(error)
+    found = _USER_LINE.search(str(error))
+    if found:
+        reason += f" ({os.path.basename(found.group('file'))}:{found.group('line')}: {found.group('code').strip()})"
+    return reason
 
 
 def input_symbols(plan: InputPlan, examples: dict[str, Tensor]) -> dict[str, tuple]:

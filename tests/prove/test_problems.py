@@ -168,3 +168,24 @@ def test_code_needing_even_lengths_is_exported_at_even_sizes_and_odd_ones_fail()
     assert PairsOfPositions()(torch.randn(2, 10, D)).shape == (2, 5, D)
     assert result.samples[0].sizes == {"batch": 1, "seq": 1}
     assert "forward fails inside the advertised range" in result.problems[0].message
+
+
+class BranchOnValues(nn.Module):
+    """Branches on a tensor's values: export cannot trace it, and torch dumps the partial graph to stderr."""
+
+    def forward(self, x: Float[Tensor, "batch seq d_model"]) -> Float[Tensor, "batch seq d_model"]:
+        if x.sum() > 0:
+            return x * 2
+        return x
+
+
+def test_data_dependent_branch_is_one_plain_line_naming_the_users_code_and_nothing_is_dumped(capfd):
+    result = _prove(BranchOnValues())
+    [problem] = result.problems
+    assert problem.kind == "export" and "\n" not in problem.message
+    assert "branches on tensor values" in problem.message
+    assert "test_problems.py:" in problem.message and "if x.sum() > 0:" in problem.message
+    assert not SYMBOL.search(problem.message) and "Eq(" not in problem.message  # no raw guard
+    captured = capfd.readouterr()
+    assert "def forward" not in captured.err + captured.out  # torch's partial graph print is kept off the terminal
+    assert "Unable to find user code" not in captured.err
