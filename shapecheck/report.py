@@ -15,6 +15,7 @@ and interpolated, which is exact for any polynomial of degree <= 3.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Optional, Union
@@ -35,6 +36,7 @@ from shapecheck.errors import ConfigError, UsageError
 Value = Union[int, sympy.Expr]
 IMPLS = ("sdpa", "math")
 INTERPOLATION_POINTS = (1, 2, 3, 4)
+MAX_ELEMENTS = 2**60  # torch sizes a tensor's storage in bytes as a signed 64-bit integer
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _FLAG_USE = {"layers": "layers", "d_ff": "d_ff", "vocab": "vocab", "max_seq": "max_seq", "d_k": "d_k", "d_v": "d_k",
              "impl": "impl"}
@@ -83,7 +85,26 @@ def _require_size(name: str, value: Any) -> None:
 
 
 def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+    """The divisors of ``n`` in order, in O(√n) steps (d_model may be large)."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return sorted(set(small) | {n // d for d in small})
+
+
+def _check_fits(values: dict[str, int], batch: int, seq: int) -> None:
+    """Every tensor the model builds must be one torch can describe: at most ``MAX_ELEMENTS`` elements."""
+    d_model, h = values["d_model"], values["heads"]
+    widths = max(d_model, values["d_ff"], h * values["d_k"], h * values["d_v"], values["vocab"])
+    tensors = {
+        "(batch, seq, width) activations": batch * seq * widths,
+        "(batch, heads, seq, seq) scores": batch * h * seq * seq,
+        "(d_model, width) weights": d_model * max(widths, 3 * d_model, values["max_seq"]),
+    }
+    for what, elements in tensors.items():
+        if elements > MAX_ELEMENTS:
+            raise ConfigError(
+                f"sizes too large: the {what} would have {elements:.3g} elements, more than torch can index "
+                f"(2^60); give smaller sizes"
+            )
 
 
 def _check_choices(model: Optional[str], preset: Optional[str], impl: Optional[str]) -> None:
@@ -123,6 +144,11 @@ def _check_seq(seq_len: Union[int, str], kind: ModelKind, max_seq: int) -> None:
             raise ConfigError(f"--seq-len {seq_len!r} is neither a positive integer nor a name such as S")
         if seq_len in f.SYMBOLS and seq_len not in ("S",):
             raise ConfigError(f"--seq-len {seq_len!r} is a config symbol; pick another name such as S or n")
+        if kind.learned_positions and max_seq < max(INTERPOLATION_POINTS):
+            raise ConfigError(
+                f"--seq-len {seq_len} is measured at {seq_len} = {', '.join(map(str, INTERPOLATION_POINTS))}, "
+                f"more than max_seq={max_seq} positions of --model {kind.name}; give --max-seq >= {max(INTERPOLATION_POINTS)}"
+            )
         return
     _require_size("seq_len", seq_len)
     if kind.learned_positions and seq_len > max_seq:
@@ -156,11 +182,14 @@ def resolve_config(
         values.update(PRESETS[preset][1]())
     values.update({k: v for k, v in flags.items() if v is not None and k != "impl"})
     values.setdefault("d_ff", 4 * values["d_model"])
+    seq_len = 128 if seq_len is None else seq_len
+    _check_seq(seq_len, kind, values["max_seq"])
+    per_head = max(values["d_model"] // values["heads"], 1)  # before the heads check: it factors d_model
+    _check_fits({"d_k": per_head, "d_v": per_head, **values}, batch or 1,
+                max(INTERPOLATION_POINTS) if isinstance(seq_len, str) else seq_len)
     _check_heads(values["d_model"], values["heads"], values.get("d_k"), values.get("d_v"))
     for name in ("d_k", "d_v"):
         values.setdefault(name, values["d_model"] // values["heads"])
-    seq_len = 128 if seq_len is None else seq_len
-    _check_seq(seq_len, kind, values["max_seq"])
     if "max_seq" not in kind.uses and isinstance(seq_len, int):
         values["max_seq"] = max(values["max_seq"], seq_len)  # sinusoidal positions: no parameters
     return ReportConfig(model=model, seq_len=seq_len, batch=batch or 1, impl=impl or "sdpa", preset=preset, **values)
@@ -351,6 +380,16 @@ def crossover(kind: ModelKind, specs: list[RowSpec], sizes: Sizes) -> dict[str, 
     return result
 
 
+def _attention_block_note(config: ReportConfig) -> str:
+    """One attention block's parameters as weights + biases, with and without the biases."""
+    weights = f.multi_head_attention(bias=False).params
+    biases = sympy.expand(f.multi_head_attention().params - weights)
+    values = config.sizes().values()
+    with_biases, without = int((weights + biases).subs(values)), int(weights.subs(values))
+    return (f"attention block params: {sympy.factor(weights)} weights + {biases} biases = {with_biases:,} "
+            f"with biases, {without:,} without (4*h*d_model*d_k + 4*d_model with biases when h*d_k = h*d_v = d_model)")
+
+
 def _notes(config: ReportConfig, module: torch.nn.Module, measured: Measured) -> list[str]:
     notes = [
         "flops: matmul FLOPs, 2 per multiply-add; macs = flops / 2; other_flops: analytic only "
@@ -358,6 +397,7 @@ def _notes(config: ReportConfig, module: torch.nn.Module, measured: Measured) ->
         "measured: parameters of the reference module built on the meta device (no weights allocated); "
         "FLOPs counted at dispatch level during one forward pass on the meta device",
     ]
+    notes.append(_attention_block_note(config))
     for stack in measured.stacks:
         first, last = f"{stack.path}.0", f"{stack.path}.{stack.size - 1}"
         notes.append(

@@ -76,6 +76,9 @@ def register(app: typer.Typer) -> None:
 
         if output_format not in FORMATS:
             usage_error(f"unknown --format {output_format!r}; choose one of: {', '.join(FORMATS)}")
+        if plot and output_format in ("json", "csv"):
+            usage_error(f"--plot draws a terminal chart, which would break --format {output_format} output; "
+                        "use --format table or markdown with --plot, or --plot-file")
         sizes = {flag: parse_size(flag, value) for flag, value in zip(SIZE_FLAGS, (d_model, heads, layers, d_ff, d_k, d_v, batch, vocab, max_seq))}
         config = resolve_config(model, preset, seq_len=parse_seq(seq_len), impl=impl, **sizes)
         if plot_file is not None:

@@ -70,18 +70,42 @@ def mha_parts(batch: int, seq_q: int, seq_k: int, d_model: int) -> dict[str, int
     return {"q": token_q, "k": token_k, "v": token_k, "scores": core, "av": core, "o": token_q}
 
 
+def token_groups(x: Any) -> list[tuple[int, int]]:
+    """(batch, seq) groups of a batch-first input: one for a dense tensor, one per sequence for a nested one.
+
+    A nested tensor (what nn.TransformerEncoder builds from a padding mask under eval + no_grad) holds each
+    sequence at its own length; the fused kernels then skip the padding, so only real tokens are counted.
+    """
+    if getattr(x, "is_nested", False):
+        return [(1, int(n)) for n in x._nested_tensor_size()[:, 0].tolist()]
+    return [(x.shape[0], x.shape[1])]
+
+
+def _summed(parts: Iterable[dict[str, int]]) -> dict[str, int]:
+    total: dict[str, int] = defaultdict(int)
+    for item in parts:
+        for part, flops in item.items():
+            total[part] += flops
+    return dict(total)
+
+
 def _native_mha(query: Any, key: Any, value: Any, embed_dim: int, *_: Any, **__: Any) -> dict[str, int]:
-    """aten._native_multi_head_attention: batch-first (batch, seq, d_model) query and key."""
-    return mha_parts(query.shape[0], query.shape[1], key.shape[1], embed_dim)
+    """aten._native_multi_head_attention: batch-first (batch, seq, d_model) query and key, dense or nested."""
+    pairs = zip(token_groups(query), token_groups(key))
+    return _summed(mha_parts(batch, seq_q, seq_k, embed_dim) for (batch, seq_q), (_, seq_k) in pairs)
 
 
 def _encoder_layer(src: Any, embed_dim: int, *args: Any, **kwargs: Any) -> dict[str, int]:
-    """aten._transformer_encoder_layer_fwd: self-attention, then Linear d_model->d_ff->d_model."""
+    """aten._transformer_encoder_layer_fwd: self-attention, then Linear d_model->d_ff->d_model (dense or nested)."""
     ffn_weight_1 = args[12] if len(args) > 12 else kwargs["ffn_weight_1"]
-    batch, seq, d_ff = src.shape[0], src.shape[1], ffn_weight_1.shape[0]
-    parts = mha_parts(batch, seq, seq, embed_dim)
-    parts["w_1"] = parts["w_2"] = 2 * batch * seq * embed_dim * d_ff
-    return parts
+    d_ff = ffn_weight_1.shape[0]
+
+    def layer(batch: int, seq: int) -> dict[str, int]:
+        parts = mha_parts(batch, seq, seq, embed_dim)
+        parts["w_1"] = parts["w_2"] = 2 * batch * seq * embed_dim * d_ff
+        return parts
+
+    return _summed(layer(batch, seq) for batch, seq in token_groups(src))
 
 
 _FORMULA_BY_NAME: dict[str, Callable[..., dict[str, int]]] = {
@@ -139,9 +163,16 @@ NO_ARITHMETIC = frozenset(
     "zero_ tril triu masked_fill where eq ne lt gt le ge logical_not logical_and logical_or bitwise_not bitwise_and "
     "bitwise_or any all as_strided unfold flatten repeat scalar_tensor _local_scalar_dense native_dropout dropout "
     "bernoulli bernoulli_ rand rand_like randn randn_like uniform_ normal_ sym_size sym_stride sym_numel "
-    "is_same_size _has_compatible_shallow_copy_type resize_ set_".split()
+    "is_same_size _has_compatible_shallow_copy_type resize_ set_ _nested_tensor_from_mask "
+    "_nested_tensor_from_mask_left_aligned _nested_tensor_size _nested_tensor_strides "
+    "_nested_tensor_storage_offsets to_padded_tensor _nested_from_padded".split()
 )
 BATCHED_MATMULS = frozenset({aten.bmm, aten.baddbmm})
+
+
+def _kind_of(name: str, names: frozenset) -> bool:
+    """``name`` or, for an in-place op such as ``masked_fill_``, its out-of-place form is in ``names``."""
+    return name in names or (name.endswith("_") and name[:-1] in names)
 
 
 @dataclass(frozen=True)
@@ -249,9 +280,9 @@ class FlopDispatchMode(TorchDispatchMode):
         elif packet in flop_registry:
             flops = int(flop_registry[packet](*args, **kwargs, out_val=out))
             self.count.records.append(OpRecord(str(packet), owner, self._part(packet, owner), flops))
-        elif packet.__name__ in ELEMENTWISE:
+        elif _kind_of(packet.__name__, ELEMENTWISE):
             self.count.elementwise[str(packet)] += 1
-        elif packet.__name__ not in NO_ARITHMETIC:
+        elif not _kind_of(packet.__name__, NO_ARITHMETIC):
             self.count.uncounted.setdefault(str(packet), Counter())[owner] += 1
 
     def _part(self, packet: Any, owner: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import importlib.util
 import io
 import json
 
@@ -65,12 +66,26 @@ def test_uncounted_ops_are_listed_and_strict_exits_1(monkeypatch):
     assert "uncounted: aten.relu" in run(*SMALL).stdout
     assert run(*SMALL, "--strict").exit_code == 1
     assert "(uncounted) aten.relu" in run(*SMALL, "--format", "csv").stdout
+    assert "- aten.relu: 2 calls in layers.0.ffn, layers.1.ffn" in run(*SMALL, "--format", "markdown").stdout
+    assert run(*SMALL, "--strict", "--format", "json").exit_code == 1
 
 
 def test_repeated_layers_are_collapsed_in_the_table_only_on_request_expanded():
     collapsed = run(*SMALL).stdout
     assert "layers.1..1" in collapsed and "layers.1.ffn.w_1" not in collapsed
     assert "layers.1.ffn.w_1" in run(*SMALL, "--all-layers").stdout
+
+
+def test_plot_file_writes_the_chart_or_says_matplotlib_is_missing(tmp_path):
+    target = tmp_path / "chart.svg"
+    result = run("--model", "mha", "--d-model", "16", "--heads", "2", "--plot-file", str(target))
+    if importlib.util.find_spec("matplotlib") is None:
+        assert result.exit_code == 2 and result.stdout == "" and not target.exists()
+        assert result.stderr.strip() == ("shapecheck: error: --plot-file needs matplotlib, which is not installed; "
+                                         "pip install matplotlib, or use --plot")
+    else:
+        assert result.exit_code == 0, result.output
+        assert "<svg" in target.read_text()
 
 
 def test_terminal_plot():
@@ -92,6 +107,12 @@ def test_terminal_plot():
     (["--preset", "bert-base", "--seq-len", "600"], "exceeds max_seq=512"),
     (["--format", "yaml"], "choose one of: table, json, markdown, csv"),
     (["--impl", "flash"], "choose one of: sdpa, math"),
+    (["--seq-len", "99999999999999999999"], "sizes too large: the (batch, seq, width) activations"),
+    (["--model", "mha", "--d-model", "4096", "--heads", "64", "--seq-len", str(2**62)], "sizes too large"),
+    (["--heads", "7", "--d-model", "536870909", "--d-ff", "1"], "heads must divide d_model (1, 536870909)"),  # a prime: no O(n) scan
+    (["--model", "bert", "--max-seq", "3", "--seq-len", "S"], "measured at S = 1, 2, 3, 4, more than max_seq=3"),
+    (["--model", "mha", "--plot", "--format", "json"], "--plot draws a terminal chart, which would break --format json"),
+    (["--model", "mha", "--plot", "--format", "csv"], "which would break --format csv"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, needle):
     result = run(*args)

@@ -125,3 +125,13 @@ def test_assign_parameters_gives_a_shared_tensor_to_the_first_owner():
 def test_meta_construction_allocates_nothing():
     model = on_meta(lambda: nn.Linear(100_000, 100_000))
     assert model.weight.is_meta and count_parameters(model) == 100_000 * 100_001
+
+
+def test_the_report_states_the_attention_block_with_and_without_biases():
+    """The note's two numbers are nn.MultiheadAttention's parameter counts with bias=True and bias=False."""
+    notes = build_report(resolve_config("mha", d_model=512, heads=8, seq_len=4)).notes
+    note = next(n for n in notes if n.startswith("attention block params:"))
+    with_biases = count_parameters(on_meta(lambda: nn.MultiheadAttention(512, 8)))
+    without = count_parameters(on_meta(lambda: nn.MultiheadAttention(512, 8, bias=False)))
+    assert f"= {with_biases:,} with biases, {without:,} without" in note
+    assert "2*d_model*h*(d_k + d_v) weights + 2*d_k*h + d_model + d_v*h biases" in note

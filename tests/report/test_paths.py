@@ -125,3 +125,35 @@ def test_an_op_without_a_formula_is_listed_not_dropped():
     count = count_flops(lambda: odd(torch.randn(3, 4)), odd)
     assert count.total == 2 * 3 * 3 * 4
     assert count.uncounted_list() == [{"op": "aten.cumsum", "calls": 1, "modules": [""]}]
+
+
+def test_nn_transformer_encoder_nested_fast_path_counts_each_sequence_at_its_own_length():
+    """Under eval + no_grad a padding mask turns the batch into a nested tensor and the fused layer skips
+    the padding: each sequence costs the formula at its own length. In train mode every position is computed."""
+    layer = nn.TransformerEncoderLayer(16, 4, 40, batch_first=True)
+    encoder = nn.TransformerEncoder(layer, 2)
+    x = torch.randn(2, 6, 16)
+    padding = torch.zeros(2, 6, dtype=torch.bool)
+    padding[0, 4:] = True  # the first sequence has 4 tokens, the second 6
+    per_layer = lambda batch, seq: _mha_formula(batch, seq, 16, 4) + _ffn_formula(batch, seq, 16, 40)  # noqa: E731
+    with torch.no_grad():
+        fast = count_flops(lambda: encoder.eval()(x, src_key_padding_mask=padding), encoder)
+    assert {r.op for r in fast.records} == {"aten._transformer_encoder_layer_fwd"}
+    assert fast.total == 2 * (per_layer(1, 4) + per_layer(1, 6))
+    assert fast.uncounted == {}
+    slow = count_flops(lambda: encoder.train()(x, src_key_padding_mask=padding), encoder)
+    assert slow.total == 2 * per_layer(2, 6)
+    assert slow.uncounted == {}
+
+
+def test_mha_fast_path_with_a_padding_mask_leaves_nothing_uncounted():
+    """Building the float mask runs the in-place masked_fill_: no arithmetic, so --strict must not flag it."""
+    mha = nn.MultiheadAttention(16, 4, batch_first=True).eval()
+    x = torch.randn(2, 6, 16)
+    padding = torch.zeros(2, 6, dtype=torch.bool)
+    padding[0, 4:] = True
+    with torch.no_grad():
+        count = count_flops(lambda: mha(x, x, x, key_padding_mask=padding), mha)
+    assert "aten._native_multi_head_attention" in {r.op for r in count.records}
+    assert count.total == _mha_formula(2, 6, 16, 4)
+    assert count.uncounted == {}
