@@ -31,6 +31,7 @@ from shapecheck.config import (
     require_divisible,
     require_equal,
     require_positive,
+    require_positive_number,
     require_probability,
 )
 from shapecheck.errors import ConfigError, ShapeError
@@ -38,12 +39,6 @@ from shapecheck.errors import ConfigError, ShapeError
 POSITIONS = ("learned", "sinusoidal")
 INITIALIZER_RANGE = 0.02  # std of the normal initialisation (BERT's initializer_range)
 _HF_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu"}
-
-
-def _require_eps(config: Any) -> None:
-    eps = config.eps
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or eps <= 0:
-        raise ConfigError(f"{type(config).__name__}: eps={eps!r} must be a positive number")
 
 
 @dataclass(frozen=True)
@@ -66,7 +61,7 @@ class SelfAttentionConfig:
         require_divisible(self, "d_model", "heads")
         require_equal(self, "d_in", "d_model", "the residual adds the input to the output")
         require_probability(self, "dropout", "attn_dropout")
-        _require_eps(self)
+        require_positive_number(self, "eps")
 
     @property
     def d_head(self) -> int:
@@ -94,7 +89,7 @@ class BertConfig:
         require_positive(self, "vocab", "d_model", "layers", "heads", "d_ff", "max_seq", "segments")
         require_divisible(self, "d_model", "heads")
         require_probability(self, "dropout", "attn_dropout")
-        _require_eps(self)
+        require_positive_number(self, "eps")
         require_choice(self, "activation", ACTIVATIONS)
         require_choice(self, "positions", POSITIONS)
 

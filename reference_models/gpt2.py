@@ -23,8 +23,8 @@ from jaxtyping import Float, Int
 from torch import Tensor, nn
 
 from shapecheck import checked
-from shapecheck.config import require_divisible, require_positive, require_probability
-from shapecheck.errors import ConfigError, ShapeError
+from shapecheck.config import require_divisible, require_positive, require_positive_number, require_probability
+from shapecheck.errors import ShapeError
 
 
 @dataclass(frozen=True)
@@ -44,8 +44,7 @@ class GPT2Config:
         require_positive(self, "vocab", "max_seq", "d_model", "layers", "heads", "d_ff")
         require_divisible(self, "d_model", "heads")
         require_probability(self, "dropout")
-        if isinstance(self.eps, bool) or not isinstance(self.eps, (int, float)) or self.eps <= 0:
-            raise ConfigError(f"GPT2Config: eps={self.eps!r} must be a positive number")
+        require_positive_number(self, "eps")
 
     @property
     def d_head(self) -> int:

@@ -25,8 +25,7 @@ from torch import Tensor, nn
 
 from reference_models.attention import keep_mask, scaled_dot_product_attention
 from shapecheck import checked
-from shapecheck.config import require_divisible, require_positive, require_probability
-from shapecheck.errors import ConfigError
+from shapecheck.config import require_bool, require_divisible, require_positive, require_probability
 
 
 @dataclass(frozen=True)
@@ -43,8 +42,7 @@ class PackedAttentionConfig:
         require_positive(self, "d_model", "heads")
         require_divisible(self, "d_model", "heads")
         require_probability(self, "attn_dropout", "out_dropout")
-        if not isinstance(self.average_weights, bool):
-            raise ConfigError(f"PackedAttentionConfig: average_weights={self.average_weights!r} must be True or False")
+        require_bool(self, "average_weights")
 
     @property
     def d_head(self) -> int:

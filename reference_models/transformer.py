@@ -34,8 +34,15 @@ from torch import Tensor, nn
 from reference_models.attention import AttentionConfig, Impl, MultiHeadAttention
 from reference_models.layers import FeedForwardConfig, LayerNorm, PositionwiseFeedForward
 from shapecheck import checked
-from shapecheck.config import default_head_sizes, require_choice, require_positive, require_probability
-from shapecheck.errors import ConfigError, ShapeError
+from shapecheck.config import (
+    default_head_sizes,
+    require_bool,
+    require_choice,
+    require_positive,
+    require_positive_number,
+    require_probability,
+)
+from shapecheck.errors import ShapeError
 
 
 @dataclass(frozen=True)
@@ -61,11 +68,8 @@ class TransformerConfig:
         default_head_sizes(self)
         require_probability(self, "dropout")
         require_choice(self, "impl", ("sdpa", "math"))
-        for name in ("share_embeddings", "norm_first"):
-            if not isinstance(getattr(self, name), bool):
-                raise ConfigError(f"TransformerConfig: {name}={getattr(self, name)!r} must be True or False")
-        if isinstance(self.eps, bool) or not isinstance(self.eps, (int, float)) or self.eps <= 0:
-            raise ConfigError(f"TransformerConfig: eps={self.eps!r} must be a positive number")
+        require_bool(self, "share_embeddings", "norm_first")
+        require_positive_number(self, "eps")
 
     @classmethod
     def base(cls) -> "TransformerConfig":

@@ -48,6 +48,22 @@ def require_probability(config: Any, *names: str) -> None:
             raise ConfigError(f"{_label(config)}: {name}={value} must be in [0, 1)")
 
 
+def require_positive_number(config: Any, *names: str) -> None:
+    """Every named field is a real number greater than zero (an epsilon, a scale)."""
+    for name in names:
+        value = _value(config, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise ConfigError(f"{_label(config)}: {name}={value!r} must be a positive number")
+
+
+def require_bool(config: Any, *names: str) -> None:
+    """Every named field is True or False (not 0/1, not a string)."""
+    for name in names:
+        value = _value(config, name)
+        if not isinstance(value, bool):
+            raise ConfigError(f"{_label(config)}: {name}={value!r} must be True or False")
+
+
 def require_equal(config: Any, first: str, second: str, why: str) -> None:
     """Two fields agree; ``why`` says what needs them equal."""
     a, b = _value(config, first), _value(config, second)
