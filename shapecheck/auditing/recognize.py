@@ -1,15 +1,14 @@
 """Say what each submodule is: attention blocks by their projection names, feed-forward pairs, norms, embeddings.
 
-``STYLES`` is the one table of attention projection names (the same families
-``shapecheck verify`` recognises in ``shapecheck/testing/weights.py``, kept here
-as data because audit must also match blocks with a projection *missing*).
-A module is an attention block when it holds at least two of a style's q/k/v
-projections (or its fused or packed projection); its output projection is
-looked up in the module, then in its parent (BERT keeps ``output.dense`` next
-to ``self``). Every parameter is claimed once, in this order: attention
-projections, norms, embeddings, parameters left inside an attention block
-(extras), feed-forward pairs (d_model -> d_ff -> d_model), then single
-projections (pooler, heads) and anything else.
+``STYLES`` (in ``shapecheck/projections.py``) is the one table of attention
+projection names, shared with ``shapecheck verify``; audit also matches blocks
+with a projection *missing*. A module is an attention block when it holds at
+least two of a style's q/k/v projections (or its fused or packed projection);
+its output projection is looked up in the module, then in its parent (BERT
+keeps ``output.dense`` next to ``self``). Every parameter is claimed once, in
+this order: attention projections, norms, embeddings, parameters left inside
+an attention block (extras), feed-forward pairs (d_model -> d_ff -> d_model),
+then single projections (pooler, heads) and anything else.
 """
 
 from __future__ import annotations
@@ -21,33 +20,10 @@ from typing import Optional
 from torch import nn
 
 from shapecheck.auditing.projections import Projection, as_projection, is_linear, packed_projection
+from shapecheck.projections import STYLES, Style, lookup
 from shapecheck.target import HEAD_NAMES
 
 
-@dataclass(frozen=True)
-class Style:
-    """One naming family: q/k/v names (or one fused name) and its output projection names."""
-
-    label: str
-    qkv: tuple[str, ...]  # (q, k, v) names, or one fused/packed name
-    outputs: tuple[str, ...]
-
-
-STYLES: tuple[Style, ...] = (
-    Style("q_proj/k_proj/v_proj + out_proj", ("q_proj", "k_proj", "v_proj"), ("out_proj", "o_proj")),
-    Style("query/key/value + dense (BERT)", ("query", "key", "value"), ("dense", "output.dense", "output")),
-    Style("in_proj_weight + out_proj (packed)", ("in_proj_weight",), ("out_proj", "fuse_heads")),
-    Style("q/k/v_proj_weight + out_proj (packed, kdim/vdim)", ("q_proj_weight", "k_proj_weight", "v_proj_weight"), ("out_proj",)),
-    Style("c_attn + c_proj (fused)", ("c_attn",), ("c_proj",)),
-    Style("qkv + proj (fused)", ("qkv",), ("proj", "out_proj")),
-    Style("query_key_value + dense (fused)", ("query_key_value",), ("dense",)),
-    Style("to_q/to_k/to_v + to_out", ("to_q", "to_k", "to_v"), ("to_out",)),
-    Style("wq/wk/wv + wo", ("wq", "wk", "wv"), ("wo",)),
-    Style("q/k/v + o", ("q", "k", "v"), ("o",)),
-    Style("q_lin/k_lin/v_lin + out_lin", ("q_lin", "k_lin", "v_lin"), ("out_lin",)),
-    Style("linear_layers[0..2] + output_layer (seed 001)", ("linear_layers.0", "linear_layers.1", "linear_layers.2"), ("output_layer",)),
-    Style("linears[0..3] (Annotated Transformer)", ("linears.0", "linears.1", "linears.2"), ("linears.3",)),
-)
 # Any of these, found in an attention block besides its output projection, duplicates it.
 OUTPUT_NAMES = ("out_proj", "o_proj", "fuse_heads", "dense", "output.dense", "c_proj", "proj", "to_out", "wo", "o", "out_lin", "output_layer", "linear_out", "out")
 
@@ -75,16 +51,8 @@ class Match:
         return f"{self.path}.{relative}" if self.path else relative
 
 
-def _get(module: nn.Module, dotted: str) -> object:
-    for part in dotted.split("."):
-        module = getattr(module, part, None)  # type: ignore[assignment]
-        if module is None:
-            return None
-    return module
-
-
 def _projection(module: nn.Module, name: str) -> Optional[Projection]:
-    found = _get(module, name)
+    found = lookup(module, name)
     if isinstance(found, nn.Parameter):
         return _packed(module, name, found)
     return as_projection(name, found) if isinstance(found, nn.Module) else None

@@ -1,10 +1,12 @@
 """Projection weights found by name, and the float64 reference attention built from them.
 
-Patterns, tried in order (attribute names on the module itself):
-(q_proj, k_proj, v_proj, out_proj | o_proj); (query, key, value [+ dense | output.dense]);
-torch's packed ``in_proj_weight``/``in_proj_bias`` + ``out_proj``; GPT-2's fused
-``c_attn`` + ``c_proj`` (Linear or Conv1D); ``qkv`` + ``proj``; (to_q, to_k, to_v, to_out);
-(wq, wk, wv, wo); seed 001's ``linear_layers[0..2]`` + ``output_layer``.
+The names are ``STYLES`` in ``shapecheck/projections.py``, the table ``shapecheck audit``
+also reads, tried in order on the module itself: every q/k/v projection of a style must be
+there (three Linear/Conv1D modules or raw weights, or one stacked [q; k; v] weight chunked
+in three; GPT-2's ``Conv1D`` weights are transposed), and its output projection too, except
+for BERT's self-attention, whose output dense lives in the parent (and never an output
+followed by a shortcut, seed 002's ``fuse_heads``). Fused weights that
+interleave heads (``query_key_value``) are skipped: chunking them would mix q, k and v.
 The reference is used only when every parameter of the module belongs to the
 projections found, so a residual LayerNorm or positional table never raises a false alarm.
 """
@@ -17,6 +19,8 @@ from typing import NamedTuple, Optional
 import torch
 from jaxtyping import Bool, Float
 from torch import Tensor, nn
+
+from shapecheck.projections import STYLES, Style, lookup
 
 
 class Projections(NamedTuple):
@@ -35,8 +39,8 @@ class Projections(NamedTuple):
 
 
 def _linear(module: object) -> Optional[tuple[Tensor, Optional[Tensor], list[Tensor]]]:
-    """(weight as (out, in), bias, parameters) of a Linear, a GPT-2 Conv1D, or a Sequential's first Linear."""
-    if isinstance(module, nn.Sequential):
+    """(weight as (out, in), bias, parameters) of a Linear, a GPT-2 Conv1D, or a Sequential/ModuleList's first Linear."""
+    if isinstance(module, (nn.Sequential, nn.ModuleList)):
         module = next((m for m in module if isinstance(m, nn.Linear)), None)
     if isinstance(module, nn.Linear):
         return module.weight, module.bias, list(module.parameters())
@@ -45,72 +49,40 @@ def _linear(module: object) -> Optional[tuple[Tensor, Optional[Tensor], list[Ten
     return None
 
 
-def _separate(module: nn.Module, names: tuple[str, str, str], out_names: tuple[str, ...], pattern: str, allow_no_out: bool = False) -> Optional[Projections]:
-    parts = [_linear(getattr(module, n, None)) for n in names]
+def _weight(found: object, raw: bool) -> Optional[tuple[Tensor, Optional[Tensor], list[Tensor]]]:
+    """A projection module as ``_linear`` reads it or, where ``raw``, a bare (out, in) weight tensor (torch's packed weights)."""
+    if isinstance(found, Tensor):
+        return (found, None, [found]) if raw and found.dim() == 2 else None
+    return _linear(found)
+
+
+def _from_style(module: nn.Module, style: Style) -> Optional[Projections]:
+    """q, k, v (all of them) and the output projection (unless the style may lack it) under ``style``'s names."""
+    parts = [_weight(lookup(module, name), raw=bool(style.bias)) for name in style.qkv]
     if any(p is None for p in parts):
         return None
-    out = next((o for o in (_linear(_get(module, n)) for n in out_names) if o is not None), None)
-    if out is None and not allow_no_out:
+    out = next((o for o in (_linear(lookup(module, n)) for n in style.outputs if n not in style.residual) if o is not None), None)
+    if out is None and not style.output_optional:
         return None
-    params = [t for p in parts for t in p[2]] + (out[2] if out else [])
-    (wq, bq, _), (wk, bk, _), (wv, bv, _) = parts  # type: ignore[misc]
+    params = [t for p in parts for t in p[2]] + (out[2] if out else [])  # type: ignore[index]
+    if len(parts) == 1:  # one stacked [q; k; v] weight
+        weight, bias, _ = parts[0]  # type: ignore[misc]
+        if weight.size(0) % 3:
+            return None
+        weights, biases = weight.chunk(3), (bias.chunk(3) if bias is not None else (None, None, None))
+    else:
+        weights, biases = tuple(p[0] for p in parts), tuple(p[1] for p in parts)  # type: ignore[index]
+    packed_bias = lookup(module, style.bias) if style.bias else None
+    if isinstance(packed_bias, Tensor):  # torch's in_proj_bias: a third each for q, k and v
+        biases, params = packed_bias.chunk(3), params + [packed_bias]
+    (wq, wk, wv), (bq, bk, bv) = weights, biases
+    pattern = style.pattern if out else style.pattern.split(" + ")[0]
     return Projections(pattern, wq, bq, wk, bk, wv, bv, out[0] if out else None, out[1] if out else None, frozenset(map(id, params)))
 
 
-def _get(module: nn.Module, dotted: str) -> object:
-    for part in dotted.split("."):
-        module = getattr(module, part, None)  # type: ignore[assignment]
-        if module is None:
-            return None
-    return module
-
-
-def _packed(module: nn.Module) -> Optional[Projections]:
-    weight = getattr(module, "in_proj_weight", None)
-    out = _linear(getattr(module, "out_proj", None))
-    if not isinstance(weight, Tensor) or out is None:
-        return None
-    bias = getattr(module, "in_proj_bias", None)
-    wq, wk, wv = weight.chunk(3)
-    bq, bk, bv = bias.chunk(3) if isinstance(bias, Tensor) else (None, None, None)
-    params = [weight] + ([bias] if isinstance(bias, Tensor) else []) + out[2]
-    return Projections("in_proj_weight + out_proj", wq, bq, wk, bk, wv, bv, out[0], out[1], frozenset(map(id, params)))
-
-
-def _fused(module: nn.Module, qkv_name: str, out_name: str) -> Optional[Projections]:
-    qkv, out = _linear(getattr(module, qkv_name, None)), _linear(getattr(module, out_name, None))
-    if qkv is None or out is None or qkv[0].size(0) % 3:
-        return None
-    wq, wk, wv = qkv[0].chunk(3)
-    bq, bk, bv = qkv[1].chunk(3) if qkv[1] is not None else (None, None, None)
-    return Projections(f"{qkv_name} + {out_name}", wq, bq, wk, bk, wv, bv, out[0], out[1], frozenset(map(id, qkv[2] + out[2])))
-
-
-def _seed001(module: nn.Module) -> Optional[Projections]:
-    layers, out = getattr(module, "linear_layers", None), _linear(getattr(module, "output_layer", None))
-    if not isinstance(layers, (nn.ModuleList, nn.Sequential)) or len(layers) != 3 or out is None:
-        return None
-    parts = [_linear(m) for m in layers]
-    if any(p is None for p in parts):
-        return None
-    params = [t for p in parts for t in p[2]] + out[2]  # type: ignore[index]
-    (wq, bq, _), (wk, bk, _), (wv, bv, _) = parts  # type: ignore[misc]
-    return Projections("linear_layers[0..2] + output_layer", wq, bq, wk, bk, wv, bv, out[0], out[1], frozenset(map(id, params)))
-
-
 def find_projections(module: nn.Module) -> Optional[Projections]:
-    """The first pattern that matches ``module``'s attributes, or None."""
-    finders = (
-        lambda m: _separate(m, ("q_proj", "k_proj", "v_proj"), ("out_proj", "o_proj"), "q_proj/k_proj/v_proj + out_proj"),
-        lambda m: _separate(m, ("query", "key", "value"), ("dense", "output.dense", "output"), "query/key/value", allow_no_out=True),
-        _packed,
-        lambda m: _fused(m, "c_attn", "c_proj"),
-        lambda m: _fused(m, "qkv", "proj"),
-        lambda m: _separate(m, ("to_q", "to_k", "to_v"), ("to_out",), "to_q/to_k/to_v + to_out"),
-        lambda m: _separate(m, ("wq", "wk", "wv"), ("wo",), "wq/wk/wv + wo"),
-        _seed001,
-    )
-    return next((p for p in (f(module) for f in finders) if p is not None), None)
+    """The first style in ``STYLES`` whose q/k/v weights can be read off ``module`` and that it matches, or None."""
+    return next((p for p in (_from_style(module, s) for s in STYLES if s.verifiable) if p is not None), None)
 
 
 def unexplained_parameters(module: nn.Module, proj: Projections) -> list[str]:

@@ -61,3 +61,21 @@ def test_seed001_linear_layers_style_without_a_mask_reports_the_seed_bug():
     data = json.loads(result.stdout)
     assert data["components"][0]["style"] == "linear_layers[0..2] + output_layer (seed 001)"
     assert not data["liveness"]["ran"] and "UnboundLocalError" in data["liveness"]["detail"]
+
+
+@pytest.mark.parametrize("style", STYLES, ids=lambda s: s.label)
+def test_each_style_in_the_shared_table_is_found_by_verify_too(style):
+    """One table serves both commands: a family added to it is recognised by audit and by verify's reference."""
+    from shapecheck.projections import STYLES as SHARED
+    from shapecheck.testing.weights import find_projections, unexplained_parameters
+
+    assert STYLES is SHARED
+    block = _block(style)
+    (component,) = audit(block).components
+    assert component.style == style.label
+    proj = find_projections(block)
+    if not style.verifiable:  # interleaved heads: chunking in three would mix q, k and v
+        assert proj is None
+        return
+    assert proj.pattern == style.pattern and not unexplained_parameters(block, proj)
+    assert proj.wq.shape == proj.wk.shape == proj.wv.shape == proj.wo.shape == (D, D)

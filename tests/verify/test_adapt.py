@@ -122,3 +122,98 @@ def test_seed001_linear_layers_pattern():
     assert proj.pattern == "linear_layers[0..2] + output_layer"
     expected = module(q, k, v, mask=keep[:, None, None, :])
     torch.testing.assert_close(reference_attention(proj, 2, q, k, v, keep).float(), expected, atol=1e-5, rtol=1e-4)
+
+
+class _NamedProjections(nn.Module):
+    """Multi-head softmax(QKᵀ/√d_k)V whose four projections sit under a naming family's names."""
+
+    def __init__(self, d_model: int, heads: int) -> None:
+        super().__init__()
+        self.heads = heads
+
+    def projections(self) -> tuple[nn.Module, nn.Module, nn.Module, nn.Module]:
+        raise NotImplementedError
+
+    def forward(self, query, key, value, keep=None, causal=False):
+        wq, wk, wv, wo = self.projections()
+        split = lambda x: x.view(x.size(0), x.size(1), self.heads, -1).transpose(1, 2)  # noqa: E731
+        q, k, v = split(wq(query)), split(wk(key)), split(wv(value))
+        allowed = None if keep is None else keep[:, None, None, :]
+        out = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=allowed, is_causal=causal)
+        return wo(out.transpose(1, 2).reshape(query.shape))
+
+
+class _QKVO(_NamedProjections):  # T5's names, with the usual √d_k scale
+    def __init__(self, d_model: int, heads: int) -> None:
+        super().__init__(d_model, heads)
+        self.q, self.k, self.v, self.o = (nn.Linear(d_model, d_model, bias=False) for _ in range(4))
+
+    def projections(self):
+        return self.q, self.k, self.v, self.o
+
+
+class _AnnotatedLinears(_NamedProjections):  # the Annotated Transformer's clones(nn.Linear(d, d), 4)
+    def __init__(self, d_model: int, heads: int) -> None:
+        super().__init__(d_model, heads)
+        self.linears = nn.ModuleList(nn.Linear(d_model, d_model) for _ in range(4))
+
+    def projections(self):
+        return tuple(self.linears)
+
+
+class _ToOutList(_NamedProjections):  # diffusers keeps to_out as ModuleList([Linear, Dropout])
+    def __init__(self, d_model: int, heads: int) -> None:
+        super().__init__(d_model, heads)
+        self.to_q, self.to_k, self.to_v = (nn.Linear(d_model, d_model) for _ in range(3))
+        self.to_out = nn.ModuleList([nn.Linear(d_model, d_model), nn.Dropout(0.0)])
+
+    def projections(self):
+        return self.to_q, self.to_k, self.to_v, self.to_out[0]
+
+
+@pytest.mark.parametrize("cls, pattern", [
+    (_QKVO, "q/k/v + o"),
+    (_AnnotatedLinears, "linears[0..3]"),
+    (_ToOutList, "to_q/to_k/to_v + to_out"),
+], ids=lambda x: getattr(x, "__name__", x))
+def test_reference_from_the_shared_naming_table_matches_the_module(cls, pattern):
+    torch.manual_seed(0)
+    module = cls(6, 2).eval()
+    q, k, v = _inputs()
+    keep = torch.tensor([[True, False, True, True], [True, True, True, False]])
+    proj = find_projections(module)
+    assert proj.pattern == pattern and not unexplained_parameters(module, proj)
+    torch.testing.assert_close(reference_attention(proj, 2, q, k, v, keep).float(), module(q, k, v, keep), atol=1e-5, rtol=1e-4)
+    x = q[:, :3]
+    torch.testing.assert_close(reference_attention(proj, 2, x, x, x, causal=True).float(), module(x, x, x, causal=True), atol=1e-5, rtol=1e-4)
+
+
+def test_reference_from_torch_separate_packed_weights_with_kdim_vdim():
+    torch.manual_seed(0)
+    module = nn.MultiheadAttention(6, 3, kdim=4, vdim=5, batch_first=True).eval()
+    gen = torch.Generator().manual_seed(1)
+    q, k, v = torch.randn(2, 3, 6, generator=gen), torch.randn(2, 4, 4, generator=gen), torch.randn(2, 4, 5, generator=gen)
+    keep = torch.tensor([[True, False, True, True], [False, True, True, True]])
+    proj = find_projections(module)
+    assert proj.pattern == "q/k/v_proj_weight + out_proj" and not unexplained_parameters(module, proj)
+    expected, _ = module(q, k, v, key_padding_mask=~keep)
+    torch.testing.assert_close(reference_attention(proj, 3, q, k, v, keep).float(), expected, atol=1e-5, rtol=1e-4)
+
+
+def test_no_reference_through_an_output_followed_by_a_shortcut():
+    from reference_models.packed import PackedAttentionConfig, PackedMultiheadAttention
+
+    assert find_projections(PackedMultiheadAttention(PackedAttentionConfig(6, 2))) is None  # fuse_heads, then + identity
+
+
+def test_no_reference_from_interleaved_query_key_value():
+    module = nn.Module()
+    module.query_key_value, module.dense = nn.Linear(6, 18), nn.Linear(6, 6)  # GPT-NeoX: rows per head as [q_h; k_h; v_h]
+    assert find_projections(module) is None
+
+
+def test_bare_weight_parameters_are_only_read_under_torch_packed_names():
+    module = nn.Module()
+    module.wq, module.wk, module.wv = (nn.Parameter(torch.zeros(6, 6)) for _ in range(3))  # used as x @ w, or w @ x?
+    module.wo = nn.Linear(6, 6)
+    assert find_projections(module) is None

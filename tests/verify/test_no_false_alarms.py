@@ -61,3 +61,10 @@ def test_reference_bert_attention_passes_including_low_precision():
     failed = {r.name for r in report.results if r.status == "failed"}
     assert failed == set()
     assert _statuses(report)["reference"] == "skipped"  # LayerNorm parameters lie outside the projections
+
+
+def test_transformers_distilbert_self_attention_gets_a_reference():
+    pytest.importorskip("transformers")
+    report = _verify("transformers.models.distilbert.modeling_distilbert:DistilBertSelfAttention")
+    assert report.passed, [r for r in report.results if r.status == "failed"]
+    assert _statuses(report)["reference"] == "passed"  # q_lin/k_lin/v_lin + out_lin, from the shared naming table

@@ -1,0 +1,81 @@
+"""The one table of attention projection names, shared by ``shapecheck audit`` and ``shapecheck verify``.
+
+Each ``Style`` names a family's q/k/v projections (three names, or one fused or
+packed name) and its output projection names, tried in order. Names may be
+dotted (``output.dense``, ``linears.3``). Audit matches a block holding two of
+the three, with or without its output; verify needs all of them, builds its
+float64 reference from them, and so also reads how a fused weight is laid out:
+
+- ``stacked``: one (3·d, d) weight that is [q; k; v], chunked in three
+  (torch's ``in_proj_weight``, GPT-2's ``c_attn``, timm's ``qkv``);
+- ``interleaved``: rows grouped per head as [q_h; k_h; v_h] (GPT-NeoX and
+  BLOOM's ``query_key_value``); chunking it in three would mix heads, so
+  verify does not build a reference from it.
+
+``bias`` marks torch's packed styles: their q/k/v names are bare weight
+parameters in (out, in) layout, and the named bias (``in_proj_bias``) holds the
+q, k and v biases, a third each. Other styles' names must be modules (Linear,
+GPT-2's Conv1D, or a container's first Linear): verify never guesses the
+orientation of a bare ``wq`` parameter.
+``residual`` names outputs after which the family adds its input back (seed
+002's ``fuse_heads`` is followed by an identity shortcut): audit counts them as
+the output projection, verify does not build its reference through them.
+``output_optional`` marks the one family whose attention module may lack its
+output projection (BERT keeps ``output.dense`` in the parent).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+FusedLayout = Literal["stacked", "interleaved"]
+
+
+@dataclass(frozen=True)
+class Style:
+    """One naming family: q/k/v names (or one fused name) and its output projection names."""
+
+    label: str
+    qkv: tuple[str, ...]  # (q, k, v) names, or one fused/packed name
+    outputs: tuple[str, ...]
+    fused: FusedLayout = "stacked"  # only read when ``qkv`` is one name
+    bias: str = ""  # torch's packed styles: bare weight parameters, and their bias split in three
+    output_optional: bool = False
+    residual: tuple[str, ...] = ()  # outputs followed by a shortcut: not for verify's reference
+
+    @property
+    def pattern(self) -> str:
+        """The label without its parenthesised note, e.g. ``c_attn + c_proj``."""
+        return self.label.split(" (")[0]
+
+    @property
+    def verifiable(self) -> bool:
+        """Whether q, k and v can be read off these weights for a reference computation."""
+        return len(self.qkv) == 3 or self.fused == "stacked"
+
+
+STYLES: tuple[Style, ...] = (
+    Style("q_proj/k_proj/v_proj + out_proj", ("q_proj", "k_proj", "v_proj"), ("out_proj", "o_proj")),
+    Style("query/key/value + dense (BERT)", ("query", "key", "value"), ("dense", "output.dense", "output"), output_optional=True),
+    Style("in_proj_weight + out_proj (packed)", ("in_proj_weight",), ("out_proj", "fuse_heads"), bias="in_proj_bias", residual=("fuse_heads",)),
+    Style("q/k/v_proj_weight + out_proj (packed, kdim/vdim)", ("q_proj_weight", "k_proj_weight", "v_proj_weight"), ("out_proj",), bias="in_proj_bias"),
+    Style("c_attn + c_proj (fused)", ("c_attn",), ("c_proj",)),
+    Style("qkv + proj (fused)", ("qkv",), ("proj", "out_proj")),
+    Style("query_key_value + dense (fused)", ("query_key_value",), ("dense",), fused="interleaved"),
+    Style("to_q/to_k/to_v + to_out", ("to_q", "to_k", "to_v"), ("to_out",)),
+    Style("wq/wk/wv + wo", ("wq", "wk", "wv"), ("wo",)),
+    Style("q/k/v + o", ("q", "k", "v"), ("o",)),
+    Style("q_lin/k_lin/v_lin + out_lin", ("q_lin", "k_lin", "v_lin"), ("out_lin",)),
+    Style("linear_layers[0..2] + output_layer (seed 001)", ("linear_layers.0", "linear_layers.1", "linear_layers.2"), ("output_layer",)),
+    Style("linears[0..3] (Annotated Transformer)", ("linears.0", "linears.1", "linears.2"), ("linears.3",)),
+)
+
+
+def lookup(module: object, dotted: str) -> object:
+    """``module.a.b`` for ``"a.b"`` (ModuleList items by index), or None where any step is missing."""
+    for part in dotted.split("."):
+        module = getattr(module, part, None)
+        if module is None:
+            return None
+    return module
