@@ -14,7 +14,10 @@ from shapecheck.errors import UsageError
 from shapecheck.target import Construction, Target, build
 from shapecheck.testing.adapt import Convention, Layout, MaskOption, Outcome, call, discover
 from shapecheck.testing.strategies import AttentionCase, AttentionShape
+from shapecheck.projections import STYLES
 from shapecheck.testing.weights import Projections, find_projections, unexplained_parameters
+
+_FAMILIES = ", ".join(style.pattern for style in STYLES if style.verifiable)
 
 MaskedRows = Literal["finite", "nan", "zeros", "uniform"]
 
@@ -109,8 +112,8 @@ class Subject:
 
 def _reference_note(proj: Optional[Projections], extra: list[str]) -> str:
     if proj is None:
-        return ("no projection weights found by name (q_proj/k_proj/v_proj/out_proj, query/key/value, in_proj_weight, "
-                "c_attn/c_proj, to_q/..., wq/..., linear_layers): scale and value-projection bugs cannot be detected")
+        return (f"no projection weights found by name ({_FAMILIES}): "
+                "scale and value-projection bugs cannot be detected")
     if extra:
         return (f"projections found ({proj.pattern}) but parameters {', '.join(extra[:3])} lie outside them: "
                 "no reference comparison; scale and value-projection bugs cannot be detected")
