@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.console import Console
@@ -24,38 +24,22 @@ from shapecheck.target import build, factory_for, load_target, parse_init
 FORMATS = ("table", "json")
 
 
-def _mha() -> nn.Module:
-    from reference_models.attention import MultiHeadAttention
-
-    return MultiHeadAttention(512, 8)
+PRESETS = ("mha", "bert-base", "bert-large", "gpt2", "gpt2-medium")
 
 
-def _bert(size: str) -> Callable[[], nn.Module]:
-    def make() -> nn.Module:
+def _reference(name: str) -> tuple[Any, Callable[[Any], nn.Module]]:
+    """(config, model class) of the reference model a preset stands for; its sizes come from the config."""
+    if name == "mha":
+        from reference_models.attention import AttentionConfig, MultiHeadAttention
+
+        return AttentionConfig(512, 8), lambda config: MultiHeadAttention(config=config)
+    if name.startswith("bert-"):
         from reference_models.bert import BertConfig, BertModel
 
-        return BertModel(getattr(BertConfig, size)())
+        return getattr(BertConfig, name.removeprefix("bert-"))(), BertModel
+    from reference_models.gpt2 import PRESETS as GPT2, GPT2Model
 
-    return make
-
-
-def _gpt2(name: str) -> Callable[[], nn.Module]:
-    def make() -> nn.Module:
-        from reference_models.gpt2 import PRESETS as GPT2, GPT2Model
-
-        return GPT2Model(GPT2[name]())
-
-    return make
-
-
-# name -> (d_model, heads, the reference model it stands for)
-PRESETS: dict[str, tuple[int, int, Callable[[], nn.Module]]] = {
-    "mha": (512, 8, _mha),
-    "bert-base": (768, 12, _bert("base")),
-    "bert-large": (1024, 16, _bert("large")),
-    "gpt2": (768, 12, _gpt2("gpt2")),
-    "gpt2-medium": (1024, 16, _gpt2("gpt2-medium")),
-}
+    return GPT2[name](), GPT2Model
 
 
 def parse_sizes(text: Optional[str], option: str) -> dict[str, int]:
@@ -95,12 +79,13 @@ def _module(
         raise UsageError(f"unknown preset {preset!r} (choices: {', '.join(PRESETS)})")
     if target is None and preset is None:
         raise UsageError(f"give a TARGET (path/to/file.py:Name or package.module:Name) or --preset ({', '.join(PRESETS)})")
-    preset_d, preset_h, reference = PRESETS[preset] if preset else (512, 8, None)
+    config, model = _reference(preset) if preset else (None, None)
+    preset_d, preset_h = (config.d_model, config.heads) if config is not None else (512, 8)
     d_model, heads = d_model or preset_d, heads or preset_h
-    if target is None and reference is not None:
+    if target is None and model is not None:
         if d_model != preset_d or heads != preset_h or init:
             raise UsageError(f"--preset {preset} alone fixes its sizes; give a TARGET to build other sizes")
-        return reference(), preset or "", {"d_model": d_model, "heads": heads}, None
+        return model(config), preset or "", {"d_model": d_model, "heads": heads}, None
     loaded, values = load_target(target or ""), parse_init(init)
     module, _ = build(loaded, d_model=d_model, heads=heads, init=values)
     return module, loaded.spec, {"d_model": d_model, "heads": heads}, factory_for(loaded, init=values)
