@@ -21,7 +21,7 @@ from shapecheck.auditing import AuditResult, audit
 from shapecheck.auditing.presets import preset
 from shapecheck.auditing.result import Liveness
 from shapecheck.auditing.render import finding_lines, markdown, rows, total_lines, values_text, verdict
-from shapecheck.cli.common import EXIT_FINDINGS, EXIT_OK, usage_error
+from shapecheck.cli.common import EXIT_FINDINGS, EXIT_OK, require_at_least, require_choice, usage_error
 from shapecheck.counting.presets import PRESETS
 from shapecheck.errors import UsageError
 from shapecheck.target import Construction, Target, build, load_target, map_arguments, parse_init
@@ -125,13 +125,11 @@ def audit_command(
     are found on a small instance. Exit 0 when everything is accounted for,
     1 on a formula mismatch or a dead parameter, 2 on a usage error.
     """
-    if output_format not in FORMATS:
-        usage_error(f"--format {output_format!r} is not one of: {', '.join(FORMATS)}")
+    require_choice("--format", output_format, FORMATS)
     if (target is None) == (preset_name is None):
         usage_error("give either TARGET (path/to/file.py:Name) or --preset NAME" + ("" if target is None else ", not both"))
     for name, value in (("--d-model", d_model), ("--heads", heads), ("--probe-d-model", probe_d_model), ("--probe-heads", probe_heads)):
-        if value is not None and value < 1:
-            usage_error(f"{name} {value} must be at least 1")
+        require_at_least(name, value, 1)
     if preset_name is not None and init:
         usage_error("--init applies to TARGET's constructor; a preset takes only --d-model and --heads")
     if preset_name is not None:

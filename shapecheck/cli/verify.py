@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn
 from rich.table import Table
 
-from shapecheck.cli.common import EXIT_FINDINGS, EXIT_OK, usage_error
+from shapecheck.cli.common import EXIT_FINDINGS, EXIT_OK, require_at_least, require_choice
 from shapecheck.target import load_target, parse_init
 from shapecheck.testing.properties import PROPERTY_NAMES
 from shapecheck.testing.runner import VerifyReport, verify
@@ -25,22 +25,15 @@ MASKED_ROWS = ("finite", "nan", "zeros", "uniform")
 _STYLE = {"passed": "green", "failed": "bold red", "skipped": "dim", "warning": "yellow"}
 
 
-def _choice(name: str, value: Optional[str], choices: tuple[str, ...]) -> None:
-    if value is not None and value not in choices:
-        usage_error(f"{name} {value!r} is not one of: {', '.join(choices)}")
-
-
 def _options(layout: Optional[str], mask: str, causal: bool, max_examples: int, seed: int, strict: bool,
              init: Optional[str], masked_rows: str, only: Optional[list[str]], fail_fast: bool, max_seq: int) -> VerifyOptions:
-    _choice("--layout", layout, LAYOUTS)
-    _choice("--mask", mask, MASKS)
-    _choice("--masked-rows", masked_rows, MASKED_ROWS)
+    require_choice("--layout", layout, LAYOUTS)
+    require_choice("--mask", mask, MASKS)
+    require_choice("--masked-rows", masked_rows, MASKED_ROWS)
     for name in only or ():
-        _choice("--property", name, PROPERTY_NAMES)
-    if max_examples < 1:
-        usage_error(f"--max-examples {max_examples} must be at least 1")
-    if max_seq < 2:
-        usage_error(f"--max-seq {max_seq} must be at least 2")
+        require_choice("--property", name, PROPERTY_NAMES)
+    require_at_least("--max-examples", max_examples, 1)
+    require_at_least("--max-seq", max_seq, 2)
     return VerifyOptions(
         layout=layout, mask=mask, causal=causal, max_examples=max_examples, seed=seed, strict=strict,  # type: ignore[arg-type]
         init=parse_init(init), masked_rows=masked_rows, properties=tuple(only) if only else None,  # type: ignore[arg-type]
@@ -107,7 +100,7 @@ def verify_command(
 
     Exit 0 when nothing failed (warnings allowed), 1 when a property failed, 2 on a usage or import error.
     """
-    _choice("--format", output_format, FORMATS)
+    require_choice("--format", output_format, FORMATS)
     options = _options(layout, mask, causal, max_examples, seed, strict, init, masked_rows, only, fail_fast, max_seq)
     loaded = load_target(target)
     if output_format == "json":
