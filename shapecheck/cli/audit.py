@@ -22,7 +22,7 @@ from shapecheck.auditing.presets import preset
 from shapecheck.auditing.result import Liveness
 from shapecheck.auditing.render import finding_lines, markdown, rows, total_lines, values_text, verdict
 from shapecheck.cli.common import EXIT_FINDINGS, EXIT_OK, require_at_least, require_choice, usage_error
-from shapecheck.counting.presets import PRESETS
+from shapecheck.catalog import PRESETS
 from shapecheck.errors import UsageError
 from shapecheck.target import Construction, Target, build, load_target, map_arguments, parse_init
 
