@@ -56,6 +56,9 @@ class _Group(TyperGroup):
         command = super().get_command(ctx, name)
         if command is not None:
             _as_flag(command.get_help_option(ctx))
+            for param in command.params:
+                if getattr(param, "param_type_name", "") == "argument":
+                    param.display_type_rich = _no_type  # the metavar (TARGET, PATH...) says what it takes
         return command
 
 
@@ -64,6 +67,10 @@ def _as_flag(option):  # type: ignore[no-untyped-def]
     if option is not None:
         option.metavar = ""
     return option
+
+
+def _no_type(ctx: object) -> None:
+    return None
 
 
 def fail(message: str) -> NoReturn:
@@ -82,7 +89,7 @@ def _one_line(error: click_exceptions.ClickException) -> str:
         return f"{option} {error.message}"
     ctx = getattr(error, "ctx", None)
     where = f" (see '{ctx.command_path} -h')" if ctx is not None else ""
-    return message[0].lower() + message[1:] + where
+    return message[0].lower() + message[1:].rstrip(".") + where
 
 
 def _version(value: bool) -> None:

@@ -176,3 +176,17 @@ def preset(names: Sequence[str]) -> Any:
 
 def seed() -> Any:
     return positive("--seed", default=0, minimum=0, help="Random seed; the same seed gives the same run.")
+
+
+# ---------------------------------------------------------------- positional arguments
+
+
+def target(required: bool = True) -> Any:
+    """The module to work on: ``path/to/file.py:Name`` or ``package.module:Name`` (a class or a factory)."""
+    return typer.Argument(... if required else None, metavar="TARGET" if required else "[TARGET]", show_default=False,
+                          help="path/to/file.py:Name or package.module:Name (an nn.Module class or a factory function).")
+
+
+def paths(help: str) -> Any:
+    """Files or directories to read."""
+    return typer.Argument(None, metavar="PATH...", help=help, show_default=False)
