@@ -16,7 +16,7 @@ import re
 import time
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 import torch
@@ -116,7 +116,7 @@ def _quiet_tracer() -> Iterator[None]:
 def _export(module: nn.Module, plan: InputPlan, examples: dict[str, Tensor]) -> torch.export.ExportedProgram:
     try:
         with _quiet_tracer():
-            return torch.export.export(module, (), examples, dynamic_shapes=plan.dynamic_shapes(), strict=False)
+            return torch.export.export(module, (), plan.call(examples), dynamic_shapes=plan.dynamic_shapes(), strict=False)
     except ShapeError:
         raise
     except Exception as error:  # noqa: BLE001 - any failure inside user code or the tracer
@@ -154,4 +154,5 @@ def input_symbols(plan: InputPlan, examples: dict[str, Tensor]) -> dict[str, tup
     signature += [parameter(arg.name, parameter.KEYWORD_ONLY) for arg in plan.arguments]
     forward.__signature__ = inspect.Signature(signature)  # type: ignore[attr-defined]
     stand_in = type("StandIn", (nn.Module,), {"forward": forward})()
-    return Exported(_export(stand_in, plan, examples), None, 0.0).input_shapes(plan)
+    tensors_only = replace(plan, constants=())
+    return Exported(_export(stand_in, tensors_only, examples), None, 0.0).input_shapes(plan)
