@@ -39,25 +39,22 @@ __all__ = ["DEFAULT_CAPS", "Problem", "ProofResult", "Sample", "prove", "prove_m
 def prove(
     module_or_target: Union[nn.Module, str],
     *,
-    d_model: int = 512,
-    heads: int = 8,
+    d_model: Optional[int] = None,
+    heads: Optional[int] = None,
     init: Optional[dict[str, object]] = None,
     **options: object,
 ) -> ProofResult:
-    """Prove a module instance, or a ``file.py:Name`` / ``pkg.mod:Name`` target built at ``d_model``/``heads``.
+    """Prove a module instance, or a ``file.py:Name`` / ``pkg.mod:Name`` target built with its own defaults.
 
-    ``options`` are those of ``prove_module``. Raises ``UsageError`` for a target
-    that cannot be loaded or built, or arguments that cannot be sized.
+    ``d_model``/``heads`` replace the constructor's defaults when given; ``options`` are
+    those of ``prove_module``. Raises ``UsageError`` for a target that cannot be loaded
+    or built, or arguments that cannot be sized.
     """
     if isinstance(module_or_target, nn.Module):
         return prove_module(module_or_target, **options)  # type: ignore[arg-type]
-    from shapecheck.target import build, factory_for, load_target
+    from shapecheck.prove.targets import prove_target
 
-    target = load_target(module_or_target)
-    module, _ = build(target, {"d_model": d_model, "heads": heads}, keep_defaults=True, init=init, explicit=("d_model", "heads"))
-    rebuild = factory_for(target, init=init, keep_defaults=True)
-    sizes = {"d_model": d_model, "heads": heads, **dict(options.pop("sizes", None) or {})}  # type: ignore[arg-type]
-    return prove_module(module, target=target.spec, rebuild=rebuild, sizes=sizes, **options)  # type: ignore[arg-type]
+    return prove_target(module_or_target, d_model=d_model, heads=heads, init=init, **options)
 
 
 def prove_module(
