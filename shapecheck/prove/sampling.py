@@ -89,13 +89,11 @@ def choose_sizes(
 
 
 def _unique(chosen: list[tuple[str, dict[str, int]]]) -> list[tuple[str, dict[str, int]]]:
-    seen, kept = set(), []
+    kept: dict[tuple, tuple[str, dict[str, int]]] = {}
     for kind, sizes in chosen:
         key = tuple(sorted(sizes.items()))
-        if key not in seen:
-            seen.add(key)
-            kept.append((kind, sizes))
-    return kept
+        kept[key] = (kind if key not in kept or kind == "top" else kept[key][0], sizes)  # a middle at the top is the top
+    return list(kept.values())
 
 
 def _complete(sizes: dict[str, int], naming: Naming) -> dict[str, int]:
