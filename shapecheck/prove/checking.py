@@ -46,8 +46,8 @@ def _find_bounds(module: nn.Module, program: nn.Module, exported: Exported, plan
         options = candidates(module, _exported_upper(exported, naming, axis))
         if options:
             progress(f"confirming the bound on {axis} ({', '.join(str(c.size) for c in options[:3])} ...)")
-        runs_program = lambda sizes: run_program(program, plan, naming, exported.output_shapes(), sizes).problem  # noqa: E731
-        bound = confirm(axis, options, base, runs_program, lambda sizes: eager_error(module, plan, sizes))
+        runs = lambda sizes: _at_top(module, program, plan, naming, exported, sizes, "top").problem  # noqa: E731
+        bound = confirm(axis, options, base, runs, lambda sizes: eager_error(module, plan, sizes))
         if bound is not None:
             found.append(bound)
     return found
@@ -79,7 +79,7 @@ def check(module: nn.Module, exported: Exported, plan: InputPlan, naming: Naming
         for number, (kind, sizes) in enumerate(choose_sizes(ranges, tops, naming, count=count, seed=seed), 1):
             progress(f"sample {number}: " + ", ".join(f"{k}={v}" for k, v in sizes.items()))
             if any(sizes.get(a, 0) > (caps or {}).get(a, DEFAULT_CAPS.get(a, 32)) for a in tops):  # past the cap: the program alone, eager is not run twice
-                result.samples.append(run_program(program, plan, naming, outputs, sizes, kind))
+                result.samples.append(_at_top(module, program, plan, naming, exported, sizes, kind))
             else:
                 result.samples.append(run_sample(module, program, plan, naming, outputs, sizes, kind))
         result.samples += [_past(b, ranges) for b in result.bounds]
@@ -87,6 +87,16 @@ def check(module: nn.Module, exported: Exported, plan: InputPlan, naming: Naming
         result.interrupted = True
         result.unchecked.append("interrupted (Ctrl-C): the samples after the last one shown did not run")
     return result
+
+
+def _at_top(module: nn.Module, program: nn.Module, plan: InputPlan, naming: Naming, exported: Exported,
+            sizes: dict[str, int], kind: str) -> Sample:
+    """The program alone at a large size; where one of export's guards refuses it, forward decides (the code runs there)."""
+    sample = run_program(program, plan, naming, exported.output_shapes(), sizes, kind)
+    if sample.problem and "Guard failed" in sample.problem and eager_error(module, plan, sizes) is None:
+        guard = sample.problem.rpartition("Guard failed: ")[2]
+        return Sample(sizes, None, kind, f"forward runs; the exported program's guard {guard} refuses this size", eager_ran=True)
+    return sample
 
 
 def _past(bound: Bound, ranges: dict[str, tuple[int, int]]) -> Sample:

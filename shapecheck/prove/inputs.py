@@ -43,6 +43,7 @@ KNOWN_ARGUMENTS: dict[str, tuple[tuple[str, ...], str]] = {
     "inputs_embeds": (_STATES, "float"), "src": (_STATES, "float"), "tgt": (_STATES, "float"),
     "key": (("batch", "seq_k", "d_model"), "float"), "value": (("batch", "seq_k", "d_model"), "float"),
     "input": (_STATES, "float"), "inputs": (_STATES, "float"), "decoder_input_ids": (_TOKENS, "int"),
+    "idx": (_TOKENS, "int"), "ids": (_TOKENS, "int"), "token_ids": (_TOKENS, "int"), "tokens": (_TOKENS, "int"),
 }
 # Arguments whose static sizes come from the module's config: name -> (config fields, a function of them).
 CONFIG_SHAPED: dict[str, tuple[tuple[str, ...], object]] = {

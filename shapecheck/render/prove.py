@@ -34,6 +34,8 @@ def _lines(result: ProofResult) -> list[str]:
     lines = [f"constraints: {'; '.join(result.constraints) or 'none'}"]
     lines += [f"bound: {b}" for b in result.bounds]
     lines.append(f"samples: {_samples(result)}")
+    lines += [f"note: {s.kind} " + " ".join(f"{k}={v}" for k, v in s.sizes.items()) + f": {s.note}"
+              for s in result.samples if s.note and s.kind != "past"]
     lines += [f"problem ({p.kind}): {p.message}" for p in result.problems]
     timing = f" (export {result.export_seconds:.2f} s, total {result.seconds:.2f} s)" if result.ok else ""
     return lines + [result.verdict + timing]
