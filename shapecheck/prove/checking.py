@@ -39,15 +39,21 @@ def _exported_upper(exported: Exported, naming: Naming, axis: str) -> Optional[i
 
 
 def _find_bounds(module: nn.Module, program: nn.Module, exported: Exported, plan: InputPlan, naming: Naming,
-                 free: list[str], progress: Progress) -> list[Bound]:
+                 free: list[str], progress: Progress, runs: dict[tuple, Sample]) -> list[Bound]:
+    """Each sequence axis's confirmed bound; the runs at the top are kept in ``runs`` (the top sample reuses them)."""
     found = []
     base = {a: 1 for a in free}
     for axis in sequence_axes(plan, free):
         options = candidates(module, _exported_upper(exported, naming, axis))
         if options:
             progress(f"confirming the bound on {axis} ({', '.join(str(c.size) for c in options[:3])} ...)")
-        runs = lambda sizes: _at_top(module, program, plan, naming, exported, sizes, "top").problem  # noqa: E731
-        bound = confirm(axis, options, base, runs, lambda sizes: eager_error(module, plan, sizes))
+
+        def at(sizes: dict[str, int]) -> Optional[str]:
+            key = tuple(sorted(sizes.items()))
+            runs[key] = runs.get(key) or _at_top(module, program, plan, naming, exported, sizes, "top")
+            return runs[key].problem
+
+        bound = confirm(axis, options, base, at, lambda sizes: eager_error(module, plan, sizes))
         if bound is not None:
             found.append(bound)
     return found
@@ -73,13 +79,15 @@ def check(module: nn.Module, exported: Exported, plan: InputPlan, naming: Naming
     program, outputs = exported.program.module(), exported.output_shapes()
     ranges = spans(plan, naming, exported.program.range_constraints, caps)
     try:
-        result.bounds = _find_bounds(module, program, exported, plan, naming, list(ranges), progress)
+        runs: dict[tuple, Sample] = {}  # the top runs of the bound search, by sizes
+        result.bounds = _find_bounds(module, program, exported, plan, naming, list(ranges), progress, runs)
         tops = {b.axis: b.size for b in result.bounds}
         ranges = {a: (low, min(high, tops.get(a, high))) for a, (low, high) in ranges.items()}
         for number, (kind, sizes) in enumerate(choose_sizes(ranges, tops, naming, count=count, seed=seed), 1):
             progress(f"sample {number}: " + ", ".join(f"{k}={v}" for k, v in sizes.items()))
             if any(sizes.get(a, 0) > (caps or {}).get(a, DEFAULT_CAPS.get(a, 32)) for a in tops):  # past the cap: the program alone, eager is not run twice
-                result.samples.append(_at_top(module, program, plan, naming, exported, sizes, kind))
+                done = runs.get(tuple(sorted(sizes.items())))
+                result.samples.append(done or _at_top(module, program, plan, naming, exported, sizes, kind))
             else:
                 result.samples.append(run_sample(module, program, plan, naming, outputs, sizes, kind))
         result.samples += [_past(b, ranges) for b in result.bounds]
