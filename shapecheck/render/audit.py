@@ -33,7 +33,7 @@ def _cells(result: AuditResult) -> list[list[str]]:
 
 def table(result: AuditResult, at: int | None = None) -> str:
     width = at or layout.width()
-    lines = [result.name, ""]
+    lines = [layout.text(result.name, at=width).rstrip("\n"), ""]
     body = layout.text(layout.table(COLUMNS, _cells(result)), at=width).rstrip("\n")
     totals = [f"{label:<{max(8, width - 16)}}{value:>16,}"[-width:] if len(label) + 16 <= width else f"{label}: {value:,}"
               for label, value in total_lines(result)]

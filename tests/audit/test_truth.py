@@ -60,8 +60,9 @@ def test_a_replaced_default_is_printed_and_the_others_kept(planted, planted_path
     data = json.loads(result.stdout)
     assert "dim=256 (default 512)" in data["name"] and "hidden" not in data["name"]
     assert data["totals"]["total"] == _params(planted.SwiGLUBlock(dim=256))
-    table = _run(f"{planted_path}:SwiGLUBlock", "--d-model", "256")
-    assert "dim=256 (default 512)" in table.stdout
+    table = CliRunner().invoke(app, ["audit", f"{planted_path}:SwiGLUBlock", "--d-model", "256"], env={"COLUMNS": "80"})
+    assert "dim=256 (default 512)" in " ".join(table.stdout.split())
+    assert max(len(line) for line in table.stdout.splitlines()) <= 80  # the long name folds too
 
 
 def test_constructor_defaults_size_the_model_not_512_by_8(planted, planted_path):
