@@ -62,7 +62,7 @@ def audit_target(spec: str, *, d_model: Optional[int] = None, heads: Optional[in
     target, init = load_target(spec), dict(init or {})
     say(f"building {target.name} on the meta device")
     model, construction = _build(target, {"d_model": d_model, "heads": heads}, dict(init))
-    probe, described = (None, "not run (--no-liveness)")
+    probe, described = (None, "not run: --no-liveness")
     if liveness:
         say("building a small probe for the dead-parameter pass")
         probe, described = _probe(target, probe_sizes or PROBE_SIZES, dict(init))
@@ -87,6 +87,6 @@ def audit_preset(name: str, *, d_model: Optional[int] = None, heads: Optional[in
     model = on_meta(lambda: build_kind(sizes))
     label = f"{type(model).__name__} ({name}: d_model={sizes.d_model}, heads={sizes.heads}, layers={sizes.layers})"
     if not liveness:
-        return _with_probe_note(audit(model, name=label), None, "not run (--no-liveness)")
+        return _with_probe_note(audit(model, name=label), None, "not run: --no-liveness")
     (progress or (lambda text: None))("forward/backward on a small probe")
     return audit(model, probe=build_kind(preset_sizes(name, probe=True)), name=label)
