@@ -136,8 +136,8 @@ class AuditResult:
 
     @property
     def exit_code(self) -> int:
-        """1 on findings; 0 when clean, or when the counts are clean and liveness could not run (the CLI says so)."""
-        return 1 if self.clean is False else 0
+        """1 on findings; 130 when Ctrl-C stopped the liveness pass; 0 when clean, or clean counts without liveness."""
+        return 1 if self.clean is False else 130 if self.interrupted else 0
 
     def component(self, path: str, kind: str | None = None) -> Component:
         """The component at ``path`` (of ``kind`` when several share a path); KeyError if none."""

@@ -53,7 +53,7 @@ def audit_command(
     typer.echo(RENDERERS[output_format](result), nl=False)
     if result.clean is None:
         typer.echo(f"shapecheck: audit: liveness not checked: {result.liveness.detail.removeprefix('not run: ')}", err=True)
-    raise typer.Exit(130 if result.interrupted else result.exit_code)
+    raise typer.Exit(result.exit_code)
 
 
 def register(app: typer.Typer) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import torch
 from typer.testing import CliRunner
 
@@ -78,3 +79,13 @@ def test_table_fits_80_columns_and_rows_add_up():
     assert "encoder.layer.*.attention ×12" in result.stdout.replace("\n", " ") or "×12" in result.stdout
     total = next(line for line in lines if line.startswith("total"))
     assert next(line for line in lines if line.startswith("rows ×")).split()[-1] == total.split()[-1]
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "csv", "json"])
+def test_every_format_renders_and_json_has_the_verdict_fields(planted_path, fmt):
+    result = _run(f"{planted_path}:KeyWithoutBias", "--d-model", "32", "--heads", "4", "--format", fmt)
+    assert result.exit_code == 1, result.output
+    assert "k_proj has no bias" in " ".join(result.stdout.split())  # folded in its cell at 80 columns
+    if fmt == "json":
+        data = json.loads(result.stdout)
+        assert (data["ok"], data["exit_code"], data["clean"]) == (False, 1, False)

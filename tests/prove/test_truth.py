@@ -118,3 +118,16 @@ def test_table_fits_80_columns():
     assert result.exit_code == 0, result.output
     assert max(len(line) for line in result.stdout.splitlines()) <= 80
     assert result.stdout.rstrip().splitlines()[-1].startswith("shapes check out")
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "csv", "json"])
+def test_every_format_renders_the_shapes_and_verdict(fmt):
+    import json
+
+    result = CliRunner().invoke(app, ["prove", "reference_models.attention:MultiHeadAttention", "--d-model", "16", "--heads", "2",
+                                      "--format", fmt])
+    assert result.exit_code == 0, result.output
+    assert "batch" in result.stdout and "shapes check out" in result.stdout
+    if fmt == "json":
+        data = json.loads(result.stdout)
+        assert (data["ok"], data["exit_code"], data["checked"]) == (True, 0, True)
