@@ -8,7 +8,7 @@ tree too: every learned position table (its rows, less the offsets 0-2 that
 RoBERTa, OPT and BART add), every square causal-mask buffer (GPT-2's and
 nanoGPT's ``bias[:, :, :T, :T]``), every fixed rotary cache, and export's own
 range. A candidate N is a bound only when the exported program runs at N and
-eager ``forward`` fails at N + 1; ``N`` is the largest length that runs.
+eager ``forward`` fails at N + 1 and N + 2; ``N`` is the largest length that runs.
 """
 
 from __future__ import annotations
@@ -66,10 +66,14 @@ def _tables(model: nn.Module) -> Iterator[Candidate]:
 def _buffers(model: nn.Module) -> Iterator[Candidate]:
     for path, buffer in model.named_buffers():
         last = path.rpartition(".")[2].lower()
-        if buffer.dim() >= 2 and buffer.shape[-1] == buffer.shape[-2] and buffer.shape[-1] > 1 and any(w in last for w in MASK_WORDS):
+        if buffer.dim() < 2:
+            continue
+        square = buffer.shape[-1] == buffer.shape[-2] and buffer.shape[-1] > 1
+        if square and any(w in last for w in MASK_WORDS):
             yield Candidate(int(buffer.shape[-1]), f"causal mask {path} ({buffer.shape[-1]}×{buffer.shape[-1]})")
-        elif buffer.dim() >= 2 and any(w in last for w in CACHE_WORDS):
-            yield Candidate(int(buffer.shape[0] if buffer.dim() == 2 else buffer.shape[-2]), f"rotary cache {path} ({buffer.shape[0]} positions)")
+        elif any(w in last for w in CACHE_WORDS):
+            rows = int(buffer.shape[0] if buffer.dim() == 2 else buffer.shape[-2])
+            yield Candidate(rows, f"rotary cache {path} ({rows} positions)")
 
 
 def candidates(model: nn.Module, exported_upper: Optional[int]) -> list[Candidate]:
@@ -87,12 +91,17 @@ Runner = Callable[[dict[str, int]], Optional[str]]  # sizes -> None when it runs
 
 
 def confirm(axis: str, options: list[Candidate], base: dict[str, int], program: Runner, eager: Runner) -> Optional[Bound]:
-    """The largest candidate N at which the program runs and past which forward fails; None when none is a bound."""
+    """The largest candidate N at which the program runs and past which forward fails; None when none is a bound.
+
+    Forward must fail at N + 1 and at N + 2, so code that only rejects odd lengths is not taken for a bound.
+    """
     for candidate in options:
         if program({**base, axis: candidate.size}) is not None:
             continue
         failure = eager({**base, axis: candidate.size + 1})
-        return Bound(axis, candidate.size, candidate.source, failure) if failure else None
+        if failure is None or eager({**base, axis: candidate.size + 2}) is None:
+            return None
+        return Bound(axis, candidate.size, candidate.source, failure)
     return None
 
 

@@ -83,9 +83,10 @@ def check(module: nn.Module, exported: Exported, plan: InputPlan, naming: Naming
         result.bounds = _find_bounds(module, program, exported, plan, naming, list(ranges), progress, runs)
         tops = {b.axis: b.size for b in result.bounds}
         ranges = {a: (low, min(high, tops.get(a, high))) for a, (low, high) in ranges.items()}
-        for number, (kind, sizes) in enumerate(choose_sizes(ranges, tops, naming, count=count, seed=seed), 1):
+        for number, (kind, sizes) in enumerate(choose_sizes(ranges, tops, naming, count=count, seed=seed, caps=caps), 1):
             progress(f"sample {number}: " + ", ".join(f"{k}={v}" for k, v in sizes.items()))
-            if any(sizes.get(a, 0) > (caps or {}).get(a, DEFAULT_CAPS.get(a, 32)) for a in tops):  # past the cap: the program alone, eager is not run twice
+            past_cap = any(sizes.get(a, 0) > (caps or {}).get(a, DEFAULT_CAPS.get(a, 32)) for a in tops)
+            if past_cap:  # a bound above the cap: the program alone (eager is not run twice at a large size)
                 done = runs.get(tuple(sorted(sizes.items())))
                 result.samples.append(done or _at_top(module, program, plan, naming, exported, sizes, kind))
             else:

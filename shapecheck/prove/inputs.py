@@ -154,10 +154,12 @@ def _encoder_decoder(plan: InputPlan) -> InputPlan:
     names = [arg.name for arg in plan.arguments]
     if not any(n in DECODER_INPUTS for n in names) or all(n in DECODER_INPUTS for n in names):
         return plan
-    def rename(arg: Argument) -> Argument:
-        axis = "seq_q" if arg.name in DECODER_INPUTS else "seq_k"
-        return replace(arg, axes=tuple(axis if a == "seq" else a for a in arg.axes))
-    return replace(plan, arguments=tuple(rename(arg) for arg in plan.arguments))
+    return replace(plan, arguments=tuple(_sequence_as(arg, "seq_q" if arg.name in DECODER_INPUTS else "seq_k")
+                                         for arg in plan.arguments))
+
+
+def _sequence_as(arg: Argument, axis: str) -> Argument:
+    return replace(arg, axes=tuple(axis if a == "seq" else a for a in arg.axes))
 
 
 def module_device(module: nn.Module) -> torch.device:

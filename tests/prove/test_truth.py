@@ -131,3 +131,29 @@ def test_every_format_renders_the_shapes_and_verdict(fmt):
     if fmt == "json":
         data = json.loads(result.stdout)
         assert (data["ok"], data["exit_code"], data["checked"]) == (True, 0, True)
+
+
+class EvenLengths(nn.Module):
+    """A 64-row position table, but code that rejects odd lengths: 64 is not where it stops running."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.wpe = nn.Embedding(64, D)
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.size(1) % 2:
+            raise ValueError("odd length")
+        return x + self.wpe(torch.arange(x.size(1)) % 64)  # (batch, seq, D)
+
+
+def test_no_false_bound_from_a_failure_that_is_not_the_end():
+    from jaxtyping import Float
+
+    class Annotated(EvenLengths):
+        def forward(self, x: Float[Tensor, "batch seq d_model"]) -> Float[Tensor, "batch seq d_model"]:
+            return super().forward(x)
+
+    model = Annotated()
+    result = prove(model, sizes={"d_model": D})
+    assert not any(c.startswith("seq <=") for c in result.constraints), result.constraints
+    model(torch.randn(1, 66, D))  # the peer: it runs past the table's 64 rows at an even length
