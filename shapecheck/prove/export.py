@@ -77,8 +77,22 @@ def _label(path: tuple) -> str:
     return label
 
 
+def register_caches(module: nn.Module) -> None:
+    """transformers' KV-cache classes as pytree nodes (transformers' own exporter does this), so a cache output is flattened."""
+    inner = next((m for m in module.modules() if type(m).__module__.startswith("transformers.")), None)
+    if inner is None:
+        return
+    try:
+        from transformers.exporters.exporter_dynamo import register_cache_pytrees_for_model
+    except ImportError:  # an older transformers: use_cache=False is what keeps caches out of the output
+        return
+    with contextlib.suppress(Exception):
+        register_cache_pytrees_for_model(inner)
+
+
 def export_module(module: nn.Module, plan: InputPlan, examples: dict[str, Tensor]) -> Exported:
     """Export ``module`` non-strict on ``examples``; raises ``ExportFailure`` with a one-line reason."""
+    register_caches(module)
     start = time.perf_counter()
     try:
         program, checked_error = _export(module, plan, examples), None

@@ -78,3 +78,20 @@ def test_timm_vit_inputs_are_shaped_when_timm_imports():
         pytest.skip(f"timm does not import here: {type(error).__name__}")
     result = prove(model)
     assert result.ok and result.inputs == {"x": ["batch", 3, 16, 16]}
+
+
+class CachingWrapper(torch.nn.Module):
+    """A decoder called with use_cache=True by code that does not expose the flag: the output holds a cache object."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = zoo.ZOO["llama"](layers=1)
+
+    def forward(self, input_ids: torch.Tensor):
+        return self.inner(input_ids=input_ids, use_cache=True)
+
+
+def test_a_cache_object_in_the_output_does_not_break_export():
+    result = prove(CachingWrapper(), samples=1)
+    assert result.ok, [p.message for p in result.problems]
+    assert result.outputs["last_hidden_state"] == ["batch", "seq", zoo.D]
