@@ -15,7 +15,7 @@ the median of ``--repeats`` interleaved runs after one warm-up export in the pro
 The last column is the sampling overhead: (prove - prove --samples 0) / export;
 the target is at most 30% on BERT-base.
 
-    python benchmarks/bench_prove.py [--repeats 3] [--clock wall|cpu] [--json]
+    python benchmarks/bench_prove.py [--repeats 3] [--clock wall|cpu] [--threads N] [--json]
 """
 
 from __future__ import annotations
@@ -93,7 +93,11 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--clock", choices=tuple(CLOCKS), default="wall",
                         help="wall time, or this process's CPU time (steadier on a shared, loaded machine)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch threads (1 with --clock cpu: no busy-waiting worker threads inflate CPU time)")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     rows = measure(args.repeats, args.clock)
     if args.json:
         print(json.dumps(rows, indent=2))

@@ -47,14 +47,15 @@ def _role_biases(match: Match) -> dict[str, bool]:
     return {role: declared.get(role, majority) for role in ("q", "k", "v", "o", "qkv")}
 
 
-def _component(match: Match, formula: sympy.Expr, dims: Dims, values: dict[str, int], diffs: list[Difference]) -> Component:
+def _component(match: Match, formula: sympy.Expr, dims: Dims, values: dict[str, int], diffs: list[Difference],
+               note: str = "") -> Component:
     expected = int(sympy.sympify(formula).subs({ALL_SYMBOLS[k]: v for k, v in values.items()}))
     counted = sum(p.numel() for _, p in match.all_params())
     gap = counted - expected - sum(d.amount for d in diffs)
     if gap:
         diffs.append(Difference("unexplained", gap, signed(gap)))
     names = tuple(match.full_name(n) for n, _ in match.all_params())
-    return Component(match.path, match.kind, match.style, show(formula), values, expected, counted, tuple(diffs), names)
+    return Component(match.path, match.kind, match.style, show(formula), values, expected, counted, tuple(diffs), names, note)
 
 
 # ---------------------------------------------------------------- attention
@@ -186,7 +187,15 @@ def attention(match: Match, dims: Dims) -> Component:
         expr = _shape_expr((dup.d_out, dup.d_in), dims) + (dims.symbol(dup.d_out) if dup.has_bias else 0)
         diffs.append(Difference(f"{dup.name} duplicates the output projection {out.name if out else ''}".rstrip(), dup.numel, signed(expr)))
     diffs += _extras(match, dims)
-    return _component(match, formula, dims, values, diffs)
+    return _component(match, formula, dims, values, diffs, _bias_note(match, biases))
+
+
+def _bias_note(match: Match, biases: dict[str, bool]) -> str:
+    """``bias on q, k, v (the Qwen2 family)``: the roles the formula gives a bias, and who declared them."""
+    roles = [r for r in ("qkv", "q", "k", "v", "o") if r in match.parts and biases[r]]
+    note = f"bias on {', '.join(roles)}" if roles else "no biases"
+    declared = match.info.get("declared_by")
+    return f"{note} ({declared})" if declared else note
 
 
 # ---------------------------------------------------------------- feed-forward, norms, tables, single layers

@@ -32,6 +32,7 @@ class Component:
     counted: int  # parameters the module holds (a tied one counts in each component that holds it)
     differences: tuple[Difference, ...] = ()
     parameters: tuple[str, ...] = ()  # full names
+    note: str = ""  # what the formula assumes: "bias on q, k, v (the Qwen2 family)"
 
     @property
     def ok(self) -> bool:

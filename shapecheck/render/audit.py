@@ -26,7 +26,7 @@ def _cells(result: AuditResult) -> list[list[str]]:
         c = row.component
         diffs = "; ".join(d.describe() for d in c.differences) or "ok"
         counted = f"{c.counted:,}" if c.counted == c.expected else f"{c.counted:,}\n(formula {c.expected:,})"
-        label = row.label + (f"\n{c.style}" if c.kind in ("attention", "feed_forward") else "")
+        label = row.label + (f"\n{c.style}" if c.kind in ("attention", "feed_forward") else "") + (f"\n{c.note}" if c.note else "")
         found.append([label, c.kind, f"{c.formula}\n{values_text(c)}", counted, diffs])
     return found
 

@@ -51,6 +51,8 @@ def test_declared_bias_conventions_are_read_per_role():
     assert qwen["bias"] == {"q": True, "k": True, "v": True, "o": False} == qwen["declared_bias"]
     whisper = _first(recognize(zoo.ZOO["whisper"]()), "attention").info
     assert whisper["bias"]["k"] is False and whisper["declared_bias"] == {"k": False}
+    notes = {c.note for c in audit(zoo.ZOO["qwen2"]()).components if c.kind == "attention"}
+    assert notes == {"bias on q, k, v (the Qwen2 family)"}  # the formula says which roles carry a bias
     llama = _first(recognize(zoo.ZOO["llama"]()), "attention").info
     assert llama["declared_by"] == "config.attention_bias=False" and (llama["h"], llama["h_kv"]) == (zoo.HEADS, 2)
 
