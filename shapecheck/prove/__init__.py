@@ -32,8 +32,9 @@ from shapecheck.prove.probe import Rebuild, divisibility_constraints
 from shapecheck.prove.result import Problem, ProofResult
 from shapecheck.prove.sampling import DEFAULT_CAPS, Sample
 from shapecheck.prove.symbols import Naming, name_symbols
+from shapecheck.prove.targets import prove_preset, prove_target
 
-__all__ = ["DEFAULT_CAPS", "Problem", "ProofResult", "Sample", "prove", "prove_module"]
+__all__ = ["DEFAULT_CAPS", "Problem", "ProofResult", "Sample", "prove", "prove_module", "prove_preset", "prove_target"]
 
 
 def prove(
@@ -52,8 +53,6 @@ def prove(
     """
     if isinstance(module_or_target, nn.Module):
         return prove_module(module_or_target, **options)  # type: ignore[arg-type]
-    from shapecheck.prove.targets import prove_target
-
     return prove_target(module_or_target, d_model=d_model, heads=heads, init=init, **options)
 
 
