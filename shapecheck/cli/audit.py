@@ -6,7 +6,6 @@ formula or a parameter is dead, 2 on a usage error (one line, no traceback).
 
 from __future__ import annotations
 
-import contextlib
 import json
 from dataclasses import replace
 from typing import Any, Optional
@@ -23,37 +22,27 @@ from shapecheck.auditing.result import Liveness
 from shapecheck.auditing.render import finding_lines, markdown, rows, total_lines, values_text, verdict
 from shapecheck.cli.common import EXIT_FINDINGS, EXIT_OK, require_at_least, require_choice, usage_error
 from shapecheck.catalog import PRESETS
-from shapecheck.errors import UsageError, first_line
-from shapecheck.target import Construction, Target, build, load_target, map_arguments, parse_init
+from shapecheck.errors import UsageError
+from shapecheck.target import Construction, build, construct, load_target, map_arguments, parse_init
+
+_EXPLICIT = ("d_model", "heads")  # --d-model and --heads (or their defaults) always size the target
 
 FORMATS = ("table", "json", "markdown")
-
-
-def _construct(target: Target, construction: Construction, device: Optional[str]) -> torch.nn.Module:
-    with torch.device(device) if device else contextlib.nullcontext():
-        module = target.obj(**construction.arguments)
-    if not isinstance(module, torch.nn.Module):
-        raise UsageError(f"{target.spec}: factory {target.name} returned {type(module).__name__}, not an nn.Module")
-    return module
 
 
 def _build_target(spec: str, d_model: int, heads: int, init: dict[str, Any]) -> tuple[torch.nn.Module, Construction]:
     """Build on the meta device; a constructor that cannot run there is built on the CPU instead."""
     target = load_target(spec)
-    construction = map_arguments(target, d_model=d_model, heads=heads, init=init)
-    for device in ("meta", None):
-        try:
-            return _construct(target, construction, device), construction
-        except UsageError:
-            raise
-        except Exception as error:  # noqa: BLE001 - the user's constructor raises anything
-            failure = error
-    raise UsageError(f"{spec}: the module fails to construct: {construction.describe()} raised {first_line(failure)}")
+    construction = map_arguments(target, {"d_model": d_model, "heads": heads}, keep_defaults=True, init=init, explicit=_EXPLICIT)
+    try:
+        return construct(target, construction, "meta"), construction
+    except UsageError:
+        return construct(target, construction, "cpu"), construction
 
 
 def _probe(spec: str, d_model: int, heads: int, init: dict[str, Any]) -> tuple[Optional[torch.nn.Module], str]:
     try:
-        module, construction = build(load_target(spec), d_model=d_model, heads=heads, init=init)
+        module, construction = build(load_target(spec), {"d_model": d_model, "heads": heads}, keep_defaults=True, init=init, explicit=_EXPLICIT)
     except UsageError as error:
         return None, f"not run: the small probe could not be built ({error})"
     return module, construction.describe()

@@ -76,8 +76,8 @@ def _module(
             raise UsageError(f"--preset {preset} alone fixes its sizes; give a TARGET to build other sizes")
         return model(), preset or "", {"d_model": d_model, "heads": heads}, None
     loaded, values = load_target(target or ""), parse_init(init)
-    module, _ = build(loaded, d_model=d_model, heads=heads, init=values)
-    return module, loaded.spec, {"d_model": d_model, "heads": heads}, factory_for(loaded, init=values)
+    module, _ = build(loaded, {"d_model": d_model, "heads": heads}, keep_defaults=True, init=values, explicit=("d_model", "heads"))
+    return module, loaded.spec, {"d_model": d_model, "heads": heads}, factory_for(loaded, init=values, keep_defaults=True)
 
 
 def render(result: ProofResult, console: Console) -> None:

@@ -50,8 +50,8 @@ def prove(
     from shapecheck.target import build, factory_for, load_target
 
     target = load_target(module_or_target)
-    module, _ = build(target, d_model=d_model, heads=heads, init=init)
-    rebuild = factory_for(target, init=init)
+    module, _ = build(target, {"d_model": d_model, "heads": heads}, keep_defaults=True, init=init, explicit=("d_model", "heads"))
+    rebuild = factory_for(target, init=init, keep_defaults=True)
     sizes = {"d_model": d_model, "heads": heads, **dict(options.pop("sizes", None) or {})}  # type: ignore[arg-type]
     return prove_module(module, target=target.spec, rebuild=rebuild, sizes=sizes, **options)  # type: ignore[arg-type]
 

@@ -21,17 +21,18 @@ from torch import Tensor, nn
 
 from shapecheck.axes import canonical
 from shapecheck.errors import UsageError
+from shapecheck.vocabulary import FORWARD_ROLES, MASK_TEXT
 
 MaskKind = Literal["keep", "ignore", "additive"]
 MaskOption = Literal["auto", "keep", "ignore", "additive", "none"]
 Layout = Literal["batch-first", "seq-first"]
 
-QUERY_NAMES = ("query", "q", "x", "hidden_states", "hidden", "inputs", "input", "src", "tgt", "queries")
-KEY_NAMES = ("key", "k", "keys", "memory", "context", "encoder_hidden_states", "kv")
-VALUE_NAMES = ("value", "v", "values")
-MASK_NAMES = ("key_padding_mask", "src_key_padding_mask", "padding_mask", "mask", "attention_mask", "attn_mask")
-CAUSAL_NAMES = ("causal", "is_causal")
-WEIGHTS_NAMES = ("need_weights", "output_attentions", "return_attention", "return_attn", "return_weights")
+QUERY_NAMES = FORWARD_ROLES["query"]
+KEY_NAMES = FORWARD_ROLES["key"] + FORWARD_ROLES["memory"]
+VALUE_NAMES = FORWARD_ROLES["value"]
+MASK_NAMES = FORWARD_ROLES["mask"]
+CAUSAL_NAMES = FORWARD_ROLES["causal"]
+WEIGHTS_NAMES = FORWARD_ROLES["weights"]
 MASK_SHAPES = ("b1ts", "b11s", "bs", "bts")  # tried in this order by the probe
 
 
@@ -128,7 +129,7 @@ def read_signature(module: nn.Module, *, mask: MaskOption = "auto", layout: Opti
     )
 
 
-_KIND_TEXT = {"keep": "True/1 = may attend", "ignore": "True = ignore", "additive": "additive float"}
+_KIND_TEXT = MASK_TEXT
 
 
 def _batch_first(module: nn.Module, layout: Optional[Layout]) -> bool:

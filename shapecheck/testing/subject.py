@@ -77,9 +77,8 @@ class Subject:
         if key not in self._modules:
             with torch.random.fork_rng(devices=[]):
                 torch.default_generator.manual_seed(self.options.seed)  # CPU only: cheap, no CUDA calls
-                module, construction = build(
-                    self.target, d_model=shape.d_model, heads=shape.heads, dropout=self.options.dropout, init=self.options.init
-                )
+                sizes = {"d_model": shape.d_model, "heads": shape.heads, "dropout": self.options.dropout}
+                module, construction = build(self.target, sizes, keep_defaults=False, init=self.options.init)
             self.construction = self.construction or construction
             self._modules[key] = module.eval()
         return self._modules[key]

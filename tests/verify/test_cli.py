@@ -76,7 +76,7 @@ def test_mask_option_overrides_the_convention():
     (["reference_models.attention:MultiHeadAttention", "--format", "xml"], "--format 'xml' is not one of: table, json"),
     (["reference_models.attention:MultiHeadAttention", "--init", "oops"], "--init item 'oops' is not name=value"),
     (["reference_models.attention:MultiHeadAttention", "--property", "speed"], "--property 'speed' is not one of"),
-    (["torch.nn:Bilinear"], "cannot map required argument 'in1_features'"),
+    (["torch.nn:Bilinear"], "cannot map required arguments 'in1_features', 'in2_features', 'out_features'"),
 ])
 def test_usage_errors_exit_2_with_one_line(args, message):
     result = RUN.invoke(app, ["verify", *args])

@@ -1,0 +1,141 @@
+"""The one vocabulary of argument roles: constructor parameters, forward arguments and mask conventions.
+
+Axis names live in ``shapecheck/axes.py``; the roles here that are sizes use those
+names (``d_model``, ``heads``, ``d_head``). Everything that maps a parameter name
+to a meaning reads this module: ``shapecheck.target`` (building a module),
+``shapecheck.testing.adapt`` (calling it), ``shapecheck.auditing`` (recognising heads).
+
+    >>> constructor_role("n_embd")
+    'd_model'
+    >>> forward_role("freqs_cis")
+    'rotary'
+    >>> MASK_CONVENTIONS["key_padding_mask"]
+    'ignore'
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Optional
+
+from shapecheck.axes import AXES
+
+# ---------------------------------------------------------------- constructor roles
+
+CONSTRUCTOR_ROLES: dict[str, frozenset[str]] = {
+    "d_model": frozenset({
+        "d_model", "embed_dim", "embed_size", "emb_size", "emb_dim", "hidden_size", "dim", "n_embd", "model_dim",
+        "n_embed", "embedding_dim", "d_embed", "n_state",
+    }),
+    "heads": frozenset({
+        "heads", "h", "n_head", "n_heads", "num_heads", "num_attention_heads", "nhead", "query_heads", "num_query_heads",
+        "n_query_heads", "attention_heads",
+    }),
+    "kv_heads": frozenset({
+        "num_key_value_heads", "n_kv_heads", "kv_heads", "num_kv_heads", "n_kv_head", "n_query_groups", "num_kv_groups",
+        "kv_head", "n_kv",
+    }),
+    "d_head": frozenset({
+        "head_dim", "dim_head", "d_head", "head_size", "d_k", "d_v", "d_kv", "kv_channels", "attention_head_size",
+        "head_width", "d_qk",
+    }),
+    "d_ff": frozenset({
+        "d_ff", "ffn_dim", "intermediate_size", "dim_feedforward", "mlp_dim", "n_inner", "ff_dim", "hidden_features",
+        "mlp_hidden_dim", "ffn_hidden_size", "d_inner",
+    }),
+    "rotary_dim": frozenset({"rotary_dim", "rope_dim", "rotary_emb_dim"}),
+    "dropout": frozenset({
+        "dropout", "p", "attn_dropout", "attention_dropout", "att_dropout", "dropout_p", "dropout_rate", "attn_pdrop",
+        "attention_probs_dropout_prob", "attn_drop", "drop", "attn_dropout_p", "resid_pdrop", "resid_dropout",
+        "proj_drop", "proj_dropout", "hidden_dropout_prob", "hidden_dropout", "dropout_prob", "attn_drop_rate", "drop_rate",
+    }),
+    "causal": frozenset({"causal", "is_causal", "is_decoder_causal", "use_causal_mask", "masked", "autoregressive"}),
+    "window": frozenset({"window_size", "sliding_window", "window", "local_window", "attention_window", "local_window_size"}),
+    "max_seq": frozenset({
+        "block_size", "max_seq_len", "max_seq_length", "max_position_embeddings", "n_positions", "context_length",
+        "max_len", "max_length", "seq_len", "n_ctx", "max_batch_seq", "context_size",
+    }),
+    "bias": frozenset({"bias", "use_bias", "qkv_bias", "proj_bias", "add_bias", "attn_bias", "attention_bias", "with_bias"}),
+    "layer_index": frozenset({"layer_idx", "layer_id", "layer_number", "layer_index", "block_idx"}),
+    "attention_type": frozenset({"attention_type"}),
+}
+"""Role -> the parameter names that carry it. Size roles are axis names (``shapecheck.axes.AXES``) where one exists."""
+
+# Names that are a width in attention code but often something else (an MLP's ``hidden_dim`` is d_ff):
+# they take ``d_model`` only when the signature has no unambiguous width name, and a replaced default is always shown.
+AMBIGUOUS_WIDTHS = frozenset({"hidden", "hidden_dim", "d_hidden", "n_filters", "input_dim", "d_in", "input_size", "in_features", "in_dim"})
+
+# The value a required parameter of these roles gets when the caller gives no size for it.
+ROLE_FALLBACKS: dict[str, Any] = {
+    "dropout": 0.0, "causal": False, "bias": True, "layer_index": 0, "attention_type": "global", "max_seq": 64,
+}
+
+CONFIG_PARAMETERS = ("config", "args", "cfg", "params", "conf", "model_args", "hparams")
+"""Constructor parameters that take a config object (GPTConfig, ModelArgs, a transformers config)."""
+
+SIZE_ROLES = tuple(role for role in CONSTRUCTOR_ROLES if role in AXES)  # d_model, heads, d_head
+
+
+def constructor_role(name: str, default: Any = None) -> Optional[str]:
+    """The role of constructor parameter ``name`` (its ``default`` decides dropout modules and ``*drop*`` floats)."""
+    for role, names in CONSTRUCTOR_ROLES.items():
+        if name in names:
+            return role
+    if name in AMBIGUOUS_WIDTHS:
+        return "d_model"
+    if _is_dropout_module(default) or ("drop" in name and isinstance(default, float)):
+        return "dropout"
+    return None
+
+
+def _is_dropout_module(value: Any) -> bool:
+    return type(value).__name__ in ("Dropout", "Dropout1d", "Dropout2d") and hasattr(value, "p")
+
+
+# ---------------------------------------------------------------- forward roles
+
+ForwardRole = Literal[
+    "query", "key", "value", "memory", "mask", "causal", "weights", "positions", "cache_position", "rotary", "alibi",
+    "position_bias", "cache", "use_cache", "start_pos", "residual", "head_mask", "encoder_mask",
+]
+
+FORWARD_ROLES: dict[str, tuple[str, ...]] = {
+    "query": ("query", "q", "x", "hidden_states", "hidden", "inputs", "input", "src", "tgt", "queries", "inp", "tokens_emb"),
+    "key": ("key", "k", "keys"),
+    "value": ("value", "v", "values"),
+    "memory": ("encoder_hidden_states", "key_value_states", "memory", "context", "kv", "x_kv", "enc", "encoder_output", "cond"),
+    "mask": ("key_padding_mask", "src_key_padding_mask", "padding_mask", "mask", "attention_mask", "attn_mask", "src_mask"),
+    "causal": ("causal", "is_causal"),
+    "weights": ("need_weights", "output_attentions", "return_attention", "return_attn", "return_weights"),
+    "positions": ("position_ids", "positions", "pos", "input_pos", "pos_ids"),
+    "cache_position": ("cache_position",),
+    "rotary": ("position_embeddings", "freqs_cis", "rotary_pos_emb", "rotary_emb", "rope", "freqs", "cos_sin", "pos_emb", "rope_cache"),
+    "alibi": ("alibi", "alibi_bias"),
+    "position_bias": ("position_bias", "rel_pos_bias", "relative_position_bias"),
+    "cache": ("past_key_value", "past_key_values", "layer_past", "cache", "kv_cache", "past", "past_kv"),
+    "use_cache": ("use_cache",),
+    "start_pos": ("start_pos", "offset", "input_pos_offset"),
+    "residual": ("residual",),
+    "head_mask": ("head_mask", "layer_head_mask"),
+    "encoder_mask": ("encoder_attention_mask", "memory_key_padding_mask", "memory_mask", "context_mask"),
+}
+"""Forward argument role -> the names that carry it, in order of preference."""
+
+MaskConvention = Literal["keep", "ignore", "additive"]
+MASK_CONVENTIONS: dict[str, MaskConvention] = {
+    "key_padding_mask": "ignore", "src_key_padding_mask": "ignore", "padding_mask": "ignore",  # torch: True = padding
+    "attn_mask": "ignore", "src_mask": "keep",  # torch's attn_mask: True = not allowed
+    "mask": "keep", "attention_mask": "keep",  # SDPA / most research code: True or 1 = may attend
+}
+"""A mask name's usual convention; the module's probed behaviour wins (``shapecheck.testing.adapt``)."""
+MASK_TEXT: dict[MaskConvention, str] = {"keep": "True/1 = may attend", "ignore": "True = ignore", "additive": "additive float"}
+PADDING_MASKS = ("key_padding_mask", "src_key_padding_mask", "padding_mask")  # (batch, seq_k) by convention
+
+
+def forward_role(name: str) -> Optional[str]:
+    """The role of forward argument ``name``, or None."""
+    return next((role for role, names in FORWARD_ROLES.items() if name in names), None)
+
+
+def pick(names: list[str], role: str) -> Optional[str]:
+    """The first of ``role``'s names present in ``names``."""
+    return next((n for n in FORWARD_ROLES[role] if n in names), None)
