@@ -1,0 +1,249 @@
+"""``model_report(module, settings)``: rows from any model's module tree, measured, with closed forms where recognised.
+
+Every module down to ``depth`` gets a row with its measured parameters (shared tensors once) and
+FLOPs in the chosen mode; a module ``anatomy`` recognises (attention, MLP, gated MLP, MoE, norm,
+embedding, Linear) also carries its closed form and value (``closed_forms``), and the tree is not
+opened below it. Identical layers of a ModuleList (same class and parameter shapes) fold into one row
+after the first. Pure data: ``shapecheck.render.report`` draws it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from torch import nn
+
+from shapecheck.counting import closed_forms as cf
+from shapecheck.counting import measure, memory
+from shapecheck.counting.anatomy import Part, recognise
+from shapecheck.counting.experts import ROUTING, routed
+from shapecheck.counting.inputs import runner
+from shapecheck.counting.per_token import estimates, mfu
+from shapecheck.display import show
+
+MODES = ("forward", "train", "decode")
+
+
+@dataclass(frozen=True)
+class Settings:
+    batch: int = 1
+    seq_len: int = 128
+    mode: str = "forward"
+    context: int = 2048  # decode: tokens already in the cache
+    dtype: str = "float32"
+    depth: Optional[int] = None
+    recompute: bool = False
+    causal_flops: str = "full"
+    tokens_per_second: Optional[float] = None
+    peak_tflops: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class Row:
+    path: str
+    kind: str  # a recognised kind, "module", or "repeat" (folded identical layers)
+    params: int
+    flops: int
+    detail: str = ""  # recognised sizes, e.g. "d_model=64 h=4 h_kv=2 d_head=16"
+    params_formula: Optional[str] = None
+    flops_formula: Optional[str] = None
+    expected_params: Optional[int] = None
+    expected_flops: Optional[int] = None
+    count: int = 1  # layers a folded row stands for
+
+    @property
+    def agrees(self) -> bool:
+        return all(e is None or e == m for e, m in ((self.expected_params, self.params), (self.expected_flops, self.flops)))
+
+
+@dataclass
+class ModelReport:
+    name: str
+    settings: Settings
+    rows: list[Row]
+    total: dict[str, Any]
+    memory: dict[str, int]
+    per_token: dict[str, Any]
+    uncounted: list[dict[str, Any]]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def agrees(self) -> bool:
+        return all(r.agrees for r in self.rows)
+
+
+def _same(a: nn.Module, b: nn.Module) -> bool:
+    shapes = lambda m: [(n, tuple(p.shape)) for n, p in m.named_parameters()]  # noqa: E731
+    return type(a) is type(b) and shapes(a) == shapes(b)
+
+
+def _walk(module: nn.Module, path: str, depth: int, limit: Optional[int], parts: dict[str, Part], out: list) -> None:
+    """(path, folded paths) in tree order; identical ModuleList items after the first fold into one entry."""
+    out.append((path, ()))
+    if path in parts or (limit is not None and depth >= limit):
+        return
+    children = [(f"{path}.{name}" if path else name, child) for name, child in module.named_children()]
+    i = 0
+    while i < len(children):
+        child_path, child = children[i]
+        _walk(child, child_path, depth + 1, limit, parts, out)
+        run = 1
+        if isinstance(module, nn.ModuleList):
+            while i + run < len(children) and _same(child, children[i + run][1]):
+                run += 1
+        if run > 1:
+            out.append((child_path, tuple(p for p, _ in children[i + 1:i + run])))
+        i += run
+
+
+def recognised(module: nn.Module) -> dict[str, Part]:
+    """Every recognised module by path, outermost first (nothing recognised inside a recognised part)."""
+    parts: dict[str, Part] = {}
+    for path, sub in module.named_modules():
+        if any(path.startswith(p + ".") for p in parts if p) or ("" in parts and path):
+            continue
+        part = recognise(sub)
+        if part is not None:
+            parts[path] = part
+    return parts
+
+
+def _expected(part: Part, s: Settings) -> tuple[int, int, int]:
+    form = cf.form(part)
+    seq, keys = (1, s.context + 1) if s.mode == "decode" else (s.seq_len, s.seq_len)
+    window = part.flags.get("window")
+    if s.mode == "decode" and window:
+        keys = min(keys, window)
+    at = cf.values(part, s.batch, seq, keys)
+    flops = cf.evaluate(form.flops, at)
+    if s.mode == "train":
+        flops *= 3  # backward = 2 × forward for every matmul (dX and dW)
+    return cf.evaluate(form.params, at), cf.evaluate(form.active, at), flops
+
+
+def _row(path: str, folded: tuple, parts: dict[str, Part], params: dict[str, int], measured: measure.Measured,
+         s: Settings) -> Row:
+    if folded:
+        p = sum(measure.subtree(params, g) for g in folded)
+        f = sum(measured.at(g) for g in folded)
+        label = f"{folded[0]}..{folded[-1].rpartition('.')[2]}"
+        return Row(label, "repeat", p, f, f"{len(folded)} × {path}", count=len(folded))
+    part = parts.get(path)
+    p, f = measure.subtree(params, path), measured.at(path)
+    if part is None:
+        return Row(path or "(model)", "module", p, f)
+    form = cf.form(part)
+    e_params, _, e_flops = _expected(part, s)
+    flops = form.flops.subs(cf.S, 1) if s.mode == "decode" else form.flops.subs(cf.S_k, cf.S)
+    return Row(path or "(model)", part.kind, p, f, part.describe(), show(form.params),
+               show(3 * flops if s.mode == "train" else flops), e_params, e_flops)
+
+
+def _attention_keys(parts: dict[str, Part], s: Settings) -> dict[str, int]:
+    keys = {}
+    for path, part in parts.items():
+        if part.kind == "attention":
+            window = part.flags.get("window")
+            keys[path] = min(s.context + 1, window) if window else s.context + 1
+    return keys
+
+
+def _measure(module: nn.Module, parts: dict[str, Part], s: Settings) -> measure.Measured:
+    moe = {module.get_submodule(p): part.sizes["k"] for p, part in parts.items() if part.kind == "moe"}
+    with routed(moe):
+        if s.mode == "train":
+            return measure.train(module, runner(module, s.batch, s.seq_len, "meta", grad=True))
+        if s.mode == "decode":
+            return measure.decode(module, runner(module, s.batch, 1, "meta"), _attention_keys(parts, s))
+        attention = [p for p, part in parts.items() if part.kind == "attention"]
+        return measure.forward(module, runner(module, s.batch, s.seq_len, "meta"), attention)
+
+
+def _active(module: nn.Module, parts: dict[str, Part], total: int) -> int:
+    idle = 0
+    for path, part in parts.items():
+        if part.kind == "moe":
+            form = cf.form(part)
+            at = cf.values(part, 1, 1, 1)
+            idle += cf.evaluate(form.params - form.active, at)
+    return total - idle
+
+
+def _non_embedding(module: nn.Module, parts: dict[str, Part], total: int) -> int:
+    tables = {id(p) for path, part in parts.items() if part.kind == "embedding"
+              for p in module.get_submodule(path).parameters()}
+    return total - sum(p.numel() for p in {id(p): p for p in module.parameters() if id(p) in tables}.values())
+
+
+def model_report(module: nn.Module, name: str, s: Settings) -> ModelReport:
+    """The report of ``module`` (built on meta, in ``s.dtype``) under ``s``; see the module docstring."""
+    module = module.to(memory.DTYPES[s.dtype]).train(s.mode == "train")
+    parts = recognised(module)
+    params = measure.owners(module)
+    measured = _measure(module, parts, s)
+    entries: list = []
+    _walk(module, "", 0, s.depth, parts, entries)
+    rows = [_row(p, folded, parts, params, measured, s) for p, folded in entries]
+    total_params = sum(params.values())
+    tokens = s.batch * (1 if s.mode == "decode" else s.seq_len)
+    flops = measured.at("")
+    attention = [part for part in parts.values() if part.kind == "attention"]
+    kv = memory.kv_cache_bytes([a.sizes["h_kv"] * a.sizes["d_head"] for a in attention], s.context, s.batch, s.dtype)
+    trainable = sum(p.numel() for p in {id(p): p for p in module.parameters() if p.requires_grad}.values())
+    total = {"params": total_params, "active_params": _active(module, parts, total_params), "flops": flops,
+             "macs": flops // 2, "flops_per_token": flops // tokens, "tokens": tokens}
+    per_token = _per_token(module, parts, s, total_params, flops // tokens)
+    notes = _notes(parts, s)
+    return ModelReport(name, s, rows, total, memory.memory(total_params, trainable, s.dtype, measured.activations, kv),
+                       per_token, _uncounted(measured.uncounted), notes)
+
+
+ROUTING_OPS = ("topk", "sort", "argsort", "cumsum", "histc", "bincount", "one_hot", "nonzero", "scatter", "scatter_add",
+               "index_add", "index_put", "index_copy", "masked_scatter", "argmax", "multinomial")
+
+
+def _uncounted(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Routing bookkeeping and index arithmetic are not model-sized arithmetic: left out of ``uncounted``."""
+    return [e for e in entries if e["op"].split(".")[-1].rstrip("_") not in ROUTING_OPS]
+
+
+def _per_token(module: nn.Module, parts: dict[str, Part], s: Settings, total: int, measured: int) -> dict[str, Any]:
+    attention = [p for p in parts.values() if p.kind == "attention"]
+    embeddings = [p for p in parts.values() if p.kind == "embedding"]
+    n = _non_embedding(module, parts, total)
+    d_model = attention[0].sizes["d_model"] if attention else 0
+    d_attn = attention[0].sizes["h"] * attention[0].sizes["d_head"] if attention else 0
+    vocab = max((e.sizes["rows"] for e in embeddings), default=0)
+    result: dict[str, Any] = {"measured": measured, "mode": s.mode, "non_embedding_params": n,
+                              "estimates": estimates(n, len(attention), s.seq_len, d_attn, d_model, vocab)}
+    if s.causal_flops == "half" and s.mode != "decode":
+        core = sum(cf.evaluate(cf.form(p).core, cf.values(p, 1, s.seq_len, s.seq_len)) for p in attention)
+        result["measured_causal_half"] = measured - (core // 2) * (3 if s.mode == "train" else 1) // s.seq_len
+    if s.tokens_per_second and s.peak_tflops:
+        train_per_token = measured if s.mode == "train" else 3 * measured
+        result["mfu"] = mfu(train_per_token, s.tokens_per_second, s.peak_tflops)
+    return result
+
+
+def _notes(parts: dict[str, Part], s: Settings) -> list[str]:
+    notes = ["flops: matmul FLOPs, 2 per multiply-add (macs = flops / 2), measured on the meta device; "
+             "parameters shared between modules are counted once, in the first module that holds them"]
+    if s.mode == "train":
+        notes.append("train: forward + backward of output.sum() counted by FlopCounterMode with shapecheck's "
+                     "attention formulas; a formula's value is 3 × its forward (backward = dX + dW)")
+    if s.mode == "decode":
+        notes.append(f"decode: one new token per sequence against a KV cache of {s.context} tokens "
+                     f"(it attends to {s.context + 1} keys; S = 1, S_k = keys); attention scores and values "
+                     "counted at one key and scaled to the keys")
+    if any(p.kind == "moe" for p in parts.values()):
+        notes.append(f"MoE routing assumption: {ROUTING}; active_params counts k of E experts")
+    if any(p.flags.get("window") for p in parts.values()):
+        notes.append("sliding window: the full S×S_k scores are counted as the kernel computes them; "
+                     "in decode a query attends to min(keys, window) keys")
+    notes.append("causal attention: the full S×S score matrix is counted (as torch.utils.flop_counter); "
+                 "--causal-flops half gives the half flash kernels compute")
+    return notes
+
+
+__all__ = ["MODES", "ModelReport", "Row", "Settings", "model_report", "recognised"]
