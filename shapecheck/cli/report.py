@@ -14,12 +14,18 @@ from typing import Any, Optional
 
 import typer
 
+from shapecheck.cli import options
 from shapecheck.cli.common import EXIT_FINDINGS, usage_error
 from shapecheck.counting.models import MODELS
 from shapecheck.catalog import PRESETS
 from shapecheck.errors import ShapecheckError
 
+from shapecheck.counting.memory import DTYPES
+from shapecheck.counting.per_token import PEAK_TFLOPS
+from shapecheck.counting.tree import MODES
+
 FORMATS = ("table", "json", "markdown", "csv")
+DTYPE_NAMES = tuple(DTYPES)
 SIZE_FLAGS = ("d_model", "heads", "layers", "d_ff", "d_k", "d_v", "batch", "vocab", "max_seq")
 MODEL_HELP = "; ".join(f"{name}: {kind.help}" for name, kind in MODELS.items())
 
@@ -47,6 +53,18 @@ def parse_seq(text: Optional[str]) -> Any:
 def register(app: typer.Typer) -> None:
     @app.command("report")
     def report(
+        target: Optional[str] = typer.Argument(None, metavar="[TARGET]", help="file.py:Name, package.module:Name, or transformers:ClassName with --config."),
+        config_file: Optional[str] = options.text("--config", metavar="FILE", help="A transformers config.json (local; no hub access); the class from its 'architectures' unless TARGET names it."),
+        mode: str = options.choice("--mode", choices=MODES, default="forward", help="forward, train (forward + backward), or decode (one token against a KV cache)."),
+        context: int = options.positive("--context", default=2048, help="decode: tokens in the KV cache; also sizes the kv_cache memory."),
+        dtype: Optional[str] = options.choice("--dtype", choices=DTYPE_NAMES, help="Element type for memory (default: the config's, else float32)."),
+        depth: Optional[int] = options.positive("--depth", minimum=0, help="Rows down to this depth of the module tree (default: all)."),
+        recompute: bool = options.flag("--recompute", help="train: activation recomputation (one more forward)."),
+        causal_flops: str = options.choice("--causal-flops", choices=("full", "half"), default="full", help="Causal attention: the full S×S scores, or the half flash kernels compute."),
+        tokens_per_second: Optional[int] = options.positive("--tokens-per-second", help="Measured training throughput, for MFU."),
+        peak_tflops: Optional[int] = options.positive("--peak-tflops", help="The device's dense peak in TFLOPS, for MFU."),
+        device_name: Optional[str] = options.choice("--device", choices=tuple(PEAK_TFLOPS), help="A device whose published dense peak gives MFU."),
+        init: Optional[dict] = options.init(),
         heads: Optional[str] = typer.Option(None, "--heads", help="Attention heads h (default 8)."),
         d_model: Optional[str] = typer.Option(None, "--d-model", help="Model width (default 512)."),
         model: Optional[str] = typer.Option(None, "--model", help=f"Which model. {MODEL_HELP}."),
@@ -74,6 +92,16 @@ def register(app: typer.Typer) -> None:
         """
         from shapecheck.report import build_report, resolve_config
 
+        if target is not None or config_file is not None:
+            peak = float(peak_tflops) if peak_tflops else PEAK_TFLOPS.get(device_name or "")
+            settings = dict(mode=mode, context=context, dtype=dtype, depth=depth, recompute=recompute,
+                            causal_flops=causal_flops, tokens_per_second=tokens_per_second, peak_tflops=peak,
+                            batch=parse_size("batch", batch) or 1, seq_len=parse_size("seq_len", seq_len) or 128)
+            flags = dict(model=model, preset=preset, layers=layers, d_ff=d_ff, d_k=d_k, d_v=d_v, vocab=vocab,
+                         max_seq=max_seq, impl=impl, plot=plot or None, plot_file=plot_file, fvcore=fvcore or None)
+            _tree_report(target, config_file, output_format, settings, flags, init,
+                         {"d_model": parse_size("d_model", d_model), "heads": parse_size("heads", heads)})
+            return
         if output_format not in FORMATS:
             usage_error(f"unknown --format {output_format!r}; choose one of: {', '.join(FORMATS)}")
         if plot and output_format in ("json", "csv"):
@@ -91,6 +119,25 @@ def register(app: typer.Typer) -> None:
             write_chart(config, plot_file)
         if not result.agrees or (strict and result.uncounted):
             raise typer.Exit(EXIT_FINDINGS)
+
+
+def _tree_report(target: Optional[str], config_file: Optional[str], output_format: str, settings: dict,
+                 flags: dict, init: Optional[dict], sizes: dict) -> None:
+    """``report TARGET`` / ``--config``: rows from the module tree (``shapecheck.counting.tree``)."""
+    from shapecheck.counting.hf import config_dtype
+    from shapecheck.counting.load import load_model
+    from shapecheck.counting.tree import Settings, model_report
+    from shapecheck.render.report import exit_code, render as render_tree
+
+    given = [name for name, value in flags.items() if value is not None]
+    if given:
+        usage_error(f"--{given[0].replace('_', '-')} applies to the built-in models (--model/--preset), not to a TARGET or --config")
+    module, name = load_model(target, config_file, init=init, sizes=sizes)
+    settings["dtype"] = settings["dtype"] or config_dtype(module) or "float32"
+    result = model_report(module, name, Settings(**settings))
+    typer.echo(render_tree(result, output_format), nl=False)
+    if exit_code(result):
+        raise typer.Exit(EXIT_FINDINGS)
 
 
 def _require_matplotlib() -> None:

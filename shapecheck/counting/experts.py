@@ -37,11 +37,13 @@ def _stacked_forward(experts: nn.Module, k: int):
     """transformers' 3-D expert weights: gate_up_proj (E, 2·d_ff, d_model), down_proj (E, d_model, d_ff)."""
     act = getattr(experts, "act_fn", F.silu)
 
-    def forward(hidden: torch.Tensor, top_k_index: Any = None, *_: Any, **__: Any) -> torch.Tensor:
+    def forward(hidden: torch.Tensor, top_k_index: Any = None, top_k_weights: Any = None, *_: Any, **__: Any) -> torch.Tensor:
         tokens = _pairs(hidden, k)
         gate, up = F.linear(tokens, experts.gate_up_proj[0]).chunk(2, dim=-1)
-        out = F.linear(act(gate) * up, experts.down_proj[0])
-        return out.reshape(k, -1, out.shape[-1]).sum(0).reshape(hidden.shape)
+        out = F.linear(act(gate) * up, experts.down_proj[0]).reshape(k, -1, hidden.shape[-1])
+        if isinstance(top_k_weights, torch.Tensor):  # weighted by the router, so its backward runs as in training
+            out = out * top_k_weights.reshape(-1, k).t().unsqueeze(-1).to(out.dtype)
+        return out.sum(0).reshape(hidden.shape)
 
     return forward
 

@@ -1,0 +1,31 @@
+"""The model a report is about: a target (``file.py:Name``, ``package.module:Name``) or a transformers config, on meta."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from torch import nn
+
+from shapecheck.counting import hf
+from shapecheck.errors import UsageError
+
+
+def load_model(target: Optional[str], config: Optional[str], *, init: Optional[dict[str, Any]] = None,
+               sizes: Optional[dict[str, int]] = None) -> tuple[nn.Module, str]:
+    """The module built on the meta device and a label for it; every failure is one ``UsageError`` line."""
+    if target and target.startswith(hf.PREFIX):
+        if config is None:
+            raise UsageError(f"{target} needs --config path/to/config.json (no hub access is attempted)")
+        return hf.build(config, target[len(hf.PREFIX):] or None)
+    if target is None:
+        if config is None:
+            raise UsageError("give a TARGET (file.py:Name or package.module:Name), --config FILE, or --model/--preset")
+        return hf.build(config)
+    if config is not None:
+        raise UsageError(f"--config applies to transformers models; {target} is built from its own constructor")
+    from shapecheck.target import construct, load_target, map_arguments
+
+    loaded = load_target(target)
+    given = {k: v for k, v in (sizes or {}).items() if v is not None}
+    construction = map_arguments(loaded, given, keep_defaults=True, init=init or {}, explicit=tuple(given))
+    return construct(loaded, construction, "meta"), f"{target}: {construction.describe()}"
