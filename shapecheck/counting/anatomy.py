@@ -81,8 +81,12 @@ def attention(module: nn.Module) -> Optional[Part]:
     sizes = {"d_model": q.d_in, "h": h, "h_kv": k.d_out // d_head, "d_head": d_head}
     if "o" in projections:
         sizes["d_out"] = projections["o"].d_out
+    bias_table = getattr(module, "relative_attention_bias", None)  # T5 (Raffel et al. 2020, 2.1): buckets × h
+    if isinstance(bias_table, nn.Embedding) and bias_table.embedding_dim == h:
+        sizes["buckets"] = bias_table.num_embeddings
     window = _int_attr(_holders(module), WINDOW_ATTRS)
-    flags = {"bias": {role: p.has_bias for role, p in projections.items()}, "window": window}
+    flags = {"bias": {role: p.has_bias for role, p in projections.items()}, "window": window,
+             "relative": "buckets" in sizes}
     return Part("attention", sizes, flags)
 
 

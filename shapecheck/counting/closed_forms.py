@@ -3,7 +3,7 @@
 Symbols: ``B`` batch, ``S`` query tokens per sequence, ``S_k`` keys each query attends to
 (``S`` in a forward pass, the cache length in decode), ``d_model``, ``h`` query heads,
 ``h_kv`` key/value heads, ``d_head``, ``d_ff``, ``E`` experts, ``k`` experts per token,
-``d_in``/``d_out`` (a Linear), ``rows`` (an embedding table).
+``d_in``/``d_out`` (a Linear), ``rows`` (an embedding table), ``buckets`` (T5's relative position buckets).
 
 Sources:
 - A Linear costs 2 FLOPs per weight per token (Kaplan et al. 2020, section 2.1).
@@ -28,8 +28,8 @@ import sympy
 from shapecheck.counting.anatomy import Part
 
 B, S, S_k = sympy.symbols("B S S_k", positive=True, integer=True)
-d_model, h, h_kv, d_head, d_ff, E, k, d_in, d_out, rows = sympy.symbols(
-    "d_model h h_kv d_head d_ff E k d_in d_out rows", positive=True, integer=True
+d_model, h, h_kv, d_head, d_ff, E, k, d_in, d_out, rows, buckets = sympy.symbols(
+    "d_model h h_kv d_head d_ff E k d_in d_out rows buckets", positive=True, integer=True
 )
 ZERO = sympy.Integer(0)
 
@@ -58,6 +58,8 @@ def _attention(part: Part) -> Form:
         p, f = _linear(i, o, bias[role])
         params, flops = params + p, flops + f
     core = 2 * (2 * B * h * S * S_k * d_head)
+    if part.flags.get("relative"):
+        params += buckets * h  # T5's relative position bias table: a gather, no matmul
     return Form(params, params, flops + core, core)
 
 
@@ -88,7 +90,7 @@ def _form(key: tuple) -> Form:
     kind, flags = key[0], dict(key[1])
     if kind == "attention":
         sizes = {} if flags["out"] is None else {"d_out": 1 if flags["out"] else 2, "d_model": 1}
-        return _attention(Part(kind, sizes, {"bias": dict(flags["bias"])}))
+        return _attention(Part(kind, sizes, {"bias": dict(flags["bias"]), "relative": flags.get("relative")}))
     if kind in ("mlp", "gated_mlp"):
         params, flops = _ffn(kind == "gated_mlp", flags["bias"])
         return Form(params, params, flops)
@@ -111,7 +113,7 @@ def form(part: Part) -> Form:
 def values(part: Part, batch: int, seq: int, keys: int) -> dict[sympy.Symbol, int]:
     """The symbol values of ``part`` at ``batch`` × ``seq`` query tokens attending to ``keys`` keys."""
     names = {"d_model": d_model, "h": h, "h_kv": h_kv, "d_head": d_head, "d_ff": d_ff, "E": E, "k": k,
-             "d_in": d_in, "d_out": d_out, "rows": rows}
+             "d_in": d_in, "d_out": d_out, "rows": rows, "buckets": buckets}
     found = {names[key]: value for key, value in part.sizes.items() if key in names}
     return {**found, B: batch, S: seq, S_k: keys}
 

@@ -34,6 +34,11 @@ def owners(module: nn.Module) -> dict[str, int]:
     return dict(counts)
 
 
+def unique_numel(module: nn.Module) -> int:
+    """Parameters of ``module``'s subtree, each tensor once."""
+    return sum(p.numel() for p in {id(p): p for p in module.parameters()}.values())
+
+
 def subtree(per_module: dict[str, int], path: str) -> int:
     """The sum over ``path`` and every module under it."""
     if not path:

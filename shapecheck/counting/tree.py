@@ -9,9 +9,13 @@ after the first. Pure data: ``shapecheck.render.report`` draws it.
 
 from __future__ import annotations
 
+import contextlib
+import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+import torch
 from torch import nn
 
 from shapecheck.counting import closed_forms as cf
@@ -109,35 +113,60 @@ def recognised(module: nn.Module) -> dict[str, Part]:
     return parts
 
 
-def _expected(part: Part, s: Settings) -> tuple[int, int, int]:
+def _expected(part: Part, s: Settings, shape: Optional[tuple[int, ...]]) -> tuple[int, int, int]:
+    """The closed forms' values at the input ``shape`` the part was called with (batch·seq tokens)."""
     form = cf.form(part)
-    seq, keys = (1, s.context + 1) if s.mode == "decode" else (s.seq_len, s.seq_len)
+    shape = shape or (s.batch, 1 if s.mode == "decode" else s.seq_len, 0)
+    batch, seq = math.prod(shape[:-2]), shape[-2]
+    keys = s.context + 1 if s.mode == "decode" else seq
     window = part.flags.get("window")
     if s.mode == "decode" and window:
         keys = min(keys, window)
-    at = cf.values(part, s.batch, seq, keys)
+    at = cf.values(part, batch, seq, keys)
     flops = cf.evaluate(form.flops, at)
     if s.mode == "train":
         flops *= 3  # backward = 2 × forward for every matmul (dX and dW)
     return cf.evaluate(form.params, at), cf.evaluate(form.active, at), flops
 
 
-def _row(path: str, folded: tuple, parts: dict[str, Part], params: dict[str, int], measured: measure.Measured,
-         s: Settings) -> Row:
+def _row(module: nn.Module, path: str, folded: tuple, parts: dict[str, Part], measured: measure.Measured,
+         s: Settings, shapes: dict[str, tuple[int, ...]]) -> Row:
+    """One row: measured parameters (each tensor once within the row: a tied head shows its table) and FLOPs."""
+    params = lambda p: measure.unique_numel(module.get_submodule(p))  # noqa: E731
     if folded:
-        p = sum(measure.subtree(params, g) for g in folded)
+        p = sum(params(g) for g in folded)
         f = sum(measured.at(g) for g in folded)
         label = f"{folded[0]}..{folded[-1].rpartition('.')[2]}"
         return Row(label, "repeat", p, f, f"{len(folded)} × {path}", count=len(folded))
     part = parts.get(path)
-    p, f = measure.subtree(params, path), measured.at(path)
+    p, f = params(path), measured.at(path)
     if part is None:
         return Row(path or "(model)", "module", p, f)
     form = cf.form(part)
-    e_params, _, e_flops = _expected(part, s)
+    e_params, _, e_flops = _expected(part, s, shapes.get(path))
     flops = form.flops.subs(cf.S, 1) if s.mode == "decode" else form.flops.subs(cf.S_k, cf.S)
     return Row(path or "(model)", part.kind, p, f, part.describe(), show(form.params),
                show(3 * flops if s.mode == "train" else flops), e_params, e_flops)
+
+
+@contextlib.contextmanager
+def input_shapes(module: nn.Module, parts: dict[str, Part]) -> Iterator[dict[str, tuple[int, ...]]]:
+    """The shape of the first tensor each recognised part is called with (a pooler sees one token per sequence)."""
+    shapes: dict[str, tuple[int, ...]] = {}
+
+    def hook(path: str):
+        def record(_: nn.Module, args: tuple, kwargs: dict) -> None:
+            first = next((a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)), None)
+            if first is not None and first.dim() >= 2:
+                shapes.setdefault(path, tuple(first.shape))
+        return record
+
+    handles = [module.get_submodule(p).register_forward_pre_hook(hook(p), with_kwargs=True) for p in parts]
+    try:
+        yield shapes
+    finally:
+        for handle in handles:
+            handle.remove()
 
 
 def _attention_keys(parts: dict[str, Part], s: Settings) -> dict[str, int]:
@@ -181,10 +210,11 @@ def model_report(module: nn.Module, name: str, s: Settings) -> ModelReport:
     module = module.to(memory.DTYPES[s.dtype]).train(s.mode == "train")
     parts = recognised(module)
     params = measure.owners(module)
-    measured = _measure(module, parts, s)
+    with input_shapes(module, parts) as shapes:
+        measured = _measure(module, parts, s)
     entries: list = []
     _walk(module, "", 0, s.depth, parts, entries)
-    rows = [_row(p, folded, parts, params, measured, s) for p, folded in entries]
+    rows = [_row(module, p, folded, parts, measured, s, shapes) for p, folded in entries]
     total_params = sum(params.values())
     tokens = s.batch * (1 if s.mode == "decode" else s.seq_len)
     flops = measured.at("")
