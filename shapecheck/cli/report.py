@@ -26,6 +26,7 @@ from shapecheck.counting.tree import MODES
 
 FORMATS = ("table", "json", "markdown", "csv")
 DTYPE_NAMES = tuple(DTYPES)
+LLM_PRESETS = tuple(name for name, p in PRESETS.items() if p.kind not in MODELS)
 SIZE_FLAGS = ("d_model", "heads", "layers", "d_ff", "d_k", "d_v", "batch", "vocab", "max_seq")
 MODEL_HELP = "; ".join(f"{name}: {kind.help}" for name, kind in MODELS.items())
 
@@ -92,15 +93,16 @@ def register(app: typer.Typer) -> None:
         """
         from shapecheck.report import build_report, resolve_config
 
-        if target is not None or config_file is not None:
+        tree_preset = preset if preset in PRESETS and PRESETS[preset].kind not in MODELS else None
+        if target is not None or config_file is not None or tree_preset:
             peak = float(peak_tflops) if peak_tflops else PEAK_TFLOPS.get(device_name or "")
             settings = dict(mode=mode, context=context, dtype=dtype, depth=depth, recompute=recompute,
                             causal_flops=causal_flops, tokens_per_second=tokens_per_second, peak_tflops=peak,
                             batch=parse_size("batch", batch) or 1, seq_len=parse_size("seq_len", seq_len) or 128)
-            flags = dict(model=model, preset=preset, layers=layers, d_ff=d_ff, d_k=d_k, d_v=d_v, vocab=vocab,
+            flags = dict(model=model, preset=None if tree_preset else preset, layers=layers, d_ff=d_ff, d_k=d_k, d_v=d_v, vocab=vocab,
                          max_seq=max_seq, impl=impl, plot=plot or None, plot_file=plot_file, fvcore=fvcore or None)
             _tree_report(target, config_file, output_format, settings, flags, init,
-                         {"d_model": parse_size("d_model", d_model), "heads": parse_size("heads", heads)})
+                         {"d_model": parse_size("d_model", d_model), "heads": parse_size("heads", heads)}, tree_preset)
             return
         if output_format not in FORMATS:
             usage_error(f"unknown --format {output_format!r}; choose one of: {', '.join(FORMATS)}")
@@ -122,7 +124,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _tree_report(target: Optional[str], config_file: Optional[str], output_format: str, settings: dict,
-                 flags: dict, init: Optional[dict], sizes: dict) -> None:
+                 flags: dict, init: Optional[dict], sizes: dict, preset: Optional[str] = None) -> None:
     """``report TARGET`` / ``--config``: rows from the module tree (``shapecheck.counting.tree``)."""
     from shapecheck.counting.hf import config_dtype
     from shapecheck.counting.load import load_model
@@ -131,8 +133,8 @@ def _tree_report(target: Optional[str], config_file: Optional[str], output_forma
 
     given = [name for name, value in flags.items() if value is not None]
     if given:
-        usage_error(f"--{given[0].replace('_', '-')} applies to the built-in models (--model/--preset), not to a TARGET or --config")
-    module, name = load_model(target, config_file, init=init, sizes=sizes)
+        usage_error(f"--{given[0].replace('_', '-')} applies to the built-in models (--model), not to a TARGET, --config or a {', '.join(LLM_PRESETS)} preset")
+    module, name = load_model(target, config_file, init=init, sizes=sizes, preset=preset)
     settings["dtype"] = settings["dtype"] or config_dtype(module) or "float32"
     result = model_report(module, name, Settings(**settings))
     typer.echo(render_tree(result, output_format), nl=False)

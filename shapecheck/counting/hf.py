@@ -24,6 +24,7 @@ def _transformers() -> Any:
         import transformers
     except ImportError:
         raise UsageError("transformers is not installed; pip install transformers to report on a config") from None
+    transformers.logging.set_verbosity_error()  # its deprecation notices are not the report's
     return transformers
 
 
