@@ -10,10 +10,11 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Optional
 
 import torch
 from torch import nn
@@ -52,7 +53,7 @@ class Measured:
     flops: dict[str, int]  # module path -> FLOPs of the ops it ran itself (forward/decode) or its subtree (train)
     subtree_flops: bool  # True when ``flops`` already holds subtree totals
     uncounted: list[dict[str, Any]] = field(default_factory=list)
-    activations: int = 0  # bytes saved for backward (train only)
+    activations: Optional[int] = None  # bytes saved for backward (train only)
 
     def at(self, path: str) -> int:
         if self.subtree_flops:
@@ -102,12 +103,29 @@ class _Saved:
         return sum(self.storages.values())
 
 
-def train(module: nn.Module, run: Callable[[], Any]) -> Measured:
+@contextlib.contextmanager
+def recomputed(layers: Iterable[nn.Module]) -> Iterator[None]:
+    """Each of ``layers`` runs under ``torch.utils.checkpoint`` (full activation recomputation) while inside."""
+    from torch.utils.checkpoint import checkpoint
+
+    layers = list(layers)
+    for layer in layers:
+        plain = layer.forward
+        layer.forward = lambda *a, _plain=plain, **k: checkpoint(_plain, *a, use_reentrant=False, **k)
+    try:
+        yield
+    finally:
+        for layer in layers:
+            del layer.forward
+
+
+def train(module: nn.Module, run: Callable[[], Any], recompute: Iterable[nn.Module] = ()) -> Measured:
+    """Forward + backward; ``recompute``: layers checkpointed, so their forward runs again in backward."""
     from torch.utils.flop_counter import FlopCounterMode
 
     saved = _Saved(module)
     counter = FlopCounterMode(display=False, custom_mapping=flop_counter_mapping())
-    with counter:
+    with counter, recomputed(recompute):
         with torch.autograd.graph.saved_tensors_hooks(saved.pack, lambda t: t):
             loss = output_tensor(run()).float().sum()
         loss.backward()

@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import torch
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64}
@@ -37,7 +39,7 @@ def korthikanti(seq: int, batch: int, d_model: int, heads: int, layers: int) -> 
     return layers * (seq * batch * d_model * 34 + 5 * heads * seq * seq * batch)
 
 
-def memory(params: int, trainable: int, dtype: str, activations: int, kv: int) -> dict[str, int]:
+def memory(params: int, trainable: int, dtype: str, activations: Optional[int], kv: int) -> dict[str, Optional[int]]:
     size = itemsize(dtype)
     return {"weights": params * size, "gradients": trainable * size, "optimizer": optimizer_bytes(trainable, dtype),
             "activations": activations, "kv_cache": kv}

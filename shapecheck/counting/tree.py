@@ -113,7 +113,7 @@ def recognised(module: nn.Module) -> dict[str, Part]:
     return parts
 
 
-def _expected(part: Part, s: Settings, shape: Optional[tuple[int, ...]]) -> tuple[int, int, int]:
+def _expected(part: Part, s: Settings, shape: Optional[tuple[int, ...]], factor: int = 1) -> tuple[int, int, int]:
     """The closed forms' values at the input ``shape`` the part was called with (batch·seq tokens)."""
     form = cf.form(part)
     shape = shape or (s.batch, 1 if s.mode == "decode" else s.seq_len, 0)
@@ -124,13 +124,18 @@ def _expected(part: Part, s: Settings, shape: Optional[tuple[int, ...]]) -> tupl
         keys = min(keys, window)
     at = cf.values(part, batch, seq, keys)
     flops = cf.evaluate(form.flops, at)
-    if s.mode == "train":
-        flops *= 3  # backward = 2 × forward for every matmul (dX and dW)
-    return cf.evaluate(form.params, at), cf.evaluate(form.active, at), flops
+    return cf.evaluate(form.params, at), cf.evaluate(form.active, at), factor * flops
+
+
+def train_factor(s: Settings, path: str, recomputed: frozenset[str]) -> int:
+    """Training FLOPs per forward FLOP of a matmul: 1 forward + 2 backward (dX, dW), + 1 if its layer is recomputed."""
+    if s.mode != "train":
+        return 1
+    return 4 if any(path.startswith(layer + ".") or path == layer for layer in recomputed) else 3
 
 
 def _row(module: nn.Module, path: str, folded: tuple, parts: dict[str, Part], measured: measure.Measured,
-         s: Settings, shapes: dict[str, tuple[int, ...]]) -> Row:
+         s: Settings, shapes: dict[str, tuple[int, ...]], recomputed: frozenset[str] = frozenset()) -> Row:
     """One row: measured parameters (each tensor once within the row: a tied head shows its table) and FLOPs."""
     params = lambda p: measure.unique_numel(module.get_submodule(p))  # noqa: E731
     if folded:
@@ -143,10 +148,13 @@ def _row(module: nn.Module, path: str, folded: tuple, parts: dict[str, Part], me
     if part is None:
         return Row(path or "(model)", "module", p, f)
     form = cf.form(part)
-    e_params, _, e_flops = _expected(part, s, shapes.get(path))
+    factor = train_factor(s, path, recomputed)
+    e_params, _, e_flops = _expected(part, s, shapes.get(path), factor)
+    if recomputed:
+        e_flops = None  # the checkpoint's recomputation is attributed to the module whose backward asked for it
     flops = form.flops.subs(cf.S, 1) if s.mode == "decode" else form.flops.subs(cf.S_k, cf.S)
     return Row(path or "(model)", part.kind, p, f, part.describe(), show(form.params),
-               show(3 * flops if s.mode == "train" else flops), e_params, e_flops)
+               show(factor * flops), e_params, e_flops)
 
 
 @contextlib.contextmanager
@@ -182,11 +190,20 @@ def _measure(module: nn.Module, parts: dict[str, Part], s: Settings) -> measure.
     moe = {module.get_submodule(p): part.sizes["k"] for p, part in parts.items() if part.kind == "moe"}
     with routed(moe):
         if s.mode == "train":
-            return measure.train(module, runner(module, s.batch, s.seq_len, "meta", grad=True))
+            layers = _stacked_layers(module) if s.recompute else []
+            return measure.train(module, runner(module, s.batch, s.seq_len, "meta", grad=True), layers)
         if s.mode == "decode":
             return measure.decode(module, runner(module, s.batch, 1, "meta"), _attention_keys(parts, s))
         attention = [p for p, part in parts.items() if part.kind == "attention"]
         return measure.forward(module, runner(module, s.batch, s.seq_len, "meta"), attention)
+
+
+def _stacked_layers(module: nn.Module) -> list[nn.Module]:
+    """The items of every ModuleList that holds the model's layers (what activation recomputation checkpoints)."""
+    lists = [m for m in module.modules() if isinstance(m, nn.ModuleList) and len(m) > 1
+             and all(_same(m[0], item) or type(m[0]) is type(item) for item in m)]
+    outer = [m for m in lists if not any(m is not o and any(m is x for x in o.modules()) for o in lists)]
+    return [layer for m in outer for layer in m]
 
 
 def _active(module: nn.Module, parts: dict[str, Part], total: int) -> int:
@@ -214,7 +231,9 @@ def model_report(module: nn.Module, name: str, s: Settings) -> ModelReport:
         measured = _measure(module, parts, s)
     entries: list = []
     _walk(module, "", 0, s.depth, parts, entries)
-    rows = [_row(module, p, folded, parts, measured, s, shapes) for p, folded in entries]
+    names = {id(m): p for p, m in module.named_modules()}
+    recomputed = frozenset(names[id(m)] for m in _stacked_layers(module)) if s.recompute and s.mode == "train" else frozenset()
+    rows = [_row(module, p, folded, parts, measured, s, shapes, recomputed) for p, folded in entries]
     total_params = sum(params.values())
     tokens = s.batch * (1 if s.mode == "decode" else s.seq_len)
     flops = measured.at("")
@@ -225,6 +244,11 @@ def model_report(module: nn.Module, name: str, s: Settings) -> ModelReport:
              "macs": flops // 2, "flops_per_token": flops // tokens, "tokens": tokens}
     per_token = _per_token(module, parts, s, total_params, flops // tokens)
     notes = _notes(parts, s)
+    if s.mode == "train" and attention and not s.recompute:
+        a = attention[0]
+        estimate = memory.korthikanti(s.seq_len, s.batch, a.sizes["d_model"], a.sizes["h"], len(attention))
+        notes.append(f"activations by Korthikanti et al. 2022 eq. 1 (16-bit GPT layers, no recomputation, "
+                     f"s·b·h·(34 + 5·a·s/h) per layer): {estimate:,} bytes; measured: {measured.activations:,}")
     return ModelReport(name, s, rows, total, memory.memory(total_params, trainable, s.dtype, measured.activations, kv),
                        per_token, _uncounted(measured.uncounted), notes)
 
@@ -261,7 +285,18 @@ def _notes(parts: dict[str, Part], s: Settings) -> list[str]:
              "parameters shared between modules are counted once, in the first module that holds them"]
     if s.mode == "train":
         notes.append("train: forward + backward of output.sum() counted by FlopCounterMode with shapecheck's "
-                     "attention formulas; a formula's value is 3 × its forward (backward = dX + dW)")
+                     "attention formulas; a formula's value is 3 × its forward (backward = dX + dW)"
+                     + ("; --recompute: each layer runs under torch.utils.checkpoint (non-reentrant) and saves only "
+                        "its input; its forward runs again in backward, stopping once the saved tensors are rebuilt "
+                        "(a layer's last matmul is not rerun), so the total is below the 4 × forward convention; "
+                        "formulas show the 4 × convention, rows are not compared" if s.recompute else ""))
+        notes.append("memory: activations are the tensors autograd saves for backward, measured on meta "
+                     "(deduplicated by storage, weights excluded); optimizer: Adam, two float32 moments "
+                     "(8 bytes/param) + a float32 master copy (4) when the dtype is 16-bit; on meta, "
+                     "scaled_dot_product_attention takes its math path and saves the S×S probabilities, "
+                     "where a flash kernel saves O(S) per head")
+    else:
+        notes.append("memory: activations are measured with --mode train (null here)")
     if s.mode == "decode":
         notes.append(f"decode: one new token per sequence against a KV cache of {s.context} tokens "
                      f"(it attends to {s.context + 1} keys; S = 1, S_k = keys); attention scores and values "

@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import asdict
-from typing import Any
+from typing import Any, Optional
 
 from shapecheck.counting.tree import ModelReport, Row
 from shapecheck.render import layout
@@ -18,7 +18,9 @@ WIDE = 120
 UNITS = ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"))
 
 
-def human_bytes(n: int) -> str:
+def human_bytes(n: Optional[int]) -> str:
+    if n is None:
+        return "n/a"
     for size, unit in UNITS:
         if n >= size:
             return f"{n / size:.2f} {unit}"

@@ -162,3 +162,28 @@ def test_identical_layers_fold_into_one_row(decoder):
     assert [r.path for r in folded] == ["layers.1..1"] and folded[0].count == 1
     layer0 = next(r for r in report.rows if r.path == "layers.0")
     assert folded[0].flops == layer0.flops and math.isclose(folded[0].params, layer0.params)
+
+
+def test_recompute_runs_each_layer_again_and_saves_less(decoder):
+    settings = dict(batch=B, seq_len=S, mode="train")
+    plain = model_report(decoder, "d", Settings(**settings))
+    again = model_report(decoder, "d", Settings(**settings, recompute=True))
+    forward = model_report(decoder, "d", Settings(batch=B, seq_len=S))
+    layers = sum(r.flops for r in forward.rows if r.path in ("layers.0", "layers.1..1"))
+    last_matmul = LAYERS * 2 * B * S * FF * D  # w2: its output is not saved, so checkpoint stops before it
+    assert again.total["flops"] == plain.total["flops"] + layers - last_matmul
+    assert again.memory["activations"] < plain.memory["activations"]
+
+
+def test_activation_bytes_on_meta_equal_those_saved_on_cpu():
+    """The tensors autograd saves, measured on meta, equal the same measurement on small real CPU tensors."""
+    from shapecheck.counting.inputs import runner
+    from shapecheck.counting.measure import train
+
+    with torch.device("meta"):
+        on_meta = GQADecoder()
+    torch.manual_seed(0)
+    on_cpu = GQADecoder()
+    with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH):  # meta runs SDPA's math path
+        cpu_bytes = train(on_cpu, runner(on_cpu, B, S, "cpu", grad=True)).activations
+    assert train(on_meta, runner(on_meta, B, S, "meta", grad=True)).activations == cpu_bytes > 0
