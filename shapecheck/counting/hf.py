@@ -58,11 +58,13 @@ def build(config_path: str, class_name: Optional[str] = None) -> tuple[nn.Module
             raise UsageError(f"--config {config_path}: it names no 'architectures'; give the class as transformers:ClassName")
         class_name = names[0]
     cls = _class(transformers, class_name, config_path)
-    model_type = data.get("model_type")
+    config_class = getattr(cls, "config_class", None)
+    if config_class is None:
+        raise UsageError(f"--config {config_path}: {class_name} names no config class")
     try:
-        config = transformers.AutoConfig.for_model(model_type, **{k: v for k, v in data.items() if k != "model_type"})
+        config = config_class(**{k: v for k, v in data.items() if k != "model_type"})
     except (ValueError, KeyError, TypeError) as error:
-        raise UsageError(f"--config {config_path}: unknown model_type {model_type!r} ({str(error).splitlines()[0][:80]})") from None
+        raise UsageError(f"--config {config_path}: {class_name}'s config rejects it: {str(error).splitlines()[0][:100]}") from None
     try:
         with torch.device("meta"):
             model = cls(config)

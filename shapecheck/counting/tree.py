@@ -104,12 +104,13 @@ def _walk(module: nn.Module, path: str, depth: int, limit: Optional[int], parts:
 def recognised(module: nn.Module) -> dict[str, Part]:
     """Every recognised module by path, outermost first (nothing recognised inside a recognised part)."""
     parts: dict[str, Part] = {}
+    inside: Optional[str] = None  # named_modules is pre-order: a part's submodules follow it
     for path, sub in module.named_modules():
-        if any(path.startswith(p + ".") for p in parts if p) or ("" in parts and path):
+        if inside is not None and (inside == "" or path.startswith(inside + ".")):
             continue
         part = recognise(sub)
         if part is not None:
-            parts[path] = part
+            parts[path], inside = part, path
     return parts
 
 
