@@ -142,7 +142,7 @@ def _row(module: nn.Module, path: str, folded: tuple, parts: dict[str, Part], me
     if folded:
         p = sum(params(g) for g in folded)
         f = sum(measured.at(g) for g in folded)
-        label = f"{folded[0]}..{folded[-1].rpartition('.')[2]}"
+        label = folded[0] if len(folded) == 1 else f"{folded[0]}..{folded[-1].rpartition('.')[2]}"
         return Row(label, "repeat", p, f, f"{len(folded)} × {path}", count=len(folded))
     part = parts.get(path)
     p, f = params(path), measured.at(path)
