@@ -31,26 +31,6 @@ SIZE_FLAGS = ("d_model", "heads", "layers", "d_ff", "d_k", "d_v", "batch", "voca
 MODEL_HELP = "; ".join(f"{name}: {kind.help}" for name, kind in MODELS.items())
 
 
-def parse_size(flag: str, text: Optional[str]) -> Optional[int]:
-    """A positive integer from the command line, or a one-line exit 2 naming the flag."""
-    if text is None:
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        usage_error(f"--{flag.replace('_', '-')} must be a positive integer, got {text!r}")
-    if value <= 0:
-        usage_error(f"--{flag.replace('_', '-')} must be a positive integer, got {value}")
-    return value
-
-
-def parse_seq(text: Optional[str]) -> Any:
-    """A positive integer or a symbol name such as S."""
-    if text is None:
-        return None
-    return parse_size("seq_len", text) if text.lstrip("+-").isdigit() else text
-
-
 def register(app: typer.Typer) -> None:
     @app.command("report")
     def report(
@@ -66,51 +46,49 @@ def register(app: typer.Typer) -> None:
         peak_tflops: Optional[int] = options.positive("--peak-tflops", help="The device's dense peak in TFLOPS, for MFU."),
         device_name: Optional[str] = options.choice("--device", choices=tuple(PEAK_TFLOPS), help="A device whose published dense peak gives MFU."),
         init: Optional[dict] = options.init(),
-        heads: Optional[str] = typer.Option(None, "--heads", help="Attention heads h (default 8)."),
-        d_model: Optional[str] = typer.Option(None, "--d-model", help="Model width (default 512)."),
-        model: Optional[str] = typer.Option(None, "--model", help=f"Which model. {MODEL_HELP}."),
-        layers: Optional[str] = typer.Option(None, "--layers", help="Layers per stack (default 6)."),
-        d_ff: Optional[str] = typer.Option(None, "--d-ff", help="Feed-forward width (default 4·d_model)."),
-        d_k: Optional[str] = typer.Option(None, "--d-k", help="Per-head query/key width (default d_model/h)."),
-        d_v: Optional[str] = typer.Option(None, "--d-v", help="Per-head value width (default d_model/h)."),
-        seq_len: Optional[str] = typer.Option(None, "--seq-len", help="Sequence length (default 128), or a name such as S for polynomials in it."),
-        batch: Optional[str] = typer.Option(None, "--batch", help="Batch size (default 1)."),
-        vocab: Optional[str] = typer.Option(None, "--vocab", help="Vocabulary (models with embeddings or heads)."),
-        max_seq: Optional[str] = typer.Option(None, "--max-seq", help="Learned position table size (bert, gpt)."),
-        preset: Optional[str] = typer.Option(None, "--preset", help=f"Released sizes: {', '.join(PRESETS)}; explicit flags override them."),
-        impl: Optional[str] = typer.Option(None, "--impl", help="Attention path of mha/encoder/decoder: sdpa (default) or math; the counts are the same."),
-        output_format: str = typer.Option("table", "--format", help=f"One of {', '.join(FORMATS)}."),
-        strict: bool = typer.Option(False, "--strict", help="Exit 1 when an op did work that no formula counts."),
-        plot: bool = typer.Option(False, "--plot", help="Also chart FLOPs against sequence length, by part (terminal)."),
-        plot_file: Optional[str] = typer.Option(None, "--plot-file", help="Write that chart to a PNG/SVG file (needs matplotlib)."),
-        all_layers: bool = typer.Option(False, "--all-layers", help="Table: show every layer, not layer 0 and a summary of identical ones."),
-        fvcore: bool = typer.Option(False, "--fvcore", help="Add fvcore's count per row as a cross-check (fvcore reports MACs and calls them flops)."),
+        heads: Optional[int] = options.heads("Attention heads h (default 8; a TARGET's or preset's own)."),
+        d_model: Optional[int] = options.d_model("Model width (default 512; a TARGET's or preset's own)."),
+        model: Optional[str] = options.choice("--model", choices=tuple(MODELS), help=f"A built-in model. {MODEL_HELP}."),
+        layers: Optional[int] = options.positive("--layers", help="Layers per stack (default 6)."),
+        d_ff: Optional[int] = options.positive("--d-ff", help="Feed-forward width (default 4·d_model)."),
+        d_k: Optional[int] = options.positive("--d-k", help="Per-head query/key width (default d_model/h)."),
+        d_v: Optional[int] = options.positive("--d-v", help="Per-head value width (default d_model/h)."),
+        seq_len: Optional[str] = options.text("--seq-len", metavar="N|NAME", help="Sequence length (default 128), or (built-in models) a name such as S for polynomials in it."),
+        batch: Optional[int] = options.positive("--batch", help="Batch size (default 1)."),
+        vocab: Optional[int] = options.positive("--vocab", help="Vocabulary (models with embeddings or heads)."),
+        max_seq: Optional[int] = options.positive("--max-seq", help="Learned position table size (bert, gpt)."),
+        preset: Optional[str] = options.preset(tuple(PRESETS)),
+        impl: Optional[str] = options.choice("--impl", choices=("sdpa", "math"), help="Attention path of mha/encoder/decoder: sdpa (default) or math; the counts are the same."),
+        output_format: str = options.output_format(FORMATS),
+        strict: bool = options.flag("--strict", help="Exit 1 when an op did work that no formula counts."),
+        plot: bool = options.flag("--plot", help="Also chart FLOPs against sequence length, by part (terminal)."),
+        plot_file: Optional[str] = options.text("--plot-file", metavar="FILE", help="Write that chart to a PNG/SVG file (needs matplotlib)."),
+        all_layers: bool = options.flag("--all-layers", help="Table: show every layer, not layer 0 and a summary of identical ones."),
+        fvcore: bool = options.flag("--fvcore", help="Add fvcore's count per row as a cross-check (fvcore reports MACs and calls them flops)."),
     ) -> None:
         """Per-layer parameters and FLOPs with their closed-form formulas, measured on the real module.
 
         Parameters come from the reference module built on the meta device (no weights allocated),
         FLOPs from dispatch-level counting of one forward pass; both sit next to the formula.
         """
-        from shapecheck.report import build_report, resolve_config
+        from shapecheck.report import build_report, numeric_length, resolve_config
 
         tree_preset = preset if preset in PRESETS and PRESETS[preset].kind not in MODELS else None
         if target is not None or config_file is not None or tree_preset:
             peak = float(peak_tflops) if peak_tflops else PEAK_TFLOPS.get(device_name or "")
             settings = dict(mode=mode, context=context, dtype=dtype, depth=depth, recompute=recompute,
                             causal_flops=causal_flops, tokens_per_second=tokens_per_second, peak_tflops=peak,
-                            batch=parse_size("batch", batch) or 1, seq_len=parse_size("seq_len", seq_len) or 128)
+                            batch=batch or 1, seq_len=numeric_length(seq_len))
             flags = dict(model=model, preset=None if tree_preset else preset, layers=layers, d_ff=d_ff, d_k=d_k, d_v=d_v, vocab=vocab,
                          max_seq=max_seq, impl=impl, plot=plot or None, plot_file=plot_file, fvcore=fvcore or None)
             _tree_report(target, config_file, output_format, settings, flags, init,
-                         {"d_model": parse_size("d_model", d_model), "heads": parse_size("heads", heads)}, tree_preset)
+                         {"d_model": d_model, "heads": heads}, tree_preset)
             return
-        if output_format not in FORMATS:
-            usage_error(f"unknown --format {output_format!r}; choose one of: {', '.join(FORMATS)}")
         if plot and output_format in ("json", "csv"):
             usage_error(f"--plot draws a terminal chart, which would break --format {output_format} output; "
                         "use --format table or markdown with --plot, or --plot-file")
-        sizes = {flag: parse_size(flag, value) for flag, value in zip(SIZE_FLAGS, (d_model, heads, layers, d_ff, d_k, d_v, batch, vocab, max_seq))}
-        config = resolve_config(model, preset, seq_len=parse_seq(seq_len), impl=impl, **sizes)
+        sizes = dict(zip(SIZE_FLAGS, (d_model, heads, layers, d_ff, d_k, d_v, batch, vocab, max_seq)))
+        config = resolve_config(model, preset, seq_len=seq_len, impl=impl, **sizes)
         if plot_file is not None:
             _require_matplotlib()
         result = build_report(config, fvcore=fvcore)
