@@ -23,6 +23,7 @@ from shapecheck.errors import ShapecheckError
 from shapecheck.counting.memory import DTYPES
 from shapecheck.counting.per_token import PEAK_TFLOPS
 from shapecheck.counting.tree import MODES
+from shapecheck.render.report_chart import chart, write_chart
 
 FORMATS = ("table", "json", "markdown", "csv")
 DTYPE_NAMES = tuple(DTYPES)
@@ -97,6 +98,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(chart(config), nl=False)
         if plot_file:
             write_chart(config, plot_file)
+            typer.echo(f"wrote the chart to {plot_file}", err=True)
         if not result.agrees or (strict and result.uncounted):
             raise typer.Exit(EXIT_FINDINGS)
 
@@ -287,61 +289,6 @@ def markdown(result: Any) -> str:
     lines += [f"- {e['op']}: {e['calls']} calls in {', '.join(e['modules']) or '(root)'}" for e in result.uncounted] or ["- none"]
     lines += ["", "## Notes", "", *[f"- {line}" for line in footer_lines(result) if not line.startswith("uncounted")]]
     return "\n".join(lines) + "\n"
-
-
-# --- the FLOPs-against-length chart ------------------------------------------------------------------
-
-
-def chart_lengths(config: Any) -> list[int]:
-    """Powers of two from 64 up to past the whole-layer crossover (at least 8192)."""
-    top = max(8192, 8 * config.d_model)
-    lengths, n = [], 64
-    while n <= top:
-        lengths.append(n)
-        n *= 2
-    return lengths
-
-
-def chart(config: Any, width: int = 60) -> str:
-    """A terminal chart: for each length, one bar split by part in proportion to its FLOPs."""
-    from rich.console import Console
-
-    from shapecheck.report import flops_by_kind
-
-    lengths = chart_lengths(config)
-    parts = flops_by_kind(config, lengths)
-    glyphs = dict(zip(sorted(parts), "█▓▒░#=+:"))
-    console = Console(record=True, width=width + 40, file=io.StringIO())
-    console.print("FLOPs (matmul + other) against sequence length, share by part:", markup=False)
-    for i, n in enumerate(lengths):
-        total = sum(v[i] for v in parts.values())
-        bar = "".join(glyphs[name] * round(width * parts[name][i] / total) for name in sorted(parts))
-        console.print(f"S={n:<6} {bar} {total:.3g}", markup=False, highlight=False)
-    console.print("  ".join(f"{glyphs[name]} {name}" for name in sorted(parts)), markup=False, highlight=False)
-    return console.export_text()
-
-
-def write_chart(config: Any, path: str) -> None:
-    """The same chart as stacked areas with matplotlib (imported only here; an optional extra)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from shapecheck.report import flops_by_kind
-
-    lengths = chart_lengths(config)
-    parts = flops_by_kind(config, lengths)
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.stackplot(lengths, *[parts[k] for k in sorted(parts)], labels=sorted(parts))
-    ax.set(xscale="log", yscale="log", xlabel="sequence length S", ylabel="FLOPs", title=f"{config.model} FLOPs by part")
-    ax.legend(loc="upper left")
-    try:
-        fig.savefig(path)
-    except (OSError, ValueError) as error:
-        usage_error(f"cannot write --plot-file {path}: {error}")
-    finally:
-        plt.close(fig)
 
 
 __all__ = ["register", "render", "table", "markdown", "chart", "ShapecheckError"]

@@ -132,3 +132,17 @@ def test_fvcore_column_agrees_on_explicit_matmuls_and_shows_the_sdpa_miss(impl):
     core = rows["scores"]["measured_flops"] + rows["av"]["measured_flops"]
     assert 2 * rows["scores"]["fvcore_macs"] == (core if impl == "math" else 0)
     assert any(note.startswith("fvcore: counts one multiply-add") for note in data["notes"])
+
+
+def test_chart_shares_sum_to_one_and_each_part_keeps_its_colour():
+    from shapecheck.render.report_chart import PART_COLOURS, shares
+    from shapecheck.report import flops_by_kind, resolve_config
+
+    for model in ("bert-lm", "encoder-decoder", "gpt-lm"):
+        parts = flops_by_kind(resolve_config(model), [64, 4096])
+        assert set(parts) <= set(PART_COLOURS)
+        fractions = shares(parts)
+        for i in range(2):
+            assert sum(v[i] for v in fractions.values()) == pytest.approx(1.0)
+    attention = shares(flops_by_kind(resolve_config("encoder"), [64, 8192]))["attention"]
+    assert attention[1] > attention[0]  # the S² part grows with S
