@@ -187,16 +187,23 @@ def _attention_keys(parts: dict[str, Part], s: Settings) -> dict[str, int]:
     return keys
 
 
+def device_of(module: nn.Module) -> str:
+    """Where the module lives: "meta" normally, "cpu" for a target that could only be built there."""
+    first = next(module.parameters(), None)
+    return first.device.type if first is not None else "meta"
+
+
 def _measure(module: nn.Module, parts: dict[str, Part], s: Settings) -> measure.Measured:
     moe = {module.get_submodule(p): part.sizes["k"] for p, part in parts.items() if part.kind == "moe"}
+    device = device_of(module)
     with routed(moe):
         if s.mode == "train":
             layers = _stacked_layers(module) if s.recompute else []
-            return measure.train(module, runner(module, s.batch, s.seq_len, "meta", grad=True), layers)
+            return measure.train(module, runner(module, s.batch, s.seq_len, device, grad=True), layers)
         if s.mode == "decode":
-            return measure.decode(module, runner(module, s.batch, 1, "meta"), _attention_keys(parts, s))
+            return measure.decode(module, runner(module, s.batch, 1, device), _attention_keys(parts, s))
         attention = [p for p, part in parts.items() if part.kind == "attention"]
-        return measure.forward(module, runner(module, s.batch, s.seq_len, "meta"), attention)
+        return measure.forward(module, runner(module, s.batch, s.seq_len, device), attention)
 
 
 def _stacked_layers(module: nn.Module) -> list[nn.Module]:

@@ -193,3 +193,42 @@ def test_activation_bytes_on_meta_equal_those_saved_on_cpu():
     with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH):  # meta runs SDPA's math path
         cpu_bytes = train(on_cpu, runner(on_cpu, B, S, "cpu", grad=True)).activations
     assert train(on_meta, runner(on_meta, B, S, "meta", grad=True)).activations == cpu_bytes > 0
+
+
+class MetaShy(nn.Module):
+    """A block whose constructor reads a value, which the meta device cannot give: built on the CPU instead."""
+
+    def __init__(self, d_model: int = 16) -> None:
+        super().__init__()
+        self.proj = nn.Linear(d_model, d_model)
+        self.scale = float(torch.ones(1).sum().item())
+
+    def forward(self, x):
+        return self.proj(x) * self.scale
+
+
+class MetaShyAndHuge(MetaShy):
+    def __init__(self, d_model: int = 16) -> None:
+        super().__init__(d_model)
+        self.table = nn.Embedding(2**20, 2**7)  # 2^27 elements: over the CPU fallback's budget
+
+
+def test_a_target_that_fails_on_meta_is_built_on_the_cpu_only_when_small():
+    from shapecheck.counting.load import load_model
+    from shapecheck.errors import UsageError
+
+    module, label = load_model("tests/report/test_any_model.py:MetaShy", None)
+    assert "built on the CPU" in label and next(module.parameters()).device.type == "cpu"
+    report = model_report(module, label, Settings(batch=2, seq_len=3))
+    assert report.total["flops"] == 2 * 2 * 3 * 16 * 16
+    with pytest.raises(UsageError, match="Tensor.item"):
+        load_model("tests/report/test_any_model.py:MetaShyAndHuge", None)
+
+
+def test_depth_folds_the_tree_and_causal_half_takes_half_the_scores(decoder):
+    shallow = model_report(decoder, "d", Settings(batch=B, seq_len=S, depth=1))
+    assert {r.path for r in shallow.rows} == {"(model)", "tok_embeddings", "layers", "norm", "output"}
+    full = model_report(decoder, "d", Settings(batch=B, seq_len=S, causal_flops="half"))
+    half_scores_per_token = LAYERS * 2 * H * S * (D // H)  # half of 4·h·S·d_head per token per layer
+    per_token = full.per_token
+    assert per_token["measured_causal_half"] == per_token["measured"] - half_scores_per_token
