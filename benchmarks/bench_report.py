@@ -153,6 +153,8 @@ def llama_rows(report: list[str], repeat: int) -> list[tuple]:
                  f"{preset['params'] == data['total']['params'] and preset['flops'] == ours})"))
     wall, rss, _ = timed([PY, "-c", "import torch, transformers"], repeat)
     rows.append(('python -c "import torch, transformers" (floor)', wall, rss, ""))
+    wall, rss, _ = timed([PY, "-c", "import torch, transformers; transformers.LlamaForCausalLM"], repeat)
+    rows.append(("the same + resolving LlamaForCausalLM (lazy import)", wall, rss, ""))
     for peer, module in PEER_MODULES.items():
         if importlib.util.find_spec(module) is None:
             rows.append((f"{peer} on Llama-2-70B (meta)", None, None, "not installed"))

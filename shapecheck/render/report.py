@@ -76,22 +76,36 @@ def _cells(row: Row) -> list[str]:
 
 
 def table(report: ModelReport, at: int = 0) -> str:
+    """All columns side by side from ``WIDE`` columns; below, one block of lines per row (no line wider than ``at``)."""
     at = at or layout.width()
-    wide = at >= WIDE
+    if at < WIDE:
+        return layout.text(*_header(report), *_blocks(report, at), *_footer(report), at=at)
     columns = [layout.Column("module", fold=True), layout.Column("kind"), layout.Column("params", "right"),
-               layout.Column("FLOPs", "right"), layout.Column("", "center")]
-    if wide:
-        columns.insert(4, layout.Column("formula (FLOPs)", fold=True))
-    body = []
-    for row in report.rows:
-        cells = _cells(row)
-        if wide:
-            cells.insert(4, row.flops_formula or "")
-        body.append(cells)
-        if not wide and row.flops_formula and row.flops_formula != "0":
-            body.append([f"  {row.flops_formula}", "", "", "", ""])
-    grid = layout.table(columns, body)
-    return layout.text(*_header(report), grid, *_footer(report), at=at)
+               layout.Column("FLOPs", "right"), layout.Column("formula (FLOPs)", fold=True), layout.Column("", "center")]
+    body = [[r.path, r.kind, f"{r.params:,}", f"{r.flops:,}", r.flops_formula or "", mark(r)] for r in report.rows]
+    return layout.text(*_header(report), layout.table(columns, body), *_footer(report), at=at)
+
+
+def wrapped(text: str, at: int) -> list[str]:
+    """``text`` indented under its row and wrapped at word breaks to ``at`` columns."""
+    import textwrap
+
+    return textwrap.wrap(text, at, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
+
+
+def _measured_line(what: str, measured: int, formula: Optional[str], expected: Optional[int]) -> str:
+    if formula is None or expected is None:
+        return f"{what} {measured:,}"
+    return f"{what} {formula} = {expected:,}, measured {measured:,} {'✓' if expected == measured else '✗'}"
+
+
+def _blocks(report: ModelReport, at: int) -> list[str]:
+    lines = []
+    for r in report.rows:
+        lines.append(f"{r.path} ({r.kind}{', ' + r.detail if r.detail else ''})")
+        lines += wrapped(_measured_line("params", r.params, r.params_formula, r.expected_params), at)
+        lines += wrapped(_measured_line("FLOPs", r.flops, r.flops_formula, r.expected_flops), at)
+    return lines
 
 
 def markdown(report: ModelReport) -> str:

@@ -24,6 +24,8 @@ def run(*args: str):
 def test_the_readme_command_works_with_the_paper_defaults():
     result = run("--heads", "8", "--d-model", "512")
     assert result.exit_code == 0, result.output
+    assert max(len(line) for line in result.output.splitlines()) <= 80
+    result.output = " ".join(result.output.split())  # lines wrap at 80 columns
     assert "layers=6" in result.output and "d_ff=2048" in result.output and "seq_len=128" in result.output
     assert "S = 1024 = 2·d_model" in result.output  # attention crossover
     assert "S = 3072" in result.output  # whole-layer crossover, 6·d_model
