@@ -25,11 +25,11 @@ def test_the_readme_command_works_with_the_paper_defaults():
     result = run("--heads", "8", "--d-model", "512")
     assert result.exit_code == 0, result.output
     assert max(len(line) for line in result.output.splitlines()) <= 80
-    result.output = " ".join(result.output.split())  # lines wrap at 80 columns
-    assert "layers=6" in result.output and "d_ff=2048" in result.output and "seq_len=128" in result.output
-    assert "S = 1024 = 2·d_model" in result.output  # attention crossover
-    assert "S = 3072" in result.output  # whole-layer crossover, 6·d_model
-    assert "✗" not in result.output
+    output = " ".join(result.output.split())  # lines wrap at 80 columns
+    assert "layers=6" in output and "d_ff=2048" in output and "seq_len=128" in output
+    assert "S = 1024 = 2·d_model" in output  # attention crossover
+    assert "S = 3072" in output  # whole-layer crossover, 6·d_model
+    assert "✗" not in output
 
 
 def test_json_follows_the_schema_and_rows_add_up():
@@ -148,3 +148,14 @@ def test_chart_shares_sum_to_one_and_each_part_keeps_its_colour():
             assert sum(v[i] for v in fractions.values()) == pytest.approx(1.0)
     attention = shares(flops_by_kind(resolve_config("encoder"), [64, 8192]))["attention"]
     assert attention[1] > attention[0]  # the S² part grows with S
+
+
+@pytest.mark.parametrize("width", [80, 240])
+@pytest.mark.parametrize("model", ["encoder-decoder", "bert-lm"])
+def test_the_built_in_table_fits_the_terminal(model, width):
+    result = runner.invoke(app, ["report", "--model", model, *SMALL, "--fvcore"], env={"COLUMNS": str(width)})
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert max(len(line) for line in lines) <= width
+    wide = any("params formula" in line and "measured FLOPs" in line for line in lines)
+    assert wide == (width >= 200)
