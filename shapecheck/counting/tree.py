@@ -277,8 +277,11 @@ def _per_token(module: nn.Module, parts: dict[str, Part], s: Settings, total: in
     d_model = attention[0].sizes["d_model"] if attention else 0
     d_attn = attention[0].sizes["h"] * attention[0].sizes["d_head"] if attention else 0
     vocab = max((e.sizes["rows"] for e in embeddings), default=0)
+    mlps = [p for p in parts.values() if p.kind in ("mlp", "gated_mlp", "moe")]
+    d_ff = mlps[0].sizes["d_ff"] if mlps else 0
+    heads = attention[0].sizes["h"] if attention else 0
     result: dict[str, Any] = {"measured": measured, "mode": s.mode, "non_embedding_params": n,
-                              "estimates": estimates(n, len(attention), s.seq_len, d_attn, d_model, vocab)}
+                              "estimates": estimates(n, len(attention), s.seq_len, d_attn, d_model, vocab, heads, d_ff)}
     if s.causal_flops == "half" and s.mode != "decode":
         core = sum(cf.evaluate(cf.form(p).core, cf.values(p, 1, s.seq_len, s.seq_len)) for p in attention)
         result["measured_causal_half"] = measured - (core // 2) * (3 if s.mode == "train" else 1) // s.seq_len

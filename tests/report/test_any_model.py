@@ -232,3 +232,22 @@ def test_depth_folds_the_tree_and_causal_half_takes_half_the_scores(decoder):
     half_scores_per_token = LAYERS * 2 * H * S * (D // H)  # half of 4·h·S·d_head per token per layer
     per_token = full.per_token
     assert per_token["measured_causal_half"] == per_token["measured"] - half_scores_per_token
+
+
+def test_per_token_estimates_state_their_conventions(decoder):
+    from shapecheck.counting.per_token import chinchilla
+
+    report = model_report(decoder, "d", Settings(batch=1, seq_len=S))
+    estimates = report.per_token["estimates"]
+    n = report.per_token["non_embedding_params"]
+    assert n == report.total["params"] - VOCAB * D  # the token table; the untied head is a matmul
+    assert estimates["2N/6N"]["forward"] == 2 * n and estimates["2N/6N"]["train"] == 6 * n
+    assert estimates["kaplan"]["forward"] == 2 * n + 2 * LAYERS * S * D
+    # Chinchilla's forward minus its own non-matmul and gated terms: the measured count plus the embedding matmul
+    # and the softmax, minus the third FFN matrix (Hoffmann et al. 2022 counts a two-matrix MLP)
+    per_token = chinchilla(LAYERS, S, D, H, D, FF, VOCAB) // S
+    assert estimates["chinchilla"]["forward"] == per_token
+    gqa_kv = 2 * LAYERS * 2 * D * (D - H_KV * D // H)  # Chinchilla assumes h_kv = h
+    softmax = LAYERS * 3 * H * S
+    assert per_token == report.per_token["measured"] + 2 * VOCAB * D + softmax + gqa_kv - LAYERS * 2 * D * FF
+    assert all(entry["convention"] for entry in estimates.values())

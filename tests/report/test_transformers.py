@@ -92,3 +92,14 @@ def test_mixtral_active_flops_follow_top_k_routing():
     assert moe.flops == tokens * (k * 2 * 3 * d * ff + 2 * d * e)
     expert = 3 * d * ff
     assert report.total["params"] - report.total["active_params"] == c.num_hidden_layers * (e - k) * expert
+
+
+@pytest.mark.parametrize("name", ["llama", "mistral"])
+def test_decode_equals_transformers_own_kv_cache_step(name):
+    """One token through the class's own KV cache (filled by a forward of ``context`` tokens), counted on meta."""
+    model, context = build(name), 10
+    filled = model(torch.zeros(B, context, dtype=torch.long, device="meta"), use_cache=True)
+    with FlopCounterMode(display=False, custom_mapping=flop_counter_mapping()) as counter:
+        model(torch.zeros(B, 1, dtype=torch.long, device="meta"), past_key_values=filled.past_key_values, use_cache=True)
+    report = model_report(model, name, Settings(batch=B, mode="decode", context=context))
+    assert report.total["flops"] == counter.get_total_flops()
