@@ -84,7 +84,7 @@ def register(app: typer.Typer) -> None:
             flags = dict(model=model, preset=None if tree_preset else preset, layers=layers, d_ff=d_ff, d_k=d_k, d_v=d_v, vocab=vocab,
                          max_seq=max_seq, impl=impl, plot=plot or None, plot_file=plot_file, fvcore=fvcore or None)
             _tree_report(target, config_file, output_format, settings, flags, init,
-                         {"d_model": d_model, "heads": heads}, tree_preset)
+                         {"d_model": d_model, "heads": heads}, tree_preset, strict)
             return
         if plot and output_format in ("json", "csv"):
             usage_error(f"--plot draws a terminal chart, which would break --format {output_format} output; "
@@ -105,7 +105,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _tree_report(target: Optional[str], config_file: Optional[str], output_format: str, settings: dict,
-                 flags: dict, init: Optional[dict], sizes: dict, preset: Optional[str] = None) -> None:
+                 flags: dict, init: Optional[dict], sizes: dict, preset: Optional[str] = None, strict: bool = False) -> None:
     """``report TARGET`` / ``--config``: rows from the module tree (``shapecheck.counting.tree``)."""
     from shapecheck.counting.hf import config_dtype
     from shapecheck.counting.load import load_model
@@ -118,8 +118,8 @@ def _tree_report(target: Optional[str], config_file: Optional[str], output_forma
     module, name = load_model(target, config_file, init=init, sizes=sizes, preset=preset)
     settings["dtype"] = settings["dtype"] or config_dtype(module) or "float32"
     result = model_report(module, name, Settings(**settings))
-    typer.echo(render_tree(result, output_format), nl=False)
-    if exit_code(result):
+    typer.echo(render_tree(result, output_format, strict), nl=False)
+    if exit_code(result, strict):
         raise typer.Exit(EXIT_FINDINGS)
 
 

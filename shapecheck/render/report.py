@@ -41,8 +41,9 @@ def mark(row: Row) -> str:
     return "✓" if row.agrees else "✗"
 
 
-def exit_code(report: ModelReport) -> int:
-    return 0 if report.agrees else 1
+def exit_code(report: ModelReport, strict: bool = False) -> int:
+    """1 when a measured value differs from its closed form, or (``strict``) when some op has no formula."""
+    return 0 if report.agrees and not (strict and report.uncounted) else 1
 
 
 def as_dict(report: ModelReport) -> dict[str, Any]:
@@ -134,9 +135,9 @@ def csv_text(report: ModelReport) -> str:
     return out.getvalue()
 
 
-def render(report: ModelReport, output_format: str) -> str:
+def render(report: ModelReport, output_format: str, strict: bool = False) -> str:
     if output_format == "json":
-        return layout.as_json(as_dict(report), exit_code(report))
+        return layout.as_json(as_dict(report), exit_code(report, strict))
     if output_format == "csv":
         return csv_text(report)
     if output_format == "markdown":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 from typer.testing import CliRunner
 
 from shapecheck.cli import app
@@ -93,3 +94,22 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, make, extra, needle):
     assert result.exit_code == 2, result.output
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and needle in lines[0] and "Traceback" not in result.output
+
+
+class Cumulative(torch.nn.Module):
+    """A block with an op that does arithmetic and has no formula (cumsum over the sequence)."""
+
+    def __init__(self, d_model: int = 8) -> None:
+        super().__init__()
+        self.proj = torch.nn.Linear(d_model, d_model)
+
+    def forward(self, x):
+        return self.proj(torch.logcumsumexp(x, dim=1))
+
+
+def test_uncounted_ops_are_listed_and_strict_exits_1():
+    target = "tests/report/test_cli_any_model.py:Cumulative"
+    loose = run(target, "--format", "json")
+    assert loose.exit_code == 0 and [e["op"] for e in json.loads(loose.stdout)["uncounted"]] == ["aten.logcumsumexp"]
+    strict = run(target, "--strict", "--format", "json")
+    assert strict.exit_code == 1 and json.loads(strict.stdout)["exit_code"] == 1
