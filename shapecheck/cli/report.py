@@ -7,10 +7,7 @@ Exit codes: 0 success; 1 a measured value disagrees with its formula, or
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-from typing import Any, Optional
+from typing import Optional
 
 import typer
 
@@ -36,7 +33,7 @@ MODEL_HELP = "; ".join(f"{name}: {kind.help}" for name, kind in MODELS.items())
 def register(app: typer.Typer) -> None:
     @app.command("report")
     def report(
-        target: Optional[str] = typer.Argument(None, metavar="[TARGET]", help="file.py:Name, package.module:Name, or transformers:ClassName with --config."),
+        target: Optional[str] = typer.Argument(None, metavar="TARGET", help="file.py:Name, package.module:Name, or transformers:ClassName with --config."),
         config_file: Optional[str] = options.text("--config", metavar="FILE", help="A transformers config.json (local; no hub access); the class from its 'architectures' unless TARGET names it."),
         mode: str = options.choice("--mode", choices=MODES, default="forward", help="forward, train (forward + backward), or decode (one token against a KV cache)."),
         context: int = options.positive("--context", default=2048, help="decode: tokens in the KV cache; also sizes the kv_cache memory."),
