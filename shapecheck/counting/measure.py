@@ -21,6 +21,7 @@ from torch import nn
 
 from shapecheck.counting.dispatch import DispatchCount, count_flops, flop_counter_mapping
 from shapecheck.counting.inputs import output_tensor
+from shapecheck.counting.repeats import count_with_repeats
 
 
 def owners(module: nn.Module) -> dict[str, int]:
@@ -71,16 +72,25 @@ def _innermost(count: DispatchCount, scale: Callable[[Any], int]) -> dict[str, i
     return dict(flops)
 
 
-def forward(module: nn.Module, run: Callable[[], Any], attention_paths: Iterable[str] = ()) -> Measured:
+def _count(run: Callable[[], Any], module: nn.Module, attention_paths: Iterable[str], repeats: bool) -> DispatchCount:
+    """On meta, layers proven identical are counted once and their records copied (``repeats``).
+
+    Not with experts: a ModuleList of experts is no stack of layers (each token visits k of them, not all).
+    """
     with torch.no_grad():
-        count = count_flops(run, module, attention_paths)
+        if repeats and next(module.parameters(), torch.empty(0)).device.type == "meta":
+            return count_with_repeats(run, module, list(attention_paths))[0]
+        return count_flops(run, module, attention_paths)
+
+
+def forward(module: nn.Module, run: Callable[[], Any], attention_paths: Iterable[str] = (), repeats: bool = True) -> Measured:
+    count = _count(run, module, attention_paths, repeats)
     return Measured(_innermost(count, lambda _: 1), False, count.uncounted_list())
 
 
-def decode(module: nn.Module, run_one: Callable[[], Any], attention_paths: dict[str, int]) -> Measured:
+def decode(module: nn.Module, run_one: Callable[[], Any], attention_paths: dict[str, int], repeats: bool = True) -> Measured:
     """``run_one`` runs one token; ``attention_paths`` maps each attention module to the keys it attends to."""
-    with torch.no_grad():
-        count = count_flops(run_one, module, attention_paths)
+    count = _count(run_one, module, attention_paths, repeats)
     scale = lambda r: attention_paths.get(r.module, 1) if r.part in ("scores", "av") else 1  # noqa: E731
     return Measured(_innermost(count, scale), False, count.uncounted_list())
 

@@ -201,9 +201,9 @@ def _measure(module: nn.Module, parts: dict[str, Part], s: Settings) -> measure.
             layers = _stacked_layers(module) if s.recompute else []
             return measure.train(module, runner(module, s.batch, s.seq_len, device, grad=True), layers)
         if s.mode == "decode":
-            return measure.decode(module, runner(module, s.batch, 1, device), _attention_keys(parts, s))
+            return measure.decode(module, runner(module, s.batch, 1, device), _attention_keys(parts, s), not moe)
         attention = [p for p, part in parts.items() if part.kind == "attention"]
-        return measure.forward(module, runner(module, s.batch, s.seq_len, device), attention)
+        return measure.forward(module, runner(module, s.batch, s.seq_len, device), attention, not moe)
 
 
 def _stacked_layers(module: nn.Module) -> list[nn.Module]:
