@@ -111,7 +111,8 @@ def _tree_report(target: Optional[str], config_file: Optional[str], output_forma
 
     given = [name for name, value in flags.items() if value is not None]
     if given:
-        usage_error(f"--{given[0].replace('_', '-')} applies to the built-in models (--model), not to a TARGET, --config or a {', '.join(LLM_PRESETS)} preset")
+        usage_error(f"--{given[0].replace('_', '-')} applies to the built-in models only, not to a TARGET, --config "
+                    f"or the presets {', '.join(LLM_PRESETS)}")
     module, name = load_model(target, config_file, init=init, sizes=sizes, preset=preset)
     settings["dtype"] = settings["dtype"] or config_dtype(module) or "float32"
     result = model_report(module, name, Settings(**settings))

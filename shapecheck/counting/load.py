@@ -26,6 +26,8 @@ def from_preset(name: str, sizes: Optional[dict[str, int]] = None) -> tuple[nn.M
 def load_model(target: Optional[str], config: Optional[str], *, init: Optional[dict[str, Any]] = None,
                sizes: Optional[dict[str, int]] = None, preset: Optional[str] = None) -> tuple[nn.Module, str]:
     """The module built on the meta device and a label for it; every failure is one ``UsageError`` line."""
+    if init and (target is None or target.startswith(hf.PREFIX)):
+        raise UsageError("--init sets a TARGET's constructor arguments; a config file or preset fixes its own")
     if preset is not None:
         if target is not None or config is not None:
             raise UsageError(f"--preset {preset} names the model; give either it or a TARGET/--config")
