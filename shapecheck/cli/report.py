@@ -83,6 +83,13 @@ def register(app: typer.Typer) -> None:
             _tree_report(target, config_file, output_format, settings, flags, init,
                          {"d_model": d_model, "heads": heads}, tree_preset, strict)
             return
+        any_model = dict(mode=None if mode == "forward" else mode, dtype=dtype, depth=depth, recompute=recompute or None,
+                         causal_flops=None if causal_flops == "full" else causal_flops, init=init,
+                         tokens_per_second=tokens_per_second, peak_tflops=peak_tflops, device=device_name)
+        given = [name for name, value in any_model.items() if value is not None]
+        if given:
+            usage_error(f"--{given[0].replace('_', '-')} applies to a TARGET, --config or the presets "
+                        f"{', '.join(LLM_PRESETS)}, not to the built-in models (--model)")
         if plot and output_format in ("json", "csv"):
             usage_error(f"--plot draws a terminal chart, which would break --format {output_format} output; "
                         "use --format table or markdown with --plot, or --plot-file")

@@ -89,6 +89,7 @@ def _unknown_architecture(tmp_path):
     (None, [DECODER, "--mode", "sideways"], "--mode 'sideways' is not one of: forward, train, decode"),
     (None, [DECODER, "--context", "0"], "--context must be a positive integer, got 0"),
     (None, ["nofile.py:Model"], "nofile.py"),
+    (None, ["--model", "encoder", "--mode", "train"], "--mode applies to a TARGET, --config or the presets"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, make, extra, needle):
     args = (["--config", make(tmp_path)] if make else []) + extra
