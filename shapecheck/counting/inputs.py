@@ -17,6 +17,7 @@ from torch import nn
 
 from shapecheck.auditing.projections import as_projection, is_linear
 from shapecheck.errors import UsageError
+from shapecheck.vocabulary import forward_role
 
 TOKEN_NAMES = ("input_ids", "idx", "ids", "tokens", "token_ids", "input_tokens", "src_tokens")
 
@@ -68,7 +69,18 @@ def make_inputs(module: nn.Module, batch: int, seq: int, device: str, grad: bool
             kwargs["decoder_input_ids"] = ids
         return (ids,), kwargs
     hidden = torch.zeros(batch, seq, model_width(module), device=dev, requires_grad=grad)
-    return (hidden,), {}
+    return (hidden,), _other_tensors(module, hidden)
+
+
+def _other_tensors(module: nn.Module, hidden: torch.Tensor) -> dict[str, Any]:
+    """Self-attention: every other required argument with the role of key, value or memory gets the same states."""
+    try:
+        params = list(inspect.signature(module.forward).parameters.values())[1:]
+    except (TypeError, ValueError):
+        return {}
+    shared = {"key", "value", "memory"}
+    return {p.name: hidden for p in params if p.default is p.empty and p.kind is not p.VAR_POSITIONAL
+            and p.kind is not p.VAR_KEYWORD and forward_role(p.name) in shared}
 
 
 def output_tensor(out: Any) -> torch.Tensor:

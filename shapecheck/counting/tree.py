@@ -25,6 +25,7 @@ from shapecheck.counting.experts import ROUTING, routed
 from shapecheck.counting.inputs import runner
 from shapecheck.counting.per_token import estimates, mfu
 from shapecheck.display import show
+from shapecheck.errors import UsageError, first_line
 
 MODES = ("forward", "train", "decode")
 
@@ -150,8 +151,8 @@ def _row(module: nn.Module, path: str, folded: tuple, parts: dict[str, Part], me
         return Row(path or "(model)", "module", p, f)
     form = cf.form(part)
     factor = train_factor(s, path, recomputed)
-    e_params, _, e_flops = _expected(part, s, shapes.get(path), factor)
-    if recomputed:
+    e_params, _, e_flops = _expected(part, s, shapes.get(path) or None, factor)
+    if recomputed or path not in shapes:  # never called as a module: its parent uses its weights directly
         e_flops = None  # the checkpoint's recomputation is attributed to the module whose backward asked for it
     flops = form.flops.subs(cf.S, 1) if s.mode == "decode" else form.flops.subs(cf.S_k, cf.S)
     return Row(path or "(model)", part.kind, p, f, part.describe(), show(form.params),
@@ -166,8 +167,7 @@ def input_shapes(module: nn.Module, parts: dict[str, Part]) -> Iterator[dict[str
     def hook(path: str):
         def record(_: nn.Module, args: tuple, kwargs: dict) -> None:
             first = next((a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)), None)
-            if first is not None and first.dim() >= 2:
-                shapes.setdefault(path, tuple(first.shape))
+            shapes.setdefault(path, tuple(first.shape) if first is not None and first.dim() >= 2 else ())
         return record
 
     handles = [module.get_submodule(p).register_forward_pre_hook(hook(p), with_kwargs=True) for p in parts]
@@ -236,7 +236,13 @@ def model_report(module: nn.Module, name: str, s: Settings) -> ModelReport:
     parts = recognised(module)
     params = measure.owners(module)
     with input_shapes(module, parts) as shapes:
-        measured = _measure(module, parts, s)
+        try:
+            measured = _measure(module, parts, s)
+        except UsageError:
+            raise
+        except Exception as error:  # noqa: BLE001 - the user's forward raises anything
+            raise UsageError(f"{name}: its forward pass fails on {device_of(module)} in --mode {s.mode} "
+                             f"(batch {s.batch}, seq_len {s.seq_len}): {first_line(error)}") from None
     entries: list = []
     _walk(module, "", 0, s.depth, parts, entries)
     names = {id(m): p for p, m in module.named_modules()}
@@ -252,6 +258,10 @@ def model_report(module: nn.Module, name: str, s: Settings) -> ModelReport:
              "macs": flops // 2, "flops_per_token": flops // tokens, "tokens": tokens}
     per_token = _per_token(module, parts, s, total_params, flops // tokens)
     notes = _notes(parts, s)
+    unused = [p for p, _ in entries if p in parts and p not in shapes]
+    if unused:
+        notes.append("not called as modules, so not compared with their formulas (their parent uses the weights "
+                     f"directly, and its FLOPs hold theirs): {', '.join(unused[:5])}{' ...' if len(unused) > 5 else ''}")
     if s.mode == "train" and attention and not s.recompute:
         a = attention[0]
         estimate = memory.korthikanti(s.seq_len, s.batch, a.sizes["d_model"], a.sizes["h"], len(attention))

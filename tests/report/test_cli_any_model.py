@@ -8,7 +8,10 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
+from torch.utils.flop_counter import FlopCounterMode
+
 from shapecheck.cli import app
+from shapecheck.counting import flop_counter_mapping
 
 transformers = pytest.importorskip("transformers")
 runner = CliRunner()
@@ -89,6 +92,7 @@ def _unknown_architecture(tmp_path):
     (None, [DECODER, "--mode", "sideways"], "--mode 'sideways' is not one of: forward, train, decode"),
     (None, [DECODER, "--context", "0"], "--context must be a positive integer, got 0"),
     (None, ["nofile.py:Model"], "nofile.py"),
+    (None, ["tests/report/test_cli_any_model.py:Failing"], "its forward pass fails on meta in --mode forward"),
     (None, ["--model", "encoder", "--mode", "train"], "--mode applies to a TARGET, --config or the presets"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, make, extra, needle):
@@ -116,3 +120,26 @@ def test_uncounted_ops_are_listed_and_strict_exits_1():
     assert loose.exit_code == 0 and [e["op"] for e in json.loads(loose.stdout)["uncounted"]] == ["aten.logcumsumexp"]
     strict = run(target, "--strict", "--format", "json")
     assert strict.exit_code == 1 and json.loads(strict.stdout)["exit_code"] == 1
+
+
+class Failing(torch.nn.Module):
+    def __init__(self, d_model: int = 8) -> None:
+        super().__init__()
+        self.proj = torch.nn.Linear(d_model, d_model)
+
+    def forward(self, x):
+        raise ValueError("a forward that fails\nover two lines")
+
+
+def test_torch_multihead_attention_takes_query_key_value_and_its_functional_out_proj_is_not_a_finding():
+    result = run("torch.nn:MultiheadAttention", "--d-model", "16", "--heads", "2", "--batch", "2", "--seq-len", "3",
+                 "--format", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    module = torch.nn.MultiheadAttention(16, 2, device="meta")
+    x = torch.zeros(2, 3, 16, device="meta")  # (seq, batch, d_model): batch_first=False
+    with FlopCounterMode(display=False, custom_mapping=flop_counter_mapping()) as counter, torch.no_grad():
+        module(x, x, x)
+    assert data["total"]["flops"] == counter.get_total_flops()
+    out_proj = next(r for r in data["rows"] if r["path"] == "out_proj")
+    assert out_proj["expected_flops"] is None and any("not called as modules" in n for n in data["notes"])
