@@ -73,6 +73,8 @@ def check(probe: nn.Module, model: nn.Module, inputs: Optional[Inputs] = None, l
     try:
         inputs = inputs or synthesize(probe)
         unused = unused_parameters(probe, inputs)
+    except KeyboardInterrupt:
+        return Liveness(False, "not run: interrupted (Ctrl-C)", interrupted=True)
     except ShapecheckError as error:
         return Liveness(False, f"not run: {error}")
     except Exception as error:  # noqa: BLE001 - the user's forward raises anything
