@@ -14,7 +14,7 @@ import typer
 from shapecheck.cli import options
 from shapecheck.cli.common import EXIT_FINDINGS, usage_error
 from shapecheck.counting.models import MODELS
-from shapecheck.catalog import PRESETS
+from shapecheck.catalog import META_PRESETS, PRESETS
 from shapecheck.errors import ShapecheckError
 
 from shapecheck.counting.memory import DTYPES
@@ -25,7 +25,7 @@ from shapecheck.render.report_chart import chart, write_chart
 
 FORMATS = ("table", "json", "markdown", "csv")
 DTYPE_NAMES = tuple(DTYPES)
-LLM_PRESETS = tuple(name for name, p in PRESETS.items() if p.kind not in MODELS)
+LLM_PRESETS = tuple(META_PRESETS)
 SIZE_FLAGS = ("d_model", "heads", "layers", "d_ff", "d_k", "d_v", "batch", "vocab", "max_seq")
 MODEL_HELP = "; ".join(f"{name}: {kind.help}" for name, kind in MODELS.items())
 
@@ -56,7 +56,7 @@ def register(app: typer.Typer) -> None:
         batch: Optional[int] = options.positive("--batch", help="Batch size (default 1)."),
         vocab: Optional[int] = options.positive("--vocab", help="Vocabulary (models with embeddings or heads)."),
         max_seq: Optional[int] = options.positive("--max-seq", help="Learned position table size (bert, gpt)."),
-        preset: Optional[str] = options.preset(tuple(PRESETS)),
+        preset: Optional[str] = options.preset((*PRESETS, *META_PRESETS)),
         impl: Optional[str] = options.choice("--impl", choices=("sdpa", "math"), help="Attention path of mha/encoder/decoder: sdpa (default) or math; the counts are the same."),
         output_format: str = options.output_format(FORMATS),
         strict: bool = options.flag("--strict", help="Exit 1 when an op did work that no formula counts."),
@@ -72,7 +72,7 @@ def register(app: typer.Typer) -> None:
         """
         from shapecheck.report import build_report, numeric_length, resolve_config
 
-        tree_preset = preset if preset in PRESETS and PRESETS[preset].kind not in MODELS else None
+        tree_preset = preset if preset in META_PRESETS else None
         if target is not None or config_file is not None or tree_preset:
             peak = float(peak_tflops) if peak_tflops else PEAK_TFLOPS.get(device_name or "")
             settings = dict(mode=mode, context=context, dtype=dtype, depth=depth, recompute=recompute,
