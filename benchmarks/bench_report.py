@@ -7,6 +7,10 @@
 2. The default config (``shapecheck report --heads 8 --d-model 512``) next to
    ``python -c "import torch"`` and to fvcore / FlopCounterMode counting the same
    reference encoder on real CPU tensors (what they report is printed too).
+3. Llama-2-70B from its published config.json (``report --config``, transformers' class on meta) and
+   as ``--preset llama-2-70b`` (our reference model), next to ``python -c "import torch, transformers"``;
+   the same class through FlopCounterMode (with and without shapecheck's mapping), fvcore, calflops and
+   DeepSpeed's profiler where installed (optional: "not installed" otherwise), as ratios to our total.
 Each command runs in a fresh process; the figures are medians over --repeat runs.
 """
 
@@ -79,6 +83,92 @@ def gpt3_closed_form() -> tuple[int, int]:
     return L * per_layer, L * flops
 
 
+LLAMA_2_70B = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 32000,
+               "hidden_size": 8192, "num_hidden_layers": 80, "num_attention_heads": 64, "num_key_value_heads": 8,
+               "intermediate_size": 28672, "max_position_embeddings": 4096, "rms_norm_eps": 1e-5,
+               "torch_dtype": "float16"}  # meta-llama/Llama-2-70b-hf config.json, the fields that size it
+SEQ_70B = 2048
+
+LLAMA_PEER = """
+import json, sys, warnings, torch
+warnings.simplefilter("ignore")
+import transformers
+transformers.logging.set_verbosity_error()
+config = transformers.LlamaConfig(**json.load(open(sys.argv[2])))
+with torch.device("meta"):
+    model = transformers.LlamaForCausalLM(config)
+ids = torch.zeros(1, int(sys.argv[3]), dtype=torch.long, device="meta")
+peer = sys.argv[1]
+if peer.startswith("flop_counter"):
+    from torch.utils.flop_counter import FlopCounterMode
+    mapping = {}
+    if peer.endswith("+shapecheck"):
+        from shapecheck.counting import flop_counter_mapping
+        mapping = flop_counter_mapping()
+    with FlopCounterMode(display=False, custom_mapping=mapping) as counter, torch.no_grad():
+        model(ids)
+    print(counter.get_total_flops())
+elif peer == "fvcore":
+    from fvcore.nn import FlopCountAnalysis
+    a = FlopCountAnalysis(model, (ids,)); a.unsupported_ops_warnings(False); a.uncalled_modules_warnings(False)
+    print(2 * a.total())
+elif peer == "calflops":
+    from calflops import calculate_flops
+    flops, _, _ = calculate_flops(model=model, input_shape=(1, int(sys.argv[3])), output_as_string=False)
+    print(int(flops))
+elif peer == "deepspeed":
+    from deepspeed.profiling.flops_profiler import get_model_profile
+    flops, _, _ = get_model_profile(model=model, args=[ids], as_string=False, print_profile=False)
+    print(int(flops))
+"""
+PEER_MODULES = {"flop_counter": "torch", "flop_counter+shapecheck": "torch", "fvcore": "fvcore",
+                "calflops": "calflops", "deepspeed": "deepspeed"}
+
+
+def try_timed(argv: list[str], repeat: int) -> tuple[tuple[float, float], float, str] | str:
+    """``timed``, or the last line of the error when the command fails."""
+    try:
+        return timed(argv, repeat)
+    except SystemExit as error:
+        return str(error).strip().splitlines()[-1][-120:]
+
+
+def llama_rows(report: list[str], repeat: int) -> list[tuple]:
+    import importlib.util
+    import tempfile
+
+    rows = []
+    config = os.path.join(tempfile.mkdtemp(), "config.json")
+    with open(config, "w", encoding="utf-8") as handle:
+        json.dump(LLAMA_2_70B, handle)
+    wall, rss, out = timed(report + ["--config", config, "--seq-len", str(SEQ_70B), "--format", "json"], repeat)
+    data = json.loads(out)
+    ours = data["total"]["flops"]
+    rows.append(("report --config Llama-2-70B config.json (json)", wall, rss,
+                 f"ok={data['ok']} params={data['total']['params']:,} flops={ours:,}"))
+    wall, rss, out = timed(report + ["--preset", "llama-2-70b", "--seq-len", str(SEQ_70B), "--format", "json"], repeat)
+    preset = json.loads(out)["total"]
+    rows.append(("report --preset llama-2-70b (json)", wall, rss,
+                 f"params={preset['params']:,} flops={preset['flops']:,} (equal to the config's: "
+                 f"{preset['params'] == data['total']['params'] and preset['flops'] == ours})"))
+    wall, rss, _ = timed([PY, "-c", "import torch, transformers"], repeat)
+    rows.append(('python -c "import torch, transformers" (floor)', wall, rss, ""))
+    wall, rss, _ = timed([PY, "-c", "import torch, transformers; transformers.LlamaForCausalLM"], repeat)
+    rows.append(("the same + resolving LlamaForCausalLM (lazy import)", wall, rss, ""))
+    for peer, module in PEER_MODULES.items():
+        if importlib.util.find_spec(module) is None:
+            rows.append((f"{peer} on Llama-2-70B (meta)", None, None, "not installed"))
+            continue
+        result = try_timed([PY, "-c", LLAMA_PEER, peer, config, str(SEQ_70B)], repeat)
+        if isinstance(result, str):
+            rows.append((f"{peer} on Llama-2-70B (meta)", None, None, f"failed: {result}"))
+            continue
+        (wall, rss, out) = result
+        counted = int(out.strip().splitlines()[-1])
+        rows.append((f"{peer} on Llama-2-70B (meta)", wall, rss, f"flops={counted:,} ratio to ours {counted / ours:.4f}"))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
@@ -109,8 +199,13 @@ def main() -> None:
         counted = int(out.strip().splitlines()[-1])
         rows.append((f"{peer} on the same encoder (real CPU tensors)", wall, rss,
                      f"flops={counted:,} ({counted - ours:+,} against ours)"))
+    rows += llama_rows(report, args.repeat)
     print(f"{'command':<52} {'median s':>8} {'min s':>6} {'peak MB':>8}  notes")
-    for name, (median, fastest), rss, note in rows:
+    for name, walls, rss, note in rows:
+        if walls is None:
+            print(f"{name:<52} {'-':>8} {'-':>6} {'-':>8}  {note}")
+            continue
+        median, fastest = walls
         print(f"{name:<52} {median:8.2f} {fastest:6.2f} {rss:8.0f}  {note}")
     print(f"cpus={os.cpu_count()} repeat={args.repeat} python={sys.version.split()[0]}")
 

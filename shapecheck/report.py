@@ -25,7 +25,7 @@ import torch
 
 from shapecheck.counting import formulas as f
 from shapecheck.counting.dispatch import DispatchCount, count_flops
-from shapecheck.catalog import FAMILIES, FAMILY_DEFAULTS, PRESETS, Sizes, family
+from shapecheck.catalog import FAMILIES, FAMILY_DEFAULTS, META_PRESETS, PRESETS, Sizes, family
 from shapecheck.counting.models import MODELS, ModelKind
 from shapecheck.counting.peers import fvcore_macs, own_count
 from shapecheck.counting.params import assign_parameters, count_parameters, on_meta, tied_parameters
@@ -111,7 +111,7 @@ def _check_choices(model: Optional[str], preset: Optional[str], impl: Optional[s
     if model is not None and model not in MODELS:
         raise UsageError(f"unknown model {model!r}; choose one of: {_choices(MODELS)}")
     if preset is not None and preset not in PRESETS:
-        raise UsageError(f"unknown preset {preset!r}; choose one of: {_choices(PRESETS)}")
+        raise UsageError(f"unknown preset {preset!r}; choose one of: {_choices([*PRESETS, *META_PRESETS])}")
     if impl is not None and impl not in IMPLS:
         raise UsageError(f"unknown attention path --impl {impl!r}; choose one of: {_choices(IMPLS)}")
     if model is not None and preset is not None and family(model) != family(PRESETS[preset].kind):
@@ -158,6 +158,23 @@ def _check_seq(seq_len: Union[int, str], kind: ModelKind, max_seq: int) -> None:
         )
 
 
+def numeric_length(text: Union[int, str, None], default: int = 128) -> int:
+    """A sequence length that must be a number (any model but the built-in ones, which also take a name)."""
+    value = _length(text)
+    if isinstance(value, str):
+        raise ConfigError(f"--seq-len must be a positive integer here (names such as S are for --model), got {value!r}")
+    return default if value is None else value
+
+
+def _length(text: Union[int, str, None]) -> Union[int, str, None]:
+    """``'128'`` -> 128; a name stays a name; a sign or zero is checked as a number."""
+    if isinstance(text, str) and text.strip().lstrip("+-").isdigit():
+        value = int(text)
+        _require_size("seq_len", value)
+        return value
+    return text
+
+
 def resolve_config(
     model: Optional[str] = None, preset: Optional[str] = None, *, d_model: Optional[int] = None,
     heads: Optional[int] = None, layers: Optional[int] = None, d_ff: Optional[int] = None,
@@ -182,7 +199,7 @@ def resolve_config(
         values.update(PRESETS[preset].values())
     values.update({k: v for k, v in flags.items() if v is not None and k != "impl"})
     values.setdefault("d_ff", 4 * values["d_model"])
-    seq_len = 128 if seq_len is None else seq_len
+    seq_len = 128 if seq_len is None else _length(seq_len)
     _check_seq(seq_len, kind, values["max_seq"])
     per_head = max(values["d_model"] // values["heads"], 1)  # before the heads check: it factors d_model
     _check_fits({"d_k": per_head, "d_v": per_head, **values}, batch or 1,

@@ -91,6 +91,19 @@ def _gpt2(sizes: Sizes) -> nn.Module:
     ))
 
 
+def _llama(sizes: Sizes) -> nn.Module:
+    """reference_models.llama from ``Sizes``; kv_heads that do not divide heads (a small probe) become heads."""
+    from reference_models.llama import LlamaConfig, LlamaForCausalLM
+
+    kv_heads = sizes.kv_heads or sizes.heads
+    return LlamaForCausalLM(LlamaConfig(
+        vocab=sizes.vocab, d_model=sizes.d_model, layers=sizes.layers, heads=sizes.heads,
+        kv_heads=kv_heads if sizes.heads % kv_heads == 0 else sizes.heads, d_ff=sizes.d_ff,
+        window=sizes.window or None, experts=sizes.experts, top_k=sizes.top_k, qkv_bias=sizes.qkv_bias,
+        tie_embeddings=sizes.tie_embeddings,
+    ))
+
+
 def _gpt2_lm_run(module: nn.Module, inputs: tuple) -> Any:
     return module.logits(module(*inputs))
 
@@ -119,6 +132,8 @@ KINDS: dict[str, Kind] = {
              "gpt", _gpt2, _ids, uses=_STACK | _TABLES, learned_positions=True),
         Kind("gpt-lm", "GPT2Model plus its language-model head, tied to the token embedding",
              "gpt", _gpt2, _ids, run=_gpt2_lm_run, uses=_STACK | _TABLES, learned_positions=True),
+        Kind("llama", "LlamaForCausalLM: RMSNorm, rotary, GQA, SwiGLU, optional window and MoE (reference_models.llama)",
+             "llama", _llama, _ids, uses=_STACK | {"vocab"}),
     )
 }
 

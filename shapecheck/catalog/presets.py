@@ -57,6 +57,39 @@ def _mha() -> dict[str, Any]:
     return dict(d_model=c.d_model, heads=c.heads, layers=1, d_ff=4 * c.d_model, **FAMILY_DEFAULTS["transformer"])
 
 
+def _llama(**published: Any) -> Callable[[], dict[str, Any]]:
+    """A Llama-family config.json's sizes, in shapecheck's names (hidden_size -> d_model ...)."""
+    names = {"vocab_size": "vocab", "hidden_size": "d_model", "num_hidden_layers": "layers",
+             "num_attention_heads": "heads", "num_key_value_heads": "kv_heads", "intermediate_size": "d_ff",
+             "sliding_window": "window", "num_local_experts": "experts", "num_experts_per_tok": "top_k",
+             "tie_word_embeddings": "tie_embeddings", "qkv_bias": "qkv_bias"}
+    values = {names[key]: value for key, value in published.items()}
+    return lambda: dict(max_seq=4096, **values)
+
+
+# The published config.json of each model (the hub's meta-llama/, mistralai/, Qwen/ repositories).
+LLAMA_2_7B = dict(vocab_size=32000, hidden_size=4096, num_hidden_layers=32, num_attention_heads=32,
+                  num_key_value_heads=32, intermediate_size=11008)
+LLAMA_2_13B = dict(LLAMA_2_7B, hidden_size=5120, num_hidden_layers=40, num_attention_heads=40,
+                   num_key_value_heads=40, intermediate_size=13824)
+LLAMA_2_70B = dict(LLAMA_2_7B, hidden_size=8192, num_hidden_layers=80, num_attention_heads=64,
+                   num_key_value_heads=8, intermediate_size=28672)
+LLAMA_3_8B = dict(LLAMA_2_7B, vocab_size=128256, num_key_value_heads=8, intermediate_size=14336)
+MISTRAL_7B = dict(LLAMA_2_7B, num_key_value_heads=8, intermediate_size=14336, sliding_window=4096)
+MIXTRAL_8X7B = dict(LLAMA_2_7B, num_key_value_heads=8, intermediate_size=14336, num_local_experts=8,
+                    num_experts_per_tok=2)
+QWEN2_0_5B = dict(vocab_size=151936, hidden_size=896, num_hidden_layers=24, num_attention_heads=14,
+                  num_key_value_heads=2, intermediate_size=4864, tie_word_embeddings=True)
+LLM_CONFIGS = {"llama-2-7b": LLAMA_2_7B, "llama-2-13b": LLAMA_2_13B, "llama-2-70b": LLAMA_2_70B,
+               "llama-3-8b": LLAMA_3_8B, "mistral-7b": MISTRAL_7B, "mixtral-8x7b": MIXTRAL_8X7B,
+               "qwen2-0.5b": QWEN2_0_5B}
+_SOURCES = {"llama-2-7b": "Touvron et al. 2023, Llama 2 7B", "llama-2-13b": "Touvron et al. 2023, Llama 2 13B",
+            "llama-2-70b": "Touvron et al. 2023, Llama 2 70B (GQA, 8 kv heads)",
+            "llama-3-8b": "Meta 2024, Llama 3 8B", "mistral-7b": "Jiang et al. 2023, Mistral 7B v0.1 (window 4096)",
+            "mixtral-8x7b": "Jiang et al. 2024, Mixtral 8x7B (8 experts, top 2)",
+            "qwen2-0.5b": "Qwen team 2024, Qwen2-0.5B (q/k/v biases, tied embeddings)"}
+
+
 PRESETS: dict[str, Preset] = {
     preset.name: preset
     for preset in (
@@ -72,6 +105,13 @@ PRESETS: dict[str, Preset] = {
     )
 }
 
+# Released LLMs too large to build with real weights here (Llama-2-7B is 27 GB in float32): only commands that
+# build on the meta device read them (report). Kept out of PRESETS, which prove builds for real.
+META_PRESETS: dict[str, Preset] = {
+    name: Preset(name, "llama", _llama(**config, qkv_bias=name.startswith("qwen2")), _SOURCES[name])
+    for name, config in LLM_CONFIGS.items()
+}
+
 FAMILIES: dict[str, tuple[str, ...]] = {
     family: tuple(name for name, kind in KINDS.items() if kind.family == family)
     for family in dict.fromkeys(kind.family for kind in KINDS.values())
@@ -82,6 +122,7 @@ FAMILY_DEFAULTS: dict[str, dict[str, int]] = {
     "transformer": {"vocab": 37000, "max_seq": 512},  # Vaswani et al. 2017, section 5.1
     "bert": {"vocab": 30522, "max_seq": 512},  # BERT's WordPiece vocabulary
     "gpt": {"vocab": 50257, "max_seq": 1024},  # GPT-2's byte-level BPE
+    "llama": {"vocab": 32000, "max_seq": 4096},  # Llama 2's SentencePiece vocabulary and context
 }
 
 
@@ -96,8 +137,16 @@ def get_preset(name: str) -> Preset:
     return PRESETS[name]
 
 
+def get_meta_preset(name: str) -> Preset:
+    """A preset of ``PRESETS`` or ``META_PRESETS``, or a one-line ``UsageError`` naming them all."""
+    found = PRESETS.get(name) or META_PRESETS.get(name)
+    if found is None:
+        raise UsageError(f"unknown preset {name!r}; choose one of: {', '.join([*PRESETS, *META_PRESETS])}")
+    return found
+
+
 def preset_sizes(name: str, *, d_model: Optional[int] = None, heads: Optional[int] = None, probe: bool = False) -> Sizes:
-    """A preset's ``Sizes``, with d_model/heads overridden, or its small probe (layer count kept)."""
-    values = get_preset(name).values()
+    """A preset's ``Sizes`` (``PRESETS`` or ``META_PRESETS``), with d_model/heads overridden, or its small probe."""
+    values = (get_preset(name) if name not in META_PRESETS else META_PRESETS[name]).values()
     values.update({k: v for k, v in (("d_model", d_model), ("heads", heads)) if v})
     return make_sizes({**values, **(PROBE if probe else {})})

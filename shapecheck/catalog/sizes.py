@@ -25,6 +25,12 @@ class Sizes:
     max_seq: int
     segments: int = 2
     impl: str = "sdpa"
+    kv_heads: int = 0  # key/value heads of grouped-query attention (0: as many as heads)
+    window: int = 0  # sliding-window attention span (0: none)
+    experts: int = 0  # mixture-of-experts experts per layer (0: a dense MLP)
+    top_k: int = 2  # experts each token is routed to
+    qkv_bias: bool = False
+    tie_embeddings: bool = False
 
     def values(self) -> dict[Any, int]:
         """Symbol -> value for the formulas (batch and sequence length come from the run)."""

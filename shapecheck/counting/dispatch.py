@@ -63,6 +63,19 @@ def _sdpa_seq_first(query: Any, key: Any, value: Any, *_: Any, **__: Any) -> dic
     return sdpa_parts(swap(tuple(query.shape)), swap(tuple(key.shape)), swap(tuple(value.shape)))
 
 
+def _sdpa_backward(grad_out: Any, query: Any, key: Any, value: Any, *_: Any, **__: Any) -> dict[str, int]:
+    """The backward of softmax(QKᵀ)V: dV = PᵀdO and dP = dO·Vᵀ (2 × av), dQ = dS·K and dK = dSᵀ·Q (2 × scores).
+
+    The same four products as ``torch.utils.flop_counter.sdpa_backward_flop_count`` (the recomputation of P
+    that flash kernels do is not counted there either), so backward = 2 × forward for attention as for Linear.
+    """
+    return {part: 2 * flops for part, flops in _sdpa(query, key, value).items()}
+
+
+def _sdpa_backward_seq_first(grad_out: Any, query: Any, key: Any, value: Any, *_: Any, **__: Any) -> dict[str, int]:
+    return {part: 2 * flops for part, flops in _sdpa_seq_first(query, key, value).items()}
+
+
 def mha_parts(batch: int, seq_q: int, seq_k: int, d_model: int) -> dict[str, int]:
     """Packed multi-head attention with h·d_k = h·d_v = d_model (nn.MultiheadAttention's layout)."""
     token_q, token_k = 2 * batch * seq_q * d_model * d_model, 2 * batch * seq_k * d_model * d_model
@@ -118,6 +131,13 @@ _FORMULA_BY_NAME: dict[str, Callable[..., dict[str, int]]] = {
     "_scaled_dot_product_attention_math_for_mps": _sdpa,
     "_flash_attention_forward": _sdpa_seq_first,
     "_efficient_attention_forward": _sdpa_seq_first,
+    "_scaled_dot_product_flash_attention_for_cpu_backward": _sdpa_backward,
+    "_scaled_dot_product_flash_attention_backward": _sdpa_backward,
+    "_scaled_dot_product_efficient_attention_backward": _sdpa_backward,
+    "_scaled_dot_product_cudnn_attention_backward": _sdpa_backward,
+    "_scaled_dot_product_fused_attention_overrideable_backward": _sdpa_backward,
+    "_flash_attention_backward": _sdpa_backward_seq_first,
+    "_efficient_attention_backward": _sdpa_backward_seq_first,
     "_native_multi_head_attention": _native_mha,
     "_transformer_encoder_layer_fwd": _encoder_layer,
 }
@@ -135,7 +155,11 @@ class _Shaped:
 
 
 def flop_counter_mapping() -> dict[Any, Callable[..., int]]:
-    """Our attention formulas as a ``custom_mapping`` for ``torch.utils.flop_counter.FlopCounterMode``."""
+    """Our attention formulas as a ``custom_mapping`` for ``torch.utils.flop_counter.FlopCounterMode``.
+
+    Forward and backward: with it, FlopCounterMode counts a dense model's training step (forward + backward)
+    as 3 × its forward, SDPA on the CPU included (torch's own registry has no ``*_for_cpu`` formulas).
+    """
 
     def total(formula: Callable[..., dict[str, int]]) -> Callable[..., int]:
         def count(*args: Any, out_shape: Any = None, **kwargs: Any) -> int:

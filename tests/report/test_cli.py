@@ -24,10 +24,12 @@ def run(*args: str):
 def test_the_readme_command_works_with_the_paper_defaults():
     result = run("--heads", "8", "--d-model", "512")
     assert result.exit_code == 0, result.output
-    assert "layers=6" in result.output and "d_ff=2048" in result.output and "seq_len=128" in result.output
-    assert "S = 1024 = 2·d_model" in result.output  # attention crossover
-    assert "S = 3072" in result.output  # whole-layer crossover, 6·d_model
-    assert "✗" not in result.output
+    assert max(len(line) for line in result.output.splitlines()) <= 80
+    output = " ".join(result.output.split())  # lines wrap at 80 columns
+    assert "layers=6" in output and "d_ff=2048" in output and "seq_len=128" in output
+    assert "S = 1024 = 2·d_model" in output  # attention crossover
+    assert "S = 3072" in output  # whole-layer crossover, 6·d_model
+    assert "✗" not in output
 
 
 def test_json_follows_the_schema_and_rows_add_up():
@@ -100,13 +102,13 @@ def test_terminal_plot():
     (["--d-ff", "2.5"], "--d-ff must be a positive integer, got '2.5'"),
     (["--seq-len", "1e3"], "neither a positive integer nor a name"),
     (["--preset", "bert-huge"], "choose one of: mha, bert-base, bert-large, gpt2"),
-    (["--model", "rnn"], "choose one of: mha, encoder, decoder"),
+    (["--model", "rnn"], "--model 'rnn' is not one of: mha, encoder, decoder"),
     (["--preset", "gpt2", "--model", "bert"], "with this preset use --model gpt or gpt-lm"),
     (["--model", "mha", "--vocab", "100"], "--vocab does not apply to --model mha"),
     (["--model", "bert", "--d-k", "16"], "--d-k does not apply to --model bert"),
     (["--preset", "bert-base", "--seq-len", "600"], "exceeds max_seq=512"),
-    (["--format", "yaml"], "choose one of: table, json, markdown, csv"),
-    (["--impl", "flash"], "choose one of: sdpa, math"),
+    (["--format", "yaml"], "--format 'yaml' is not one of: table, json, markdown, csv"),
+    (["--impl", "flash"], "--impl 'flash' is not one of: sdpa, math"),
     (["--seq-len", "99999999999999999999"], "sizes too large: the (batch, seq, width) activations"),
     (["--model", "mha", "--d-model", "4096", "--heads", "64", "--seq-len", str(2**62)], "sizes too large"),
     (["--heads", "7", "--d-model", "536870909", "--d-ff", "1"], "heads must divide d_model (1, 536870909)"),  # a prime: no O(n) scan
@@ -132,3 +134,28 @@ def test_fvcore_column_agrees_on_explicit_matmuls_and_shows_the_sdpa_miss(impl):
     core = rows["scores"]["measured_flops"] + rows["av"]["measured_flops"]
     assert 2 * rows["scores"]["fvcore_macs"] == (core if impl == "math" else 0)
     assert any(note.startswith("fvcore: counts one multiply-add") for note in data["notes"])
+
+
+def test_chart_shares_sum_to_one_and_each_part_keeps_its_colour():
+    from shapecheck.render.report_chart import PART_COLOURS, shares
+    from shapecheck.report import flops_by_kind, resolve_config
+
+    for model in ("bert-lm", "encoder-decoder", "gpt-lm"):
+        parts = flops_by_kind(resolve_config(model), [64, 4096])
+        assert set(parts) <= set(PART_COLOURS)
+        fractions = shares(parts)
+        for i in range(2):
+            assert sum(v[i] for v in fractions.values()) == pytest.approx(1.0)
+    attention = shares(flops_by_kind(resolve_config("encoder"), [64, 8192]))["attention"]
+    assert attention[1] > attention[0]  # the S² part grows with S
+
+
+@pytest.mark.parametrize("width", [80, 240])
+@pytest.mark.parametrize("model", ["encoder-decoder", "bert-lm"])
+def test_the_built_in_table_fits_the_terminal(model, width):
+    result = runner.invoke(app, ["report", "--model", model, *SMALL, "--fvcore"], env={"COLUMNS": str(width)})
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert max(len(line) for line in lines) <= width
+    wide = any("params formula" in line and "measured FLOPs" in line for line in lines)
+    assert wide == (width >= 200)

@@ -1,0 +1,122 @@
+"""Closed forms for the parts ``anatomy`` recognises: parameters and matmul FLOPs (2 per multiply-add).
+
+Symbols: ``B`` batch, ``S`` query tokens per sequence, ``S_k`` keys each query attends to
+(``S`` in a forward pass, the cache length in decode), ``d_model``, ``h`` query heads,
+``h_kv`` key/value heads, ``d_head``, ``d_ff``, ``E`` experts, ``k`` experts per token,
+``d_in``/``d_out`` (a Linear), ``rows`` (an embedding table), ``buckets`` (T5's relative position buckets).
+
+Sources:
+- A Linear costs 2 FLOPs per weight per token (Kaplan et al. 2020, section 2.1).
+- Attention (Vaswani et al. 2017, 3.2.2) with grouped key/value heads (Ainslie et al. 2023, GQA;
+  Shazeer 2019, MQA: h_kv = 1): W_Q ∈ R^{d_model × h·d_head}, W_K, W_V ∈ R^{d_model × h_kv·d_head},
+  W_O ∈ R^{h·d_head × d_model}; QKᵀ and softmax·V each 2·B·h·S·S_k·d_head (Hoffmann et al. 2022,
+  App. F), the full S × S_k matrix, as torch.utils.flop_counter counts it.
+- Gated feed-forward (Shazeer 2020, SwiGLU/GeGLU): three matrices d_model × d_ff.
+- Mixture of experts (Fedus et al. 2021; Jiang et al. 2024, Mixtral): E experts, a router of E·d_model
+  weights; each token goes to k experts (the routing assumption: FLOPs of k experts per token).
+- Norms, embeddings (a gather) and rotary embeddings (elementwise) do no matmul work.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import sympy
+
+from shapecheck.counting.anatomy import Part
+
+B, S, S_k = sympy.symbols("B S S_k", positive=True, integer=True)
+d_model, h, h_kv, d_head, d_ff, E, k, d_in, d_out, rows, buckets = sympy.symbols(
+    "d_model h h_kv d_head d_ff E k d_in d_out rows buckets", positive=True, integer=True
+)
+ZERO = sympy.Integer(0)
+
+
+@dataclass(frozen=True)
+class Form:
+    """A part's closed forms: parameters, active parameters (MoE: k of E experts), matmul FLOPs."""
+
+    params: sympy.Expr
+    active: sympy.Expr
+    flops: sympy.Expr
+    core: sympy.Expr = ZERO  # the part of ``flops`` that grows with S_k (attention scores and values)
+
+
+def _linear(d_in_: Any, d_out_: Any, bias: bool) -> tuple[sympy.Expr, sympy.Expr]:
+    return d_in_ * d_out_ + (d_out_ if bias else 0), 2 * B * S * d_in_ * d_out_
+
+
+def _attention(part: Part) -> Form:
+    bias = part.flags["bias"]
+    shapes = {"q": (d_model, h * d_head), "k": (d_model, h_kv * d_head), "v": (d_model, h_kv * d_head)}
+    if "d_out" in part.sizes:
+        shapes["o"] = (h * d_head, d_model if part.sizes["d_out"] == part.sizes["d_model"] else d_out)
+    params, flops = ZERO, ZERO
+    for role, (i, o) in shapes.items():
+        p, f = _linear(i, o, bias[role])
+        params, flops = params + p, flops + f
+    core = 2 * (2 * B * h * S * S_k * d_head)
+    if part.flags.get("relative"):
+        params += buckets * h  # T5's relative position bias table: a gather, no matmul
+    return Form(params, params, flops + core, core)
+
+
+def _ffn(gated: bool, bias: bool) -> tuple[sympy.Expr, sympy.Expr]:
+    n = 3 if gated else 2
+    params = n * d_model * d_ff + ((n - 1) * d_ff + d_model if bias else 0)
+    return params, 2 * B * S * n * d_model * d_ff
+
+
+def _moe(part: Part) -> Form:
+    expert_params, expert_flops = _ffn(part.flags["expert"] == "gated_mlp", False)
+    router = E * d_model
+    return Form(E * expert_params + router, k * expert_params + router,
+                k * expert_flops + 2 * B * S * d_model * E)
+
+
+def _key(part: Part) -> tuple:
+    """What a part's formula depends on besides its sizes' values: its kind and flags."""
+    flags = {key: value for key, value in part.flags.items() if key != "window"}
+    if part.kind == "attention":
+        flags["out"] = None if "d_out" not in part.sizes else part.sizes["d_out"] == part.sizes["d_model"]
+        flags["bias"] = tuple(sorted(flags["bias"].items()))
+    return part.kind, tuple(sorted(flags.items()))
+
+
+@functools.lru_cache(maxsize=None)
+def _form(key: tuple) -> Form:
+    kind, flags = key[0], dict(key[1])
+    if kind == "attention":
+        sizes = {} if flags["out"] is None else {"d_out": 1 if flags["out"] else 2, "d_model": 1}
+        return _attention(Part(kind, sizes, {"bias": dict(flags["bias"]), "relative": flags.get("relative")}))
+    if kind in ("mlp", "gated_mlp"):
+        params, flops = _ffn(kind == "gated_mlp", flags["bias"])
+        return Form(params, params, flops)
+    if kind == "moe":
+        return _moe(Part(kind, {}, flags))
+    if kind == "linear":
+        params, flops = _linear(d_in, d_out, flags["bias"])
+        return Form(params, params, flops)
+    if kind == "norm":
+        params = d_model if flags["rms"] else 2 * d_model
+        return Form(params, params, ZERO)
+    return Form(rows * d_model, rows * d_model, ZERO)  # embedding
+
+
+def form(part: Part) -> Form:
+    """The closed forms of ``part`` (cached per kind and flags: every layer of a model shares them)."""
+    return _form(_key(part))
+
+
+def values(part: Part, batch: int, seq: int, keys: int) -> dict[sympy.Symbol, int]:
+    """The symbol values of ``part`` at ``batch`` × ``seq`` query tokens attending to ``keys`` keys."""
+    names = {"d_model": d_model, "h": h, "h_kv": h_kv, "d_head": d_head, "d_ff": d_ff, "E": E, "k": k,
+             "d_in": d_in, "d_out": d_out, "rows": rows, "buckets": buckets}
+    found = {names[key]: value for key, value in part.sizes.items() if key in names}
+    return {**found, B: batch, S: seq, S_k: keys}
+
+
+def evaluate(expr: sympy.Expr, at: dict[sympy.Symbol, int]) -> int:
+    return int(expr.subs(at)) if expr.free_symbols else int(expr)

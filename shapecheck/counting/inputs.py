@@ -1,0 +1,103 @@
+"""Inputs for one forward pass of any model, read from its forward signature; the output tensor to differentiate.
+
+Language models (a first argument named like token ids) get ``(batch, seq)`` token ids;
+vision models (``pixel_values``) an image of the config's size; encoder-decoders
+(``config.is_encoder_decoder``) decoder token ids too; anything else, a block, gets hidden
+states ``(batch, seq, d_model)`` with ``d_model`` read off its first Linear or recognised part.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any, Optional
+
+import torch
+from torch import nn
+
+from shapecheck.auditing.projections import as_projection, is_linear
+from shapecheck.errors import UsageError
+from shapecheck.vocabulary import forward_role
+
+TOKEN_NAMES = ("input_ids", "idx", "ids", "tokens", "token_ids", "input_tokens", "src_tokens")
+
+
+def _first_argument(module: nn.Module) -> Optional[str]:
+    try:
+        params = list(inspect.signature(module.forward).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return positional[0].name if positional else None
+
+
+def model_width(module: nn.Module) -> int:
+    """The width a block reads: its config's hidden size, else its first Linear's input features."""
+    config = getattr(module, "config", None)
+    for name in ("hidden_size", "d_model", "n_embd", "dim"):
+        value = getattr(config, name, None) or getattr(module, name, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    for sub in module.modules():
+        if is_linear(sub):
+            return as_projection("", sub).d_in
+    raise UsageError(f"{type(module).__name__}: cannot tell the width of its input (no Linear, no hidden_size)")
+
+
+def takes_tokens(module: nn.Module) -> bool:
+    name = _first_argument(module)
+    return name in TOKEN_NAMES or (name in ("x", "input", "src") and _embeds_first(module))
+
+
+def _embeds_first(module: nn.Module) -> bool:
+    first = next((m for m in module.modules() if isinstance(m, (nn.Embedding, nn.Linear))), None)
+    return isinstance(first, nn.Embedding)
+
+
+def make_inputs(module: nn.Module, batch: int, seq: int, device: str, grad: bool = False) -> tuple[tuple, dict]:
+    """(args, kwargs) for ``module(*args, **kwargs)``: see the module docstring."""
+    config = getattr(module, "config", None)
+    dev = torch.device(device)
+    if _first_argument(module) == "pixel_values":
+        size = getattr(config, "image_size", 224)
+        channels = getattr(config, "num_channels", 3)
+        return (), {"pixel_values": torch.zeros(batch, channels, size, size, device=dev, requires_grad=grad)}
+    if takes_tokens(module):
+        ids = torch.zeros(batch, seq, dtype=torch.long, device=dev)
+        kwargs: dict[str, Any] = {}
+        if config is not None and getattr(config, "is_encoder_decoder", False):
+            kwargs["decoder_input_ids"] = ids
+        return (ids,), kwargs
+    hidden = torch.zeros(batch, seq, model_width(module), device=dev, requires_grad=grad)
+    return (hidden,), _other_tensors(module, hidden)
+
+
+def _other_tensors(module: nn.Module, hidden: torch.Tensor) -> dict[str, Any]:
+    """Self-attention: every other required argument with the role of key, value or memory gets the same states."""
+    try:
+        params = list(inspect.signature(module.forward).parameters.values())[1:]
+    except (TypeError, ValueError):
+        return {}
+    shared = {"key", "value", "memory"}
+    return {p.name: hidden for p in params if p.default is p.empty and p.kind is not p.VAR_POSITIONAL
+            and p.kind is not p.VAR_KEYWORD and forward_role(p.name) in shared}
+
+
+def output_tensor(out: Any) -> torch.Tensor:
+    """The tensor a loss would be computed from: logits, the last hidden state, or the first tensor."""
+    if isinstance(out, torch.Tensor):
+        return out
+    for name in ("logits", "last_hidden_state"):
+        value = getattr(out, name, None)
+        if isinstance(value, torch.Tensor):
+            return value
+    items = out.values() if isinstance(out, dict) else out if isinstance(out, (tuple, list)) else ()
+    for item in items:
+        if isinstance(item, torch.Tensor) and item.is_floating_point():
+            return item
+    raise UsageError(f"the model's forward returned {type(out).__name__} with no floating-point tensor to differentiate")
+
+
+def runner(module: nn.Module, batch: int, seq: int, device: str, grad: bool = False) -> Callable[[], Any]:
+    args, kwargs = make_inputs(module, batch, seq, device, grad)
+    return lambda: module(*args, **kwargs)

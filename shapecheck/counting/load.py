@@ -1,0 +1,77 @@
+"""The model a report is about: a target (``file.py:Name``, ``package.module:Name``) or a transformers config, on meta."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import torch
+from torch import nn
+from torch.overrides import TorchFunctionMode
+
+from shapecheck.counting import hf
+from shapecheck.errors import UsageError
+
+
+def from_preset(name: str, sizes: Optional[dict[str, int]] = None) -> tuple[nn.Module, str]:
+    """A catalogue preset's reference module on meta (``--d-model``/``--heads`` override its sizes)."""
+    from shapecheck.catalog import get_kind, get_meta_preset, preset_sizes
+    from shapecheck.counting.params import on_meta
+
+    preset = get_meta_preset(name)
+    given = {k: v for k, v in (sizes or {}).items() if v is not None}
+    built = preset_sizes(name, **given)
+    return on_meta(lambda: get_kind(preset.kind).build(built)), f"preset {name} ({preset.source})"
+
+
+def load_model(target: Optional[str], config: Optional[str], *, init: Optional[dict[str, Any]] = None,
+               sizes: Optional[dict[str, int]] = None, preset: Optional[str] = None) -> tuple[nn.Module, str]:
+    """The module built on the meta device and a label for it; every failure is one ``UsageError`` line."""
+    if init and (target is None or target.startswith(hf.PREFIX)):
+        raise UsageError("--init sets a TARGET's constructor arguments; a config file or preset fixes its own")
+    if preset is not None:
+        if target is not None or config is not None:
+            raise UsageError(f"--preset {preset} names the model; give either it or a TARGET/--config")
+        return from_preset(preset, sizes)
+    if target and target.startswith(hf.PREFIX):
+        if config is None:
+            raise UsageError(f"{target} needs --config path/to/config.json (no hub access is attempted)")
+        return hf.build(config, target[len(hf.PREFIX):] or None)
+    if target is None:
+        if config is None:
+            raise UsageError("give a TARGET (file.py:Name or package.module:Name), --config FILE, or --model/--preset")
+        return hf.build(config)
+    if config is not None:
+        raise UsageError(f"--config applies to transformers models; {target} is built from its own constructor")
+    from shapecheck.target import construct, load_target, map_arguments
+
+    loaded = load_target(target)
+    given = {k: v for k, v in (sizes or {}).items() if v is not None}
+    construction = map_arguments(loaded, given, keep_defaults=True, init=init or {}, explicit=tuple(given))
+    label = f"{target}: {construction.describe()}"
+    try:
+        return construct(loaded, construction, "meta"), label
+    except UsageError as on_meta:
+        try:
+            with _Budget():
+                return construct(loaded, construction, "cpu"), f"{label} (built on the CPU: it fails on meta)"
+        except UsageError:
+            raise on_meta from None
+
+
+CPU_BUDGET = 2**26  # elements a CPU fallback may allocate (256 MB of float32)
+
+
+class _Budget(TorchFunctionMode):
+    """Stops a CPU construction once its tensors pass ``CPU_BUDGET`` elements: only small models fall back."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.elements = 0
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        if isinstance(out, torch.Tensor):
+            self.elements += out.numel()
+            if self.elements > CPU_BUDGET:
+                raise MemoryError(f"more than {CPU_BUDGET:,} elements: too large to build on the CPU")
+        return out

@@ -1,0 +1,147 @@
+"""Measured values per module of any model: parameters (shared tensors once), FLOPs per mode, saved activations.
+
+- forward: ``dispatch.count_flops`` (our formulas for every attention op), each op to the innermost module.
+- train: ``FlopCounterMode`` with ``flop_counter_mapping()`` over forward + backward of ``output.sum()``,
+  per module subtree (its module tracker follows the backward pass); activations are the tensors autograd
+  saves for backward (``saved_tensors_hooks``), deduplicated by storage, parameters excluded.
+- decode: one token (seq_q = 1) counted with the dispatch counter; the attention scores and values parts,
+  counted against one key, are scaled to the ``keys`` a cache of that length gives (seq_q = 1: linear in keys).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import torch
+from torch import nn
+
+from shapecheck.counting.dispatch import DispatchCount, count_flops, flop_counter_mapping
+from shapecheck.counting.inputs import output_tensor
+from shapecheck.counting.repeats import count_with_repeats
+
+
+def owners(module: nn.Module) -> dict[str, int]:
+    """Parameters per owning module path, each tensor once (in the first module that holds it)."""
+    seen: set[int] = set()
+    counts: dict[str, int] = defaultdict(int)
+    for path, sub in module.named_modules():
+        for param in sub.parameters(recurse=False):
+            if id(param) not in seen:
+                seen.add(id(param))
+                counts[path] += param.numel()
+    return dict(counts)
+
+
+def unique_numel(module: nn.Module) -> int:
+    """Parameters of ``module``'s subtree, each tensor once."""
+    return sum(p.numel() for p in {id(p): p for p in module.parameters()}.values())
+
+
+def subtree(per_module: dict[str, int], path: str) -> int:
+    """The sum over ``path`` and every module under it."""
+    if not path:
+        return sum(per_module.values())
+    prefix = path + "."
+    return sum(v for p, v in per_module.items() if p == path or p.startswith(prefix))
+
+
+@dataclass
+class Measured:
+    flops: dict[str, int]  # module path -> FLOPs of the ops it ran itself (forward/decode) or its subtree (train)
+    subtree_flops: bool  # True when ``flops`` already holds subtree totals
+    uncounted: list[dict[str, Any]] = field(default_factory=list)
+    activations: Optional[int] = None  # bytes saved for backward (train only)
+
+    def at(self, path: str) -> int:
+        if self.subtree_flops:
+            if path in self.flops:
+                return self.flops[path]
+            prefix = path + "."  # a container that never runs (ModuleList): the sum of its children
+            return sum(v for p, v in self.flops.items() if p.startswith(prefix) and "." not in p[len(prefix):])
+        return subtree(self.flops, path)
+
+
+def _innermost(count: DispatchCount, scale: Callable[[Any], int]) -> dict[str, int]:
+    flops: dict[str, int] = defaultdict(int)
+    for record in count.records:
+        flops[record.module] += record.flops * scale(record)
+    return dict(flops)
+
+
+def _count(run: Callable[[], Any], module: nn.Module, attention_paths: Iterable[str], repeats: bool) -> DispatchCount:
+    """On meta, layers proven identical are counted once and their records copied (``repeats``).
+
+    Not with experts: a ModuleList of experts is no stack of layers (each token visits k of them, not all).
+    """
+    with torch.no_grad():
+        if repeats and next(module.parameters(), torch.empty(0)).device.type == "meta":
+            return count_with_repeats(run, module, list(attention_paths))[0]
+        return count_flops(run, module, attention_paths)
+
+
+def forward(module: nn.Module, run: Callable[[], Any], attention_paths: Iterable[str] = (), repeats: bool = True) -> Measured:
+    count = _count(run, module, attention_paths, repeats)
+    return Measured(_innermost(count, lambda _: 1), False, count.uncounted_list())
+
+
+def decode(module: nn.Module, run_one: Callable[[], Any], attention_paths: dict[str, int], repeats: bool = True) -> Measured:
+    """``run_one`` runs one token; ``attention_paths`` maps each attention module to the keys it attends to."""
+    count = _count(run_one, module, attention_paths, repeats)
+    scale = lambda r: attention_paths.get(r.module, 1) if r.part in ("scores", "av") else 1  # noqa: E731
+    return Measured(_innermost(count, scale), False, count.uncounted_list())
+
+
+class _Saved:
+    """Bytes of the distinct storages autograd saves for backward, parameters excluded."""
+
+    def __init__(self, module: nn.Module) -> None:
+        self.params = {p.untyped_storage()._cdata for p in module.parameters()}
+        self.storages: dict[int, int] = {}
+
+    def pack(self, tensor: torch.Tensor) -> torch.Tensor:
+        storage = tensor.untyped_storage()
+        if storage._cdata not in self.params:
+            self.storages.setdefault(storage._cdata, storage.nbytes())
+        return tensor
+
+    @property
+    def bytes(self) -> int:
+        return sum(self.storages.values())
+
+
+@contextlib.contextmanager
+def recomputed(layers: Iterable[nn.Module]) -> Iterator[None]:
+    """Each of ``layers`` runs under ``torch.utils.checkpoint`` (full activation recomputation) while inside."""
+    from torch.utils.checkpoint import checkpoint
+
+    layers = list(layers)
+    for layer in layers:
+        plain = layer.forward
+        layer.forward = lambda *a, _plain=plain, **k: checkpoint(_plain, *a, use_reentrant=False, **k)
+    try:
+        yield
+    finally:
+        for layer in layers:
+            del layer.forward
+
+
+def train(module: nn.Module, run: Callable[[], Any], recompute: Iterable[nn.Module] = ()) -> Measured:
+    """Forward + backward; ``recompute``: layers checkpointed, so their forward runs again in backward."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    saved = _Saved(module)
+    counter = FlopCounterMode(display=False, custom_mapping=flop_counter_mapping())
+    with counter, recomputed(recompute):
+        with torch.autograd.graph.saved_tensors_hooks(saved.pack, lambda t: t):
+            loss = output_tensor(run()).float().sum()
+        loss.backward()
+    root = type(module).__name__
+    flops = {"": counter.get_total_flops()}
+    for name, ops in counter.get_flop_counts().items():
+        if name.startswith(root + "."):
+            flops[name[len(root) + 1:]] = sum(ops.values())
+    return Measured(flops, True, [], saved.bytes)

@@ -1,0 +1,45 @@
+"""Training and inference memory, in bytes, with the conventions each figure uses.
+
+- weights: parameters × bytes per element of ``dtype``.
+- gradients: one per trainable parameter, in ``dtype``.
+- optimizer (Adam, Kingma & Ba 2015): two float32 moments per parameter (8 bytes), plus a float32
+  master copy of the weights (4 bytes) when ``dtype`` is 16-bit (mixed precision, Micikevicius et al.
+  2018; the 16 bytes/parameter of Rajbhandari et al. 2020, ZeRO, section 3.1, with weights and gradients).
+- activations: the tensors saved for backward, measured (``measure.train``); Korthikanti et al. 2022
+  (section 4.1, eq. 1) estimate s·b·h·(34 + 5·a·s/h) bytes per layer for 16-bit GPT layers without recomputation.
+- kv_cache: keys and values of every attention layer for ``context`` tokens: 2·h_kv·d_head per layer per token.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64}
+ADAM_MOMENTS = 8  # two float32 moments
+MASTER_COPY = 4  # float32 weights kept by mixed precision
+
+
+def itemsize(dtype: str) -> int:
+    return DTYPES[dtype].itemsize
+
+
+def optimizer_bytes(params: int, dtype: str) -> int:
+    return params * (ADAM_MOMENTS + (MASTER_COPY if itemsize(dtype) == 2 else 0))
+
+
+def kv_cache_bytes(widths: list[int], context: int, batch: int, dtype: str) -> int:
+    """``widths``: h_kv·d_head of each attention layer; 2 (keys and values) per layer per token."""
+    return 2 * sum(widths) * context * batch * itemsize(dtype)
+
+
+def korthikanti(seq: int, batch: int, d_model: int, heads: int, layers: int) -> int:
+    """Korthikanti et al. 2022, eq. 1: s·b·h·(34 + 5·a·s/h) bytes per layer (16-bit activations)."""
+    return layers * (seq * batch * d_model * 34 + 5 * heads * seq * seq * batch)
+
+
+def memory(params: int, trainable: int, dtype: str, activations: Optional[int], kv: int) -> dict[str, Optional[int]]:
+    size = itemsize(dtype)
+    return {"weights": params * size, "gradients": trainable * size, "optimizer": optimizer_bytes(trainable, dtype),
+            "activations": activations, "kv_cache": kv}

@@ -1,0 +1,335 @@
+"""``model_report(module, settings)``: rows from any model's module tree, measured, with closed forms where recognised.
+
+Every module down to ``depth`` gets a row with its measured parameters (shared tensors once) and
+FLOPs in the chosen mode; a module ``anatomy`` recognises (attention, MLP, gated MLP, MoE, norm,
+embedding, Linear) also carries its closed form and value (``closed_forms``), and the tree is not
+opened below it. Identical layers of a ModuleList (same class and parameter shapes) fold into one row
+after the first. Pure data: ``shapecheck.render.report`` draws it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import torch
+from torch import nn
+
+from shapecheck.counting import closed_forms as cf
+from shapecheck.counting import measure, memory
+from shapecheck.counting.anatomy import Part, recognise
+from shapecheck.counting.experts import ROUTING, routed
+from shapecheck.counting.inputs import runner
+from shapecheck.counting.per_token import estimates, mfu
+from shapecheck.display import show
+from shapecheck.errors import UsageError, first_line
+
+MODES = ("forward", "train", "decode")
+
+
+@dataclass(frozen=True)
+class Settings:
+    batch: int = 1
+    seq_len: int = 128
+    mode: str = "forward"
+    context: int = 2048  # decode: tokens already in the cache
+    dtype: str = "float32"
+    depth: Optional[int] = None
+    recompute: bool = False
+    causal_flops: str = "full"
+    tokens_per_second: Optional[float] = None
+    peak_tflops: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class Row:
+    path: str
+    kind: str  # a recognised kind, "module", or "repeat" (folded identical layers)
+    params: int
+    flops: int
+    detail: str = ""  # recognised sizes, e.g. "d_model=64 h=4 h_kv=2 d_head=16"
+    params_formula: Optional[str] = None
+    flops_formula: Optional[str] = None
+    expected_params: Optional[int] = None
+    expected_flops: Optional[int] = None
+    count: int = 1  # layers a folded row stands for
+
+    @property
+    def agrees(self) -> bool:
+        return all(e is None or e == m for e, m in ((self.expected_params, self.params), (self.expected_flops, self.flops)))
+
+
+@dataclass
+class ModelReport:
+    name: str
+    settings: Settings
+    rows: list[Row]
+    total: dict[str, Any]
+    memory: dict[str, int]
+    per_token: dict[str, Any]
+    uncounted: list[dict[str, Any]]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def agrees(self) -> bool:
+        return all(r.agrees for r in self.rows)
+
+
+def _same(a: nn.Module, b: nn.Module) -> bool:
+    shapes = lambda m: [(n, tuple(p.shape)) for n, p in m.named_parameters()]  # noqa: E731
+    return type(a) is type(b) and shapes(a) == shapes(b)
+
+
+def _walk(module: nn.Module, path: str, depth: int, limit: Optional[int], parts: dict[str, Part], out: list) -> None:
+    """(path, folded paths) in tree order; identical ModuleList items after the first fold into one entry."""
+    out.append((path, ()))
+    if path in parts or (limit is not None and depth >= limit):
+        return
+    children = [(f"{path}.{name}" if path else name, child) for name, child in module.named_children()]
+    i = 0
+    while i < len(children):
+        child_path, child = children[i]
+        _walk(child, child_path, depth + 1, limit, parts, out)
+        run = 1
+        if isinstance(module, nn.ModuleList):
+            while i + run < len(children) and _same(child, children[i + run][1]):
+                run += 1
+        if run > 1:
+            out.append((child_path, tuple(p for p, _ in children[i + 1:i + run])))
+        i += run
+
+
+def recognised(module: nn.Module) -> dict[str, Part]:
+    """Every recognised module by path, outermost first (nothing recognised inside a recognised part)."""
+    parts: dict[str, Part] = {}
+    inside: Optional[str] = None  # named_modules is pre-order: a part's submodules follow it
+    for path, sub in module.named_modules():
+        if inside is not None and (inside == "" or path.startswith(inside + ".")):
+            continue
+        part = recognise(sub)
+        if part is not None:
+            parts[path], inside = part, path
+    return parts
+
+
+def _expected(part: Part, s: Settings, shape: Optional[tuple[int, ...]], factor: int = 1) -> tuple[int, int, int]:
+    """The closed forms' values at the input ``shape`` the part was called with (batch·seq tokens)."""
+    form = cf.form(part)
+    shape = shape or (s.batch, 1 if s.mode == "decode" else s.seq_len, 0)
+    batch, seq = math.prod(shape[:-2]), shape[-2]
+    keys = s.context + 1 if s.mode == "decode" else seq
+    window = part.flags.get("window")
+    if s.mode == "decode" and window:
+        keys = min(keys, window)
+    at = cf.values(part, batch, seq, keys)
+    flops = cf.evaluate(form.flops, at)
+    return cf.evaluate(form.params, at), cf.evaluate(form.active, at), factor * flops
+
+
+def train_factor(s: Settings, path: str, recomputed: frozenset[str]) -> int:
+    """Training FLOPs per forward FLOP of a matmul: 1 forward + 2 backward (dX, dW), + 1 if its layer is recomputed."""
+    if s.mode != "train":
+        return 1
+    return 4 if any(path.startswith(layer + ".") or path == layer for layer in recomputed) else 3
+
+
+def _row(module: nn.Module, path: str, folded: tuple, parts: dict[str, Part], measured: measure.Measured,
+         s: Settings, shapes: dict[str, tuple[int, ...]], recomputed: frozenset[str] = frozenset()) -> Row:
+    """One row: measured parameters (each tensor once within the row: a tied head shows its table) and FLOPs."""
+    params = lambda p: measure.unique_numel(module.get_submodule(p))  # noqa: E731
+    if folded:
+        p = sum(params(g) for g in folded)
+        f = sum(measured.at(g) for g in folded)
+        label = folded[0] if len(folded) == 1 else f"{folded[0]}..{folded[-1].rpartition('.')[2]}"
+        return Row(label, "repeat", p, f, f"{len(folded)} × {path}", count=len(folded))
+    part = parts.get(path)
+    p, f = params(path), measured.at(path)
+    if part is None:
+        return Row(path or "(model)", "module", p, f)
+    form = cf.form(part)
+    factor = train_factor(s, path, recomputed)
+    e_params, _, e_flops = _expected(part, s, shapes.get(path) or None, factor)
+    if recomputed or path not in shapes:  # never called as a module: its parent uses its weights directly
+        e_flops = None  # the checkpoint's recomputation is attributed to the module whose backward asked for it
+    flops = form.flops.subs(cf.S, 1) if s.mode == "decode" else form.flops.subs(cf.S_k, cf.S)
+    return Row(path or "(model)", part.kind, p, f, part.describe(), show(form.params),
+               show(factor * flops), e_params, e_flops)
+
+
+@contextlib.contextmanager
+def input_shapes(module: nn.Module, parts: dict[str, Part]) -> Iterator[dict[str, tuple[int, ...]]]:
+    """The shape of the first tensor each recognised part is called with (a pooler sees one token per sequence)."""
+    shapes: dict[str, tuple[int, ...]] = {}
+
+    def hook(path: str):
+        def record(_: nn.Module, args: tuple, kwargs: dict) -> None:
+            first = next((a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)), None)
+            shapes.setdefault(path, tuple(first.shape) if first is not None and first.dim() >= 2 else ())
+        return record
+
+    handles = [module.get_submodule(p).register_forward_pre_hook(hook(p), with_kwargs=True) for p in parts]
+    try:
+        yield shapes
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def _attention_keys(parts: dict[str, Part], s: Settings) -> dict[str, int]:
+    keys = {}
+    for path, part in parts.items():
+        if part.kind == "attention":
+            window = part.flags.get("window")
+            keys[path] = min(s.context + 1, window) if window else s.context + 1
+    return keys
+
+
+def device_of(module: nn.Module) -> str:
+    """Where the module lives: "meta" normally, "cpu" for a target that could only be built there."""
+    first = next(module.parameters(), None)
+    return first.device.type if first is not None else "meta"
+
+
+def _measure(module: nn.Module, parts: dict[str, Part], s: Settings) -> measure.Measured:
+    moe = {module.get_submodule(p): part.sizes["k"] for p, part in parts.items() if part.kind == "moe"}
+    device = device_of(module)
+    with routed(moe):
+        if s.mode == "train":
+            layers = _stacked_layers(module) if s.recompute else []
+            return measure.train(module, runner(module, s.batch, s.seq_len, device, grad=True), layers)
+        if s.mode == "decode":
+            return measure.decode(module, runner(module, s.batch, 1, device), _attention_keys(parts, s), not moe)
+        attention = [p for p, part in parts.items() if part.kind == "attention"]
+        return measure.forward(module, runner(module, s.batch, s.seq_len, device), attention, not moe)
+
+
+def _stacked_layers(module: nn.Module) -> list[nn.Module]:
+    """The items of every ModuleList that holds the model's layers (what activation recomputation checkpoints)."""
+    lists = [m for m in module.modules() if isinstance(m, nn.ModuleList) and len(m) > 1
+             and all(_same(m[0], item) or type(m[0]) is type(item) for item in m)]
+    outer = [m for m in lists if not any(m is not o and any(m is x for x in o.modules()) for o in lists)]
+    return [layer for m in outer for layer in m]
+
+
+def _active(module: nn.Module, parts: dict[str, Part], total: int) -> int:
+    idle = 0
+    for path, part in parts.items():
+        if part.kind == "moe":
+            form = cf.form(part)
+            at = cf.values(part, 1, 1, 1)
+            idle += cf.evaluate(form.params - form.active, at)
+    return total - idle
+
+
+def _non_embedding(module: nn.Module, parts: dict[str, Part], total: int) -> int:
+    tables = {id(p) for path, part in parts.items() if part.kind == "embedding"
+              for p in module.get_submodule(path).parameters()}
+    return total - sum(p.numel() for p in {id(p): p for p in module.parameters() if id(p) in tables}.values())
+
+
+def model_report(module: nn.Module, name: str, s: Settings) -> ModelReport:
+    """The report of ``module`` (built on meta, in ``s.dtype``) under ``s``; see the module docstring."""
+    module = module.to(memory.DTYPES[s.dtype]).train(s.mode == "train")
+    parts = recognised(module)
+    params = measure.owners(module)
+    with input_shapes(module, parts) as shapes:
+        try:
+            measured = _measure(module, parts, s)
+        except UsageError:
+            raise
+        except Exception as error:  # noqa: BLE001 - the user's forward raises anything
+            raise UsageError(f"{name}: its forward pass fails on {device_of(module)} in --mode {s.mode} "
+                             f"(batch {s.batch}, seq_len {s.seq_len}): {first_line(error)}") from None
+    entries: list = []
+    _walk(module, "", 0, s.depth, parts, entries)
+    names = {id(m): p for p, m in module.named_modules()}
+    recomputed = frozenset(names[id(m)] for m in _stacked_layers(module)) if s.recompute and s.mode == "train" else frozenset()
+    rows = [_row(module, p, folded, parts, measured, s, shapes, recomputed) for p, folded in entries]
+    total_params = sum(params.values())
+    tokens = s.batch * (1 if s.mode == "decode" else s.seq_len)
+    flops = measured.at("")
+    attention = [part for part in parts.values() if part.kind == "attention"]
+    kv = memory.kv_cache_bytes([a.sizes["h_kv"] * a.sizes["d_head"] for a in attention], s.context, s.batch, s.dtype)
+    trainable = sum(p.numel() for p in {id(p): p for p in module.parameters() if p.requires_grad}.values())
+    total = {"params": total_params, "active_params": _active(module, parts, total_params), "flops": flops,
+             "macs": flops // 2, "flops_per_token": flops // tokens, "tokens": tokens}
+    per_token = _per_token(module, parts, s, total_params, flops // tokens)
+    notes = _notes(parts, s)
+    unused = [p for p, _ in entries if p in parts and p not in shapes]
+    if unused:
+        notes.append("not called as modules, so not compared with their formulas (their parent uses the weights "
+                     f"directly, and its FLOPs hold theirs): {', '.join(unused[:5])}{' ...' if len(unused) > 5 else ''}")
+    if s.mode == "train" and attention and not s.recompute:
+        a = attention[0]
+        estimate = memory.korthikanti(s.seq_len, s.batch, a.sizes["d_model"], a.sizes["h"], len(attention))
+        notes.append(f"activations by Korthikanti et al. 2022 eq. 1 (16-bit GPT layers, no recomputation, "
+                     f"s·b·h·(34 + 5·a·s/h) per layer): {estimate:,} bytes; measured: {measured.activations:,}")
+    return ModelReport(name, s, rows, total, memory.memory(total_params, trainable, s.dtype, measured.activations, kv),
+                       per_token, _uncounted(measured.uncounted), notes)
+
+
+ROUTING_OPS = ("topk", "sort", "argsort", "cumsum", "histc", "bincount", "one_hot", "nonzero", "scatter", "scatter_add",
+               "index_add", "index_put", "index_copy", "masked_scatter", "argmax", "multinomial")
+
+
+def _uncounted(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Routing bookkeeping and index arithmetic are not model-sized arithmetic: left out of ``uncounted``."""
+    return [e for e in entries if e["op"].split(".")[-1].rstrip("_") not in ROUTING_OPS]
+
+
+def _per_token(module: nn.Module, parts: dict[str, Part], s: Settings, total: int, measured: int) -> dict[str, Any]:
+    attention = [p for p in parts.values() if p.kind == "attention"]
+    embeddings = [p for p in parts.values() if p.kind == "embedding"]
+    n = _non_embedding(module, parts, total)
+    d_model = attention[0].sizes["d_model"] if attention else 0
+    d_attn = attention[0].sizes["h"] * attention[0].sizes["d_head"] if attention else 0
+    vocab = max((e.sizes["rows"] for e in embeddings), default=0)
+    mlps = [p for p in parts.values() if p.kind in ("mlp", "gated_mlp", "moe")]
+    d_ff = mlps[0].sizes["d_ff"] if mlps else 0
+    heads = attention[0].sizes["h"] if attention else 0
+    result: dict[str, Any] = {"measured": measured, "mode": s.mode, "non_embedding_params": n,
+                              "estimates": estimates(n, len(attention), s.seq_len, d_attn, d_model, vocab, heads, d_ff)}
+    if s.causal_flops == "half" and s.mode != "decode":
+        core = sum(cf.evaluate(cf.form(p).core, cf.values(p, 1, s.seq_len, s.seq_len)) for p in attention)
+        result["measured_causal_half"] = measured - (core // 2) * (3 if s.mode == "train" else 1) // s.seq_len
+    if s.tokens_per_second and s.peak_tflops:
+        train_per_token = measured if s.mode == "train" else 3 * measured
+        result["mfu"] = mfu(train_per_token, s.tokens_per_second, s.peak_tflops)
+    return result
+
+
+def _notes(parts: dict[str, Part], s: Settings) -> list[str]:
+    notes = ["flops: matmul FLOPs, 2 per multiply-add (macs = flops / 2), measured on the meta device; "
+             "parameters shared between modules are counted once, in the first module that holds them"]
+    if s.mode == "train":
+        notes.append("train: forward + backward of output.sum() counted by FlopCounterMode with shapecheck's "
+                     "attention formulas; a formula's value is 3 × its forward (backward = dX + dW)"
+                     + ("; --recompute: each layer runs under torch.utils.checkpoint (non-reentrant) and saves only "
+                        "its input; its forward runs again in backward, stopping once the saved tensors are rebuilt "
+                        "(a layer's last matmul is not rerun), so the total is below the 4 × forward convention; "
+                        "formulas show the 4 × convention, rows are not compared" if s.recompute else ""))
+        notes.append("memory: activations are the tensors autograd saves for backward, measured on meta "
+                     "(deduplicated by storage, weights excluded); optimizer: Adam, two float32 moments "
+                     "(8 bytes/param) + a float32 master copy (4) when the dtype is 16-bit; on meta, "
+                     "scaled_dot_product_attention takes its math path and saves the S×S probabilities, "
+                     "where a flash kernel saves O(S) per head")
+    else:
+        notes.append("memory: activations are measured with --mode train (null here)")
+    if s.mode == "decode":
+        notes.append(f"decode: one new token per sequence against a KV cache of {s.context} tokens "
+                     f"(it attends to {s.context + 1} keys; S = 1, S_k = keys); attention scores and values "
+                     "counted at one key and scaled to the keys")
+    if any(p.kind == "moe" for p in parts.values()):
+        notes.append(f"MoE routing assumption: {ROUTING}; active_params counts k of E experts")
+    if any(p.flags.get("window") for p in parts.values()):
+        notes.append("sliding window: the full S×S_k scores are counted as the kernel computes them; "
+                     "in decode a query attends to min(keys, window) keys")
+    notes.append("causal attention: the full S×S score matrix is counted (as torch.utils.flop_counter); "
+                 "--causal-flops half gives the half flash kernels compute")
+    return notes
+
+
+__all__ = ["MODES", "ModelReport", "Row", "Settings", "model_report", "recognised"]

@@ -1,0 +1,145 @@
+"""Rendering of a model report (``shapecheck.counting.tree.ModelReport``): table, markdown, csv, json.
+
+The table fits ``layout.width()``: below 120 columns the formulas move to their own line under
+each recognised row, so no line is wider than the terminal (80 when piped).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import asdict
+from typing import Any, Optional
+
+from shapecheck.counting.tree import ModelReport, Row
+from shapecheck.render import layout
+
+WIDE = 120
+UNITS = ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"))
+
+
+def human_bytes(n: Optional[int]) -> str:
+    if n is None:
+        return "n/a"
+    for size, unit in UNITS:
+        if n >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{n} B"
+
+
+def short(n: int) -> str:
+    """1234567 -> '1.23M' (tables); JSON keeps exact integers."""
+    for size, unit in ((10**15, "P"), (10**12, "T"), (10**9, "G"), (10**6, "M"), (10**3, "k")):
+        if abs(n) >= size:
+            return f"{n / size:.3g}{unit}"
+    return str(n)
+
+
+def mark(row: Row) -> str:
+    if row.expected_params is None and row.expected_flops is None:
+        return ""
+    return "✓" if row.agrees else "✗"
+
+
+def exit_code(report: ModelReport, strict: bool = False) -> int:
+    """1 when a measured value differs from its closed form, or (``strict``) when some op has no formula."""
+    return 0 if report.agrees and not (strict and report.uncounted) else 1
+
+
+def as_dict(report: ModelReport) -> dict[str, Any]:
+    rows = [{**asdict(r), "agrees": r.agrees if r.expected_params is not None else None} for r in report.rows]
+    return {"config": {"model": report.name, **asdict(report.settings)}, "rows": rows,
+            "total": {**report.total, "per_token": report.per_token}, "memory": report.memory,
+            "uncounted": report.uncounted, "notes": report.notes}
+
+
+def _header(report: ModelReport) -> list[str]:
+    s = report.settings
+    return [f"{report.name}", f"mode={s.mode} batch={s.batch} seq_len={s.seq_len}"
+            + (f" context={s.context}" if s.mode == "decode" else "") + f" dtype={s.dtype}"]
+
+
+def _footer(report: ModelReport) -> list[str]:
+    t, m = report.total, report.memory
+    lines = [f"total: params {t['params']:,} (active {t['active_params']:,}); FLOPs {t['flops']:,} "
+             f"({t['flops_per_token']:,} per token); MACs {t['macs']:,}",
+             "memory: " + ", ".join(f"{k} {human_bytes(v)}" for k, v in m.items())]
+    for name, entry in report.per_token["estimates"].items():
+        lines.append(f"per token, {name}: forward {entry['forward']:,}, train {entry['train']:,} ({entry['convention']})")
+    if "mfu" in report.per_token:
+        lines.append(f"MFU: {100 * report.per_token['mfu']:.1f}%")
+    lines += [f"uncounted: {e['op']}: {e['calls']} calls" for e in report.uncounted] or ["uncounted: none"]
+    return lines + [f"note: {n}" for n in report.notes]
+
+
+def _cells(row: Row) -> list[str]:
+    return [row.path, row.kind, short(row.params), short(row.flops), mark(row)]
+
+
+def table(report: ModelReport, at: int = 0) -> str:
+    """All columns side by side from ``WIDE`` columns; below, one block of lines per row (no line wider than ``at``)."""
+    at = at or layout.width()
+    if at < WIDE:
+        return layout.text(*_header(report), *_blocks(report, at), *_footer(report), at=at)
+    columns = [layout.Column("module", fold=True), layout.Column("kind"), layout.Column("params", "right"),
+               layout.Column("FLOPs", "right"), layout.Column("formula (FLOPs)", fold=True), layout.Column("", "center")]
+    body = [[r.path, r.kind, f"{r.params:,}", f"{r.flops:,}", r.flops_formula or "", mark(r)] for r in report.rows]
+    return layout.text(*_header(report), layout.table(columns, body), *_footer(report), at=at)
+
+
+def wrapped(text: str, at: int) -> list[str]:
+    """``text`` indented under its row and wrapped at word breaks to ``at`` columns."""
+    import textwrap
+
+    return textwrap.wrap(text, at, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
+
+
+def _measured_line(what: str, measured: int, formula: Optional[str], expected: Optional[int]) -> str:
+    if formula is None or expected is None:
+        return f"{what} {measured:,}"
+    return f"{what} {formula} = {expected:,}, measured {measured:,} {'✓' if expected == measured else '✗'}"
+
+
+def _blocks(report: ModelReport, at: int) -> list[str]:
+    lines = []
+    for r in report.rows:
+        lines.append(f"{r.path} ({r.kind}{', ' + r.detail if r.detail else ''})")
+        lines += wrapped(_measured_line("params", r.params, r.params_formula, r.expected_params), at)
+        lines += wrapped(_measured_line("FLOPs", r.flops, r.flops_formula, r.expected_flops), at)
+    return lines
+
+
+def markdown(report: ModelReport) -> str:
+    lines = ["# shapecheck report", "", *[f"- {line}" for line in _header(report)], "",
+             "| module | kind | params | params formula | FLOPs | FLOPs formula | ok |", "|---|---|---|---|---|---|---|"]
+    for r in report.rows:
+        cells = [r.path, r.kind, f"{r.params:,}", r.params_formula or "", f"{r.flops:,}", r.flops_formula or "", mark(r)]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines + ["", *[f"- {line}" for line in _footer(report)]]) + "\n"
+
+
+def csv_text(report: ModelReport) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["module", "kind", "params", "expected_params", "params_formula", "flops", "expected_flops",
+                     "flops_formula", "count"])
+    for r in report.rows:
+        writer.writerow([r.path, r.kind, r.params, r.expected_params, r.params_formula, r.flops, r.expected_flops,
+                         r.flops_formula, r.count])
+    t = report.total
+    writer.writerow(["TOTAL", "", t["params"], "", "", t["flops"], "", "", ""])
+    for key, value in report.memory.items():
+        writer.writerow([f"(memory) {key}", "bytes", value, "", "", "", "", "", ""])
+    for e in report.uncounted:
+        writer.writerow([f"(uncounted) {e['op']}", "", "", "", "", "", "", "", e["calls"]])
+    return out.getvalue()
+
+
+def render(report: ModelReport, output_format: str, strict: bool = False) -> str:
+    if output_format == "json":
+        return layout.as_json(as_dict(report), exit_code(report, strict))
+    if output_format == "csv":
+        return csv_text(report)
+    if output_format == "markdown":
+        return markdown(report)
+    return table(report)

@@ -1,0 +1,145 @@
+"""``shapecheck report TARGET`` and ``--config``: formats, 80 columns, one-line errors with exit 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from torch.utils.flop_counter import FlopCounterMode
+
+from shapecheck.cli import app
+from shapecheck.counting import flop_counter_mapping
+
+transformers = pytest.importorskip("transformers")
+runner = CliRunner()
+DECODER = "tests/report/test_any_model.py:GQADecoder"
+
+
+def run(*args: str, width: int = 80):
+    return runner.invoke(app, ["report", *args], env={"COLUMNS": str(width)})
+
+
+@pytest.fixture(scope="module")
+def llama_config(tmp_path_factory):
+    path = tmp_path_factory.mktemp("configs") / "config.json"
+    transformers.LlamaConfig(hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+                             num_key_value_heads=2, vocab_size=64, architectures=["LlamaForCausalLM"]).to_json_file(path)
+    return str(path)
+
+
+def test_a_users_file_target_reports_with_verdict_fields():
+    result = run(DECODER, "--seq-len", "6", "--batch", "2", "--format", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["ok"] is True and data["exit_code"] == 0
+    assert set(data) >= {"config", "rows", "total", "memory", "uncounted", "notes"}
+    assert set(data["total"]) >= {"params", "active_params", "flops", "macs", "per_token"}
+    assert set(data["memory"]) == {"weights", "gradients", "optimizer", "activations", "kv_cache"}
+
+
+def test_config_alone_and_with_a_class_give_the_same_report(llama_config):
+    alone = json.loads(run("--config", llama_config, "--format", "json").stdout)
+    named = json.loads(run("transformers:LlamaForCausalLM", "--config", llama_config, "--format", "json").stdout)
+    assert alone["total"] == named["total"] and alone["total"]["params"] > 0
+
+
+@pytest.mark.parametrize("mode", ["forward", "train", "decode"])
+@pytest.mark.parametrize("width", [80, 200])
+def test_the_table_fits_the_terminal(llama_config, mode, width):
+    result = run("--config", llama_config, "--mode", mode, width=width)
+    assert result.exit_code == 0, result.output
+    assert max(len(line) for line in result.stdout.splitlines()) <= width
+    assert "model.layers.0.self_attn" in result.stdout
+
+
+def test_markdown_and_csv_carry_rows_and_memory(llama_config):
+    md = run("--config", llama_config, "--format", "markdown").stdout
+    assert "| model.layers.0.mlp | gated_mlp |" in md
+    csv_text = run("--config", llama_config, "--format", "csv").stdout
+    assert "(memory) kv_cache" in csv_text and csv_text.splitlines()[0].startswith("module,kind,params")
+
+
+def test_mfu_from_a_device_name(llama_config):
+    data = json.loads(run("--config", llama_config, "--mode", "train", "--tokens-per-second", "1000",
+                          "--device", "A100", "--format", "json").stdout)
+    per_token = data["total"]["per_token"]
+    assert per_token["mfu"] == pytest.approx(per_token["measured"] * 1000 / 312e12)
+
+
+def _bad_json(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text("{not json")
+    return str(path)
+
+
+def _unknown_architecture(tmp_path):
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps({"model_type": "llama", "architectures": ["NoSuchModelForCausalLM"]}))
+    return str(path)
+
+
+@pytest.mark.parametrize("make,extra,needle", [
+    (lambda t: str(t / "missing.json"), [], "no such file"),
+    (_bad_json, [], "not JSON"),
+    (_unknown_architecture, [], "unknown architecture 'NoSuchModelForCausalLM'"),
+    (None, ["transformers:LlamaForCausalLM"], "needs --config"),
+    (None, [DECODER, "--d-ff", "8"], "--d-ff applies to the built-in models only"),
+    (None, ["--preset", "llama-2-7b", "--model", "gpt"], "--model applies to the built-in models only"),
+    (None, ["--preset", "llama-2-7b", "--init", "a=1"], "--init sets a TARGET's constructor arguments"),
+    (None, [DECODER, "--mode", "sideways"], "--mode 'sideways' is not one of: forward, train, decode"),
+    (None, [DECODER, "--context", "0"], "--context must be a positive integer, got 0"),
+    (None, ["nofile.py:Model"], "nofile.py"),
+    (None, ["tests/report/test_cli_any_model.py:Failing"], "its forward pass fails on meta in --mode forward"),
+    (None, ["--model", "encoder", "--mode", "train"], "--mode applies to a TARGET, --config or the presets"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, make, extra, needle):
+    args = (["--config", make(tmp_path)] if make else []) + extra
+    result = run(*args)
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and needle in lines[0] and "Traceback" not in result.output
+
+
+class Cumulative(torch.nn.Module):
+    """A block with an op that does arithmetic and has no formula (cumsum over the sequence)."""
+
+    def __init__(self, d_model: int = 8) -> None:
+        super().__init__()
+        self.proj = torch.nn.Linear(d_model, d_model)
+
+    def forward(self, x):
+        return self.proj(torch.logcumsumexp(x, dim=1))
+
+
+def test_uncounted_ops_are_listed_and_strict_exits_1():
+    target = "tests/report/test_cli_any_model.py:Cumulative"
+    loose = run(target, "--format", "json")
+    assert loose.exit_code == 0 and [e["op"] for e in json.loads(loose.stdout)["uncounted"]] == ["aten.logcumsumexp"]
+    strict = run(target, "--strict", "--format", "json")
+    assert strict.exit_code == 1 and json.loads(strict.stdout)["exit_code"] == 1
+
+
+class Failing(torch.nn.Module):
+    def __init__(self, d_model: int = 8) -> None:
+        super().__init__()
+        self.proj = torch.nn.Linear(d_model, d_model)
+
+    def forward(self, x):
+        raise ValueError("a forward that fails\nover two lines")
+
+
+def test_torch_multihead_attention_takes_query_key_value_and_its_functional_out_proj_is_not_a_finding():
+    result = run("torch.nn:MultiheadAttention", "--d-model", "16", "--heads", "2", "--batch", "2", "--seq-len", "3",
+                 "--format", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    module = torch.nn.MultiheadAttention(16, 2, device="meta")
+    x = torch.zeros(2, 3, 16, device="meta")  # (seq, batch, d_model): batch_first=False
+    with FlopCounterMode(display=False, custom_mapping=flop_counter_mapping()) as counter, torch.no_grad():
+        module(x, x, x)
+    assert data["total"]["flops"] == counter.get_total_flops()
+    out_proj = next(r for r in data["rows"] if r["path"] == "out_proj")
+    assert out_proj["expected_flops"] is None and any("not called as modules" in n for n in data["notes"])
