@@ -38,6 +38,17 @@ def test_empty_file_is_an_info_finding(data):
     assert (finding.code, finding.severity) == ("SC002", "info")
 
 
+@pytest.mark.parametrize("data", [b"", b"\n"])
+def test_empty_package_init_is_not_reported(data):
+    assert lint_bytes(data, "pkg/__init__.py") == []
+
+
+def test_a_name_only_in_a_string_annotation_is_not_undefined():
+    """String annotations are never evaluated: pyflakes' SC111 there would be a false alarm."""
+    assert lint_source("def make() -> 'NotYetDefined':\n    return None\n") == []
+    assert [f.code for f in lint_source("def make():\n    return NotYetDefined()\n")] == ["SC111"]
+
+
 def test_findings_are_sorted_by_position():
     source = (BUGGY / "sc105_split_without_transpose.py").read_text()
     source = source.replace("import math", "import math\nundefined_thing()")
