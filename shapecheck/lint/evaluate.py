@@ -1,19 +1,22 @@
 """Abstract evaluation of expressions: what each one is (tensor with named axes, size, shape).
 
 ``Evaluator.ev`` visits every sub-expression exactly once, remembers its value by
-node, and calls the rule hooks (``on_softmax``, ``on_reshape``, ...) that the
-checker defines where an operation may be wrong.
+node, and emits an event (``shapecheck.lint.events``) where an operation may be
+wrong; the checks registered for that event decide whether it is.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import replace
 from typing import Optional
 
+from shapecheck.lint import events as ev
 from shapecheck.lint import names as nm
+from shapecheck.lint.scope import Scope
 from shapecheck.lint.tracking import (
-    WILD, Dim, Label, Pieces, Shape, Target, Tensor, Value, int_label, join, matmul, name_label, permute,
+    WILD, Dim, Label, Pieces, Shape, Target, Tensor, Value, fresh, int_label, join, matmul, name_label, permute,
     product, quotient, swap,
 )
 
@@ -22,24 +25,60 @@ _SWAP = frozenset({"transpose", "swapaxes", "swapdims"})
 _TENSOR_ONLY = _RESHAPE | _SWAP | {"permute", "contiguous", "softmax", "log_softmax", "masked_fill", "matmul"}
 _NEW_AXES = frozenset({"unsqueeze", "squeeze", "expand", "expand_as", "flatten", "unflatten", "repeat",
                        "repeat_interleave", "sum", "mean", "max", "min", "amax", "gather", "index_select"})
+_WORD = re.compile(r"[A-Za-z_]\w*")
 
 
-class Evaluator:
-    """Mixin: expression evaluation over ``self.env`` (name -> Value)."""
+class Evaluator(Scope):
+    """Expression evaluation over ``self.env`` (name -> Value); the checker adds the statements."""
 
-    env: dict[str, Optional[Value]]
-    values: dict[int, Value]
-    functional: dict[str, str] = {}  # local name -> its name in torch.nn.functional (``from ... import dropout``)
+    # ---- what the events report -----------------------------------------------------
+    def softmax(self, call: ast.Call, node: Optional[ast.expr], t: Optional[Value], dim: Optional[ast.expr],
+                has_dim: bool) -> Tensor:
+        if not isinstance(t, Tensor):
+            return Tensor(role="probs")
+        self.emit(ev.Softmax(call, node, t, dim, has_dim))
+        return Tensor(axes=t.axes, role="probs", scale=t.scale if t.role == "scores" else "unknown")
 
-    # rule hooks, defined by the checker
-    def on_softmax(self, call: ast.Call, node: Optional[ast.expr], t: Optional[Value], dim: Optional[ast.expr],
-                   has_dim: bool) -> Tensor: ...
-    def on_reshape(self, call: ast.Call, kind: str, t: Tensor, target: Optional[list[Target]]) -> None: ...
-    def on_masked_fill(self, call: ast.Call, mask: Optional[ast.expr]) -> None: ...
-    def on_dropout(self, call: ast.Call, name: str) -> None: ...
-    def on_scaled(self, node: ast.AST, t: Tensor, factor: ast.expr) -> Tensor: ...
-    def module_of(self, attr: str) -> tuple[Optional[str], Optional[ast.Call]]: ...
-    def bind_scope(self, args: ast.arguments) -> None: ...
+    def scaled(self, node: ast.AST, t: Tensor, factor: ast.expr) -> Tensor:
+        kind = nm.scale_kind(self.scale_names(factor, 0))
+        self.emit(ev.Scaled(node, t, factor, kind))
+        at = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+        if t.scale not in ("none", "unknown") and kind != "width":
+            kind = t.scale if t.scale != "other" else kind
+        return replace(t, scale=kind, scale_at=at, order=t.order, uid=0, param=False)
+
+    def scale_names(self, node: ast.AST, depth: int) -> list[str]:
+        """Identifiers a scale factor is made of, following local names and ``self.`` attributes."""
+        found: list[str] = []
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name):
+                found.extend(self._name_parts(sub.id, depth))
+            elif isinstance(sub, ast.Attribute):
+                found.append(sub.attr)
+                defined = self.class_attr(sub.attr) if nm.self_attr(sub) else None
+                if defined is not None and depth < 3:
+                    found.extend(self.scale_names(defined, depth + 1))
+            elif isinstance(sub, ast.BinOp) and isinstance(sub.op, (ast.Div, ast.FloorDiv)) \
+                    and not isinstance(sub.right, ast.Constant):
+                found.append("heads")  # a width divided by something: a per-head size
+            elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr == "size":
+                value = self.values.get(id(sub))
+                if isinstance(value, Dim) and value.label is not None:
+                    found.extend(_WORD.findall(value.label.text))
+        return found
+
+    def _name_parts(self, name: str, depth: int) -> list[str]:
+        value = self.env.get(name)
+        if name in self.scalars and depth < 3:
+            return [name, *self.scale_names(self.scalars[name], depth + 1)]
+        if isinstance(value, Dim):
+            return [name, *_WORD.findall(value.label.text)] if value.label is not None else [name]
+        return [name]
+
+    def masked_fill(self, call: ast.Call, receiver: Optional[ast.expr], t: Optional[Value],
+                    mask: Optional[ast.expr], fill: Optional[ast.expr]) -> Optional[Value]:
+        self.emit(ev.MaskedFill(call, receiver, t, mask, fill))
+        return _masked(t, call, receiver, self.env)
 
     def ev(self, node: Optional[ast.AST]) -> Optional[Value]:
         if node is None:
@@ -173,15 +212,15 @@ class Evaluator:
             a, b = left, right
             main = a if a.role or (a.rank or 0) >= (b.rank or 0) else b
             if isinstance(op, (ast.Mult, ast.Div)) and _factor_like(b):
-                return self.on_scaled(node, a, rnode)
+                return self.scaled(node, a, rnode)
             if isinstance(op, ast.Mult) and _factor_like(a):
-                return self.on_scaled(node, b, lnode)
+                return self.scaled(node, b, lnode)
             return replace(main, order=None, uid=0, param=False)
         t, factor = (left, rnode) if isinstance(left, Tensor) else (right, lnode)
         if not isinstance(t, Tensor):
             return None
         if isinstance(op, ast.Mult) or (isinstance(op, ast.Div) and t is left):
-            return self.on_scaled(node, t, factor)
+            return self.scaled(node, t, factor)
         return replace(t, uid=0, param=False)
 
     # ---- sizes -------------------------------------------------------------------
@@ -194,9 +233,39 @@ class Evaluator:
         if n is not None:
             return WILD if n == -1 else int_label(n)
         if isinstance(node, ast.Name):
+            if value is None and node.id in self.scalars:
+                return self.static_label(self.scalars[node.id], 1)  # where the size came from, not its name
             return name_label(node.id) if value is None or (isinstance(value, Tensor) and value.param) else None
         if isinstance(node, ast.Attribute):
-            return name_label(node.attr) if value is None else None
+            return self.static_label(node, 0) if value is None else None
+        return None
+
+    def static_label(self, node: Optional[ast.AST], depth: int) -> Optional[Label]:
+        """The label of a size expression from where it was bound: ``self.x`` from ``__init__``'s
+        ``self.x = ...``, products and quotients of labels; a name that is bound nowhere is read by its name."""
+        if node is None or depth > 3:
+            return None
+        n = nm.int_value(node)
+        if n is not None:
+            return int_label(n) if n > 0 else None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.FloorDiv)):
+            a, b = self.static_label(node.left, depth + 1), self.static_label(node.right, depth + 1)
+            return product(a, b) if isinstance(node.op, ast.Mult) else quotient(a, b)
+        if isinstance(node, ast.Call) and nm.dotted(node.func) == "int" and len(node.args) == 1:
+            inner = node.args[0]
+            if isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.Div):
+                return quotient(self.static_label(inner.left, depth + 1), self.static_label(inner.right, depth + 1))
+            return self.static_label(inner, depth + 1)
+        attr = nm.self_attr(node)
+        if attr is not None:
+            made = self.class_attr(attr)
+            if made is not None and not isinstance(made, ast.Call):
+                return self.static_label(made, depth + 1) or name_label(attr)
+            return name_label(attr)
+        if isinstance(node, ast.Attribute):
+            return name_label(node.attr)
+        if isinstance(node, ast.Name):
+            return name_label(node.id)
         return None
 
     def size_label(self, node: ast.AST) -> Optional[Label]:
@@ -227,6 +296,9 @@ class Evaluator:
     # ---- calls -------------------------------------------------------------------
     def ev_Call(self, node: ast.Call) -> Optional[Value]:
         func = node.func
+        layer = nm.nn_layer(func)
+        if layer is not None:
+            self.emit(ev.Construct(node, layer))
         if isinstance(func, ast.Attribute) and nm.is_namespace(func.value):
             self.ev(func.value)
             args = [self.ev(a) for a in node.args]
@@ -250,14 +322,25 @@ class Evaluator:
             return self.name_call(node, func.id, args)
         if isinstance(func, ast.Call) and (nm.dotted(func.func) or "").endswith("Softmax"):
             first = node.args[0] if node.args else None
-            return self.on_softmax(node, first, args[0] if args else None, nm.argument(func, 0, "dim"),
+            return self.softmax(node, first, args[0] if args else None, nm.argument(func, 0, "dim"),
                                    bool(func.args or func.keywords))
         return None
 
+    def fused_attention(self, node: ast.Call, shown: str, attr: str, args: list[Optional[Value]]) -> Tensor:
+        """SDPA and flash-attn: the output has q's shape with v's last axis."""
+        self.emit(ev.FusedAttention(node, shown, nm.argument(node, nm.FUSED_ATTENTION[attr], "dropout_p")))
+        q, v = (args[0], args[2]) if len(args) >= 3 else (None, None)
+        if isinstance(q, Tensor) and isinstance(v, Tensor) and q.axes and v.axes and len(q.axes) == len(v.axes):
+            return fresh(q.axes[:-1] + v.axes[-1:])
+        return Tensor(scale="unknown")
+
     def name_call(self, node: ast.Call, name: str, args: list[Optional[Value]]) -> Optional[Value]:
+        fused = self.functional.get(name, name if name.startswith("flash_attn") else None)
+        if fused in nm.FUSED_ATTENTION and name not in self.env:
+            return self.fused_attention(node, name, fused, args)
         original = self.functional.get(name)
         if original in nm.DROPOUT and name not in self.env:
-            self.on_dropout(node, name if name == original else f"{name} (torch.nn.functional.{original})")
+            self.emit(ev.FunctionalDropout(node, name if name == original else f"{name} (torch.nn.functional.{original})"))
         if name == "int" and args and isinstance(args[0], Dim):
             return args[0]
         if nm.module_kind(name) == "all" and args and isinstance(args[0], Tensor):
@@ -270,32 +353,35 @@ class Evaluator:
         first = args[0] if args else (self.values.get(id(node.keywords[0].value)) if node.keywords else None)
         if kind == "softmax" and made is not None:
             x = node.args[0] if node.args else None
-            return self.on_softmax(node, x, first, nm.argument(made, 0, "dim"), bool(made.args or made.keywords))
+            return self.softmax(node, x, first, nm.argument(made, 0, "dim"), bool(made.args or made.keywords))
         if not isinstance(first, Tensor):
             return None
         if kind == "all":
             return replace(first, uid=0, param=False)
         if kind == "lead" and first.axes:
-            return Tensor(axes=first.axes[:-1] + (None,), order=tuple(range(len(first.axes))))
+            width = self.static_label(nm.argument(made, 1, "out_features"), 0) if made is not None else None
+            return Tensor(axes=first.axes[:-1] + (width,), order=tuple(range(len(first.axes))))
         return Tensor() if kind == "lead" else None
 
     def namespace_call(self, node: ast.Call, attr: str, args: list[Optional[Value]]) -> Optional[Value]:
         """``torch.matmul(a, b)``, ``F.softmax(x, dim=-1)``, ``F.dropout(x, p)``, ..."""
         first = args[0] if args else None
+        if attr in nm.FUSED_ATTENTION:
+            return self.fused_attention(node, nm.dotted(node.func) or attr, attr, args)
         if attr in ("matmul", "bmm") and len(args) >= 2:
             b = _as_tensor(args[1])
             if attr == "bmm" and _is_transpose(node.args[1], (1, 2)):
                 b = replace(b, key_t=True)
             return matmul(_as_tensor(first), b)
         if attr in nm.SOFTMAX:
-            return self.on_softmax(node, node.args[0] if node.args else None, first,
+            return self.softmax(node, node.args[0] if node.args else None, first,
                                    nm.argument(node, 1, "dim"), len(node.args) > 1 or bool(node.keywords))
         if attr in nm.DROPOUT:
-            self.on_dropout(node, nm.dotted(node.func) or attr)
+            self.emit(ev.FunctionalDropout(node, nm.dotted(node.func) or attr))
             return replace(first, uid=0, param=False) if isinstance(first, Tensor) else None
         if attr == "masked_fill":
-            self.on_masked_fill(node, nm.argument(node, 1, "mask"))
-            return _masked(first, node, node.args[0] if node.args else None, self.env)
+            return self.masked_fill(node, node.args[0] if node.args else None, first, nm.argument(node, 1, "mask"),
+                                    nm.argument(node, 2, "value"))
         if isinstance(first, Tensor) and attr in _RESHAPE | _SWAP | {"permute"}:
             return self.method_call(node, attr, first, args[1:], offset=1)
         return None
@@ -321,13 +407,13 @@ class Evaluator:
         if attr == "matmul" and args:
             return matmul(base, _as_tensor(args[0]))
         if attr in nm.SOFTMAX:
-            return self.on_softmax(node, node.func.value, base, nm.argument(node, 0, "dim"),  # type: ignore[attr-defined]
+            return self.softmax(node, node.func.value, base, nm.argument(node, 0, "dim"),  # type: ignore[attr-defined]
                                    bool(node.args or node.keywords))
         if attr == "masked_fill":
-            self.on_masked_fill(node, nm.argument(node, 0, "mask"))
-            return _masked(base, node, node.func.value, self.env)  # type: ignore[attr-defined]
+            return self.masked_fill(node, node.func.value, base, nm.argument(node, 0, "mask"),  # type: ignore[attr-defined]
+                                    nm.argument(node, 1, "value"))
         if attr in ("mul", "div", "mul_", "div_") and node.args:
-            return self.on_scaled(node, base, node.args[0]) if base.role == "scores" else Tensor()
+            return self.scaled(node, base, node.args[0]) if base.role == "scores" else Tensor()
         if attr in ("size", "dim") or attr in ("split", "chunk"):
             return self.size_or_split(node, attr, base)
         if attr in nm.SAME_LAYOUT:
@@ -367,7 +453,7 @@ class Evaluator:
                 target = self.target_of(arg_nodes)
         else:
             target = self.target_of(arg_nodes)
-        self.on_reshape(node, kind, base, target)
+        self.emit(ev.Reshape(node, kind, base, target))
         if target is None:
             return Tensor(scale=base.scale, scale_at=base.scale_at)
         axes = [t if isinstance(t, Label) else None for t in target]

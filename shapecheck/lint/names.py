@@ -27,6 +27,9 @@ _QUERY = frozenset({"q", "query", "queries"})
 KEEP_MASKS = frozenset({"attention_mask", "input_mask", "encoder_attention_mask"})  # 1 = attend
 PAD_MASKS = frozenset({"key_padding_mask", "src_key_padding_mask",
                        "tgt_key_padding_mask", "memory_key_padding_mask"})  # True = padding
+# fused attention functions -> the position of their dropout probability
+FUSED_ATTENTION = {"scaled_dot_product_attention": 4, "flash_attn_func": 3, "flash_attn_varlen_func": 7,
+                   "flash_attn_qkvpacked_func": 1, "flash_attn_kvpacked_func": 2}
 MODULE_ROOTS = frozenset({"math", "torch", "np", "numpy", "F", "nn", "self", "config", "jnp"})
 NOT_AXES = frozenset({"sqrt", "rsqrt", "pow", "float", "int", "size", "shape", "item", "tensor", "scale",
                       "scaling", "softmax_scale", "dim"})
@@ -57,6 +60,15 @@ def is_namespace(node: ast.AST) -> bool:
     """True for ``torch``, ``F``, ``nn.functional``, ``torch.nn.functional``."""
     name = dotted(node)
     return name is not None and (name in FUNCTIONAL or name.endswith(".functional"))
+
+
+def nn_layer(func: ast.AST) -> Optional[str]:
+    """``Linear`` for ``nn.Linear`` / ``torch.nn.Linear`` (a class of torch.nn), None otherwise."""
+    name = dotted(func)
+    if name is None:
+        return None
+    prefix, _, last = name.rpartition(".")
+    return last if prefix in ("nn", "torch.nn") and last[:1].isupper() else None
 
 
 def self_attr(node: ast.AST) -> Optional[str]:
