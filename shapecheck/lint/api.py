@@ -123,6 +123,8 @@ def _analyse(source: str, path: str) -> list[msg.Finding]:
         return _undefined_names(tree, path) + Checker(tree, path).findings
     except RecursionError:
         return [msg.AnalysisStopped.finding(path, 1, 1, "expressions nested too deeply")]
+    except Exception as error:  # noqa: BLE001 - a gap in the analysis must not stop the other files
+        return [msg.AnalysisStopped.finding(path, 1, 1, f"internal error ({error.__class__.__name__}: {error})")]
 
 
 class _Pyflakes(pyflakes_checker.Checker):  # type: ignore[misc]

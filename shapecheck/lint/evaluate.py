@@ -14,17 +14,21 @@ from typing import Optional
 
 from shapecheck.lint import events as ev
 from shapecheck.lint import names as nm
+from shapecheck.lint import ops
 from shapecheck.lint.scope import Scope
 from shapecheck.lint.tracking import (
-    WILD, Dim, Label, Pieces, Shape, Target, Tensor, Value, fresh, int_label, join, matmul, name_label, permute,
+    WILD, Dim, Label, Pieces, Shape, Target, Tensor, Value, int_label, join, matmul, name_label, permute,
     product, quotient, swap,
 )
 
 _RESHAPE = frozenset({"view", "reshape"})
 _SWAP = frozenset({"transpose", "swapaxes", "swapdims"})
 _TENSOR_ONLY = _RESHAPE | _SWAP | {"permute", "contiguous", "softmax", "log_softmax", "masked_fill", "matmul"}
-_NEW_AXES = frozenset({"unsqueeze", "squeeze", "expand", "expand_as", "flatten", "unflatten", "repeat",
+_NEW_AXES = frozenset({"unsqueeze", "squeeze", "expand", "expand_as", "unflatten", "repeat",
                        "repeat_interleave", "sum", "mean", "max", "min", "amax", "gather", "index_select"})
+_AXIS_OPS = frozenset({"unbind", "select", "flatten", "movedim", "moveaxis"})
+_CAT = frozenset({"cat", "concat", "concatenate"})
+_EINOPS = frozenset({"rearrange", "repeat", "reduce"})
 _WORD = re.compile(r"[A-Za-z_]\w*")
 
 
@@ -136,7 +140,8 @@ class Evaluator(Scope):
         if isinstance(base, Shape):
             return _index_shape(base, node.slice) if base.known else _index_unknown(node.slice)
         if isinstance(base, Tensor):
-            return Tensor(scale=base.scale, scale_at=base.scale_at)
+            i = nm.int_value(node.slice)
+            return ops.drop_axis(base, 0) if i is not None else Tensor(scale=base.scale, scale_at=base.scale_at)
         return None
 
     def ev_Tuple(self, node: ast.Tuple) -> Optional[Value]:
@@ -331,10 +336,38 @@ class Evaluator(Scope):
         self.emit(ev.FusedAttention(node, shown, nm.argument(node, nm.FUSED_ATTENTION[attr], "dropout_p")))
         q, v = (args[0], args[2]) if len(args) >= 3 else (None, None)
         if isinstance(q, Tensor) and isinstance(v, Tensor) and q.axes and v.axes and len(q.axes) == len(v.axes):
-            return fresh(q.axes[:-1] + v.axes[-1:])
+            return Tensor(axes=q.axes[:-1] + v.axes[-1:])  # memory order depends on the backend
         return Tensor(scale="unknown")
 
+    def einsum(self, node: ast.Call, args: list[Optional[Value]]) -> Tensor:
+        """torch's ``einsum(equation, *operands)`` or einops' ``einsum(*operands, pattern)``."""
+        texts = [i for i, a in enumerate(node.args) if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        if len(texts) != 1 or texts[0] not in (0, len(node.args) - 1):
+            return Tensor(scale="unknown")
+        i = texts[0]
+        operands = [a if isinstance(a, Tensor) else None for j, a in enumerate(args) if j != i]
+        if any(t is None or t.param for t in operands):  # scaled or not, somewhere else
+            operands = [replace(t, scale="unknown") if t is not None else None for t in operands]
+        equation = node.args[i].value  # type: ignore[attr-defined]
+        if i != 0:  # einops: named axes separated by spaces
+            names: dict[str, str] = {}
+            equation = re.sub(r"[A-Za-z_]\w*", lambda m: names.setdefault(m.group(0), chr(97 + len(names) % 26)),
+                              equation).replace(" ", "")
+        return ops.einsum(equation, operands)
+
+    def einops_call(self, node: ast.Call, args: list[Optional[Value]]) -> Tensor:
+        pattern = node.args[1] if len(node.args) >= 2 else nm.keyword(node, "pattern")
+        if not (isinstance(pattern, ast.Constant) and isinstance(pattern.value, str)):
+            return Tensor(scale="unknown")
+        sizes = {kw.arg: self.size_label(kw.value) for kw in node.keywords if kw.arg}
+        first = args[0] if args and isinstance(args[0], Tensor) else None
+        return ops.einops(pattern.value, first, sizes)
+
     def name_call(self, node: ast.Call, name: str, args: list[Optional[Value]]) -> Optional[Value]:
+        if name == "einsum" and name not in self.env:
+            return self.einsum(node, args)
+        if self.einops_names.get(name) in _EINOPS and name not in self.env:
+            return self.einops_call(node, args)
         fused = self.functional.get(name, name if name.startswith("flash_attn") else None)
         if fused in nm.FUSED_ATTENTION and name not in self.env:
             return self.fused_attention(node, name, fused, args)
@@ -356,6 +389,9 @@ class Evaluator(Scope):
             return self.softmax(node, x, first, nm.argument(made, 0, "dim"), bool(made.args or made.keywords))
         if not isinstance(first, Tensor):
             return None
+        if kind == "einops" and made is not None and made.args and isinstance(made.args[0], ast.Constant):
+            sizes = {kw.arg: self.static_label(kw.value, 0) for kw in made.keywords if kw.arg}
+            return ops.einops(str(made.args[0].value), first, sizes)
         if kind == "all":
             return replace(first, uid=0, param=False)
         if kind == "lead" and first.axes:
@@ -368,6 +404,14 @@ class Evaluator(Scope):
         first = args[0] if args else None
         if attr in nm.FUSED_ATTENTION:
             return self.fused_attention(node, nm.dotted(node.func) or attr, attr, args)
+        if attr == "einsum":
+            return self.einsum(node, args)
+        if attr in _CAT and isinstance(first, Pieces) and not first.repeat and first.items \
+                and all(isinstance(p, Tensor) for p in first.items):
+            dim = nm.int_value(nm.argument(node, 1, "dim") or ast.Constant(0))
+            return ops.cat(first.items, dim) if dim is not None else Tensor()
+        if isinstance(first, Tensor) and attr in _AXIS_OPS:
+            return self.axis_op(node, attr, first, node.args[1:])
         if attr in ("matmul", "bmm") and len(args) >= 2:
             b = _as_tensor(args[1])
             if attr == "bmm" and _is_transpose(node.args[1], (1, 2)):
@@ -416,11 +460,30 @@ class Evaluator(Scope):
             return self.scaled(node, base, node.args[0]) if base.role == "scores" else Tensor()
         if attr in ("size", "dim") or attr in ("split", "chunk"):
             return self.size_or_split(node, attr, base)
+        if attr in _AXIS_OPS:
+            return self.axis_op(node, attr, base, arg_nodes)
         if attr in nm.SAME_LAYOUT:
             return replace(base, uid=0, param=False)
         if attr in _NEW_AXES:
             return Tensor(scale=base.scale, scale_at=base.scale_at)
         return None
+
+    def axis_op(self, node: ast.Call, attr: str, base: Tensor, arg_nodes: list[ast.expr]) -> Optional[Value]:
+        """unbind, select, flatten, movedim: axes dropped, merged or moved."""
+        def int_arg(position: int, name: str, default: Optional[int]) -> Optional[int]:
+            found = nm.argument(node, position + len(node.args) - len(arg_nodes), name)
+            return default if found is None else nm.int_value(found)
+
+        if attr in ("unbind", "select"):
+            dim = int_arg(0, "dim", 0)
+            return Tensor() if dim is None else (
+                Pieces((ops.drop_axis(base, dim),), repeat=True) if attr == "unbind" else ops.drop_axis(base, dim))
+        if attr == "flatten":
+            start, end = int_arg(0, "start_dim", 0), int_arg(1, "end_dim", -1)
+            return Tensor() if start is None or end is None else ops.flatten(base, start, end)
+        src, dst = int_arg(0, "source", None), int_arg(1, "destination", None)
+        perm = None if src is None or dst is None else ops.movedim(base, src, dst)
+        return Tensor(scale=base.scale) if perm is None else permute(base, perm)
 
     def size_or_split(self, node: ast.Call, attr: str, base: Tensor) -> Optional[Value]:
         if attr == "size":
@@ -453,6 +516,8 @@ class Evaluator(Scope):
                 target = self.target_of(arg_nodes)
         else:
             target = self.target_of(arg_nodes)
+        if target is not None:
+            target = ops.resolve_wild(base.axes, target)
         self.emit(ev.Reshape(node, kind, base, target))
         if target is None:
             return Tensor(scale=base.scale, scale_at=base.scale_at)

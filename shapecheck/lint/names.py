@@ -56,6 +56,15 @@ def functional_imports(tree: ast.Module) -> dict[str, str]:
     return found
 
 
+def imports_from(tree: ast.Module, module: str) -> dict[str, str]:
+    """Local name -> original name for module-level ``from <module> import name [as local]``."""
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module == module:
+            found.update({alias.asname or alias.name: alias.name for alias in node.names})
+    return found
+
+
 def is_namespace(node: ast.AST) -> bool:
     """True for ``torch``, ``F``, ``nn.functional``, ``torch.nn.functional``."""
     name = dotted(node)

@@ -18,7 +18,8 @@ from shapecheck.lint.tracking import Axis, Tensor, Value, int_label, name_label
 
 Position = Union[ast.AST, tuple[int, int]]
 _CALLEE_KIND = {"Softmax": "softmax", "Dropout": "all", "LayerNorm": "all", "RMSNorm": "all", "GELU": "all",
-                "ReLU": "all", "Identity": "all", "Linear": "lead", "Conv1D": "lead", "LazyLinear": "lead"}
+                "ReLU": "all", "Identity": "all", "Linear": "lead", "Conv1D": "lead", "LazyLinear": "lead",
+                "Rearrange": "einops", "Reduce": "einops"}
 
 
 @dataclass
@@ -63,6 +64,7 @@ class Scope:
         self.targets: tuple[str, ...] = ()
         self.uid = itertools.count(1)
         self.functional = nm.functional_imports(tree)
+        self.einops_names = nm.imports_from(tree, "einops")
 
     def report(self, message: type[msg.Message], node: Position, *args: object) -> None:
         line, col = node if isinstance(node, tuple) else (node.lineno, node.col_offset)  # type: ignore[attr-defined]

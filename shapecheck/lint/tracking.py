@@ -230,7 +230,12 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
 
 
 def _matmul_scale(a: Tensor, b: Tensor) -> tuple[str, Optional[tuple[int, int]]]:
-    for t in (a, b):
+    return matmul_scale((a, b))
+
+
+def matmul_scale(tensors: Sequence[Tensor]) -> tuple[str, Optional[tuple[int, int]]]:
+    """The scaling a product carries: the first operand's that has one."""
+    for t in tensors:
         if t.scale != "none":
             return t.scale, t.scale_at
     return "none", None

@@ -88,7 +88,7 @@ def _order(scope: Scope, call: ast.Call, kind: str, src: Sequence, target: list[
 
 def _merge(scope: Scope, call: ast.Call, kind: str, src: Sequence, target: list[Target]) -> bool:
     ph, pd = unique_index(src, HEADS), unique_index(src, D_HEAD)
-    if ph is None or pd is None or pd == ph + 1:
+    if ph is None or pd is None or abs(pd - ph) == 1:  # adjacent (d_head-major is a channel order, not a mix)
         return False
     if HEADS in target or D_HEAD in target:
         return False
