@@ -520,9 +520,11 @@ class Evaluator(Scope):
             target = ops.resolve_wild(base.axes, target)
         self.emit(ev.Reshape(node, kind, base, target))
         if target is None:
-            return Tensor(scale=base.scale, scale_at=base.scale_at)
+            return Tensor(scale=base.scale, scale_at=base.scale_at, role="probs" if base.role == "probs" else None)
         axes = [t if isinstance(t, Label) else None for t in target]
-        return Tensor(axes=tuple(axes), order=tuple(range(len(axes))), scale=base.scale, scale_at=base.scale_at)
+        role = "probs" if base.role == "probs" else None  # a reshape keeps probabilities, not the key axis
+        return Tensor(axes=tuple(axes), order=tuple(range(len(axes))), scale=base.scale, scale_at=base.scale_at,
+                      role=role)
 
 
 def _index_shape(shape: Shape, index: ast.expr) -> Optional[Value]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import itertools
 from dataclasses import dataclass, field
-from typing import Optional, Sequence, Union
+from typing import Optional, Union
 
 from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm

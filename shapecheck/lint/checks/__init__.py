@@ -23,4 +23,6 @@ def on(event: type) -> Callable[[Callable], Callable]:
     return register
 
 
-from shapecheck.lint.checks import dropout, layers, masks, reshape, softmax  # noqa: E402,F401  (registers them)
+from shapecheck.lint.checks import dropout, layers, masks, reshape, softmax  # noqa: E402  (importing registers them)
+
+__all__ = ["CHECKS", "on", "dropout", "layers", "masks", "reshape", "softmax"]
