@@ -18,12 +18,81 @@ from shapecheck.lint.scope import FunctionInfo, all_args, class_info
 from shapecheck.lint.tracking import Axis, Dim, Label, Pieces, Shape, Tensor, Value, join, name_label
 
 
+MAX_FOLLOW = 2  # helpers followed inside helpers, at most
+
+
 class Checker(Evaluator, ast.NodeVisitor):
     """Lint one parsed module; ``findings`` holds the results in the order found."""
 
     def __init__(self, tree: ast.Module, path: str) -> None:
         super().__init__(tree, path)
+        self.functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        self.returns: Optional[list[Optional[Value]]] = None
+        self.summaries: dict[tuple, Optional[Value]] = {}
         self.run(tree.body)
+
+    # ---- helpers of the same file, followed with the caller's tensors ---------------------
+    def name_call(self, node: ast.Call, name: str, args: list[Optional[Value]]) -> Optional[Value]:
+        helper = self.functions.get(name)
+        if helper is not None and name not in self.env:
+            return self.follow(helper, node, args, method=False)
+        return super().name_call(node, name, args)
+
+    def module_call(self, node: ast.Call, attr: str, args: list[Optional[Value]]) -> Optional[Value]:
+        method = self.cls.methods.get(attr) if self.cls is not None else None
+        if method is not None:
+            return self.follow(method, node, args, method=True)
+        return super().module_call(node, attr, args)
+
+    def follow(self, helper: Union[ast.FunctionDef, ast.AsyncFunctionDef], call: ast.Call,
+               args: list[Optional[Value]], method: bool) -> Optional[Value]:
+        """The helper's result for these arguments: its body run once per distinct argument summary."""
+        if len(self.following) >= MAX_FOLLOW or helper in self.following or not any(
+                isinstance(a, Tensor) for a in args):
+            return None
+        args = [self._as_size(a, node) for a, node in zip(args, call.args)]
+        bound = _bind_arguments(helper, call, args, method)
+        if bound is None:
+            return None
+        key = (id(helper), tuple(sorted((k, _summary(v)) for k, v in bound.items())))
+        if key not in self.summaries:
+            self.summaries[key] = None  # a recursive call meets an unknown result
+            self.summaries[key] = self._run_helper(helper, bound, method)
+        return self.summaries[key]
+
+    def _as_size(self, value: Optional[Value], node: ast.expr) -> Optional[Value]:
+        """An argument with no tracked value that spells a size (``self.num_heads``) is passed as that size."""
+        if value is not None:
+            return value
+        label = self.size_label(node)
+        return Dim(label) if label is not None else None
+
+    def _run_helper(self, helper: Union[ast.FunctionDef, ast.AsyncFunctionDef], bound: dict[str, Optional[Value]],
+                    method: bool) -> Optional[Value]:
+        saved = (self.env, self.scalars, self.func, self.in_class, self.returns, self.targets)
+        params = frozenset(a.arg for a in all_args(helper.args))
+        self.func = FunctionInfo(helper, self.cls if method else None, params)
+        self.env, self.scalars, self.in_class, self.returns = {}, {}, False, []
+        self.bind_scope(helper.args)
+        self.env.update({k: v for k, v in bound.items() if v is not None})
+        self.following.append(helper)
+        try:
+            self.run(helper.body)
+            found = self.returns
+        finally:
+            self.following.pop()
+            self.env, self.scalars, self.func, self.in_class, self.returns, self.targets = saved
+        if not found or any(v is None for v in found):
+            return None
+        result = found[0]
+        for other in found[1:]:
+            result = join(result, other) if result is not None else None  # type: ignore[arg-type]
+        return result
+
+    def visit_Return(self, node: ast.Return) -> None:
+        value = self.ev(node.value)
+        if self.returns is not None:
+            self.returns.append(value)
 
     # ---- statements ----------------------------------------------------------------------
     def run(self, body: Sequence[ast.stmt]) -> None:
@@ -54,13 +123,13 @@ class Checker(Evaluator, ast.NodeVisitor):
         args = node.args
         for expr in [*node.decorator_list, *args.defaults, *(d for d in args.kw_defaults if d is not None)]:
             self.ev(expr)
-        saved = (self.env, self.scalars, self.func, self.in_class)
+        saved = (self.env, self.scalars, self.func, self.in_class, self.returns)
         params = frozenset(a.arg for a in all_args(args))
         self.func = FunctionInfo(node, self.cls if self.in_class else None, params)
-        self.env, self.scalars, self.in_class = dict(self.env), dict(self.scalars), False
+        self.env, self.scalars, self.in_class, self.returns = dict(self.env), dict(self.scalars), False, None
         self.bind_scope(args)
         self.run(node.body)
-        self.env, self.scalars, self.func, self.in_class = saved
+        self.env, self.scalars, self.func, self.in_class, self.returns = saved
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
@@ -206,6 +275,26 @@ def join_envs(envs: list[dict[str, Optional[Value]]]) -> dict[str, Optional[Valu
             value = replace(value, partial=True)
         out[key] = value
     return out
+
+
+def _bind_arguments(helper: Union[ast.FunctionDef, ast.AsyncFunctionDef], call: ast.Call,
+                    args: list[Optional[Value]], method: bool) -> Optional[dict[str, Optional[Value]]]:
+    """Parameter name -> the caller's value; None when the call cannot be matched plainly."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    positional = [a.arg for a in [*helper.args.posonlyargs, *helper.args.args]]
+    if method:
+        positional = positional[1:]
+    if len(args) > len(positional):
+        return None
+    bound: dict[str, Optional[Value]] = dict(zip(positional, args))
+    names = set(positional) | {a.arg for a in helper.args.kwonlyargs}
+    return bound if all(k.arg in names for k in call.keywords) else None
+
+
+def _summary(value: Optional[Value]) -> object:
+    """What a followed helper's result can depend on: the value without its identity."""
+    return None if value is None else replace(value, uid=0, partial=False)
 
 
 def _label_from_name(node: ast.expr) -> Axis:

@@ -202,7 +202,9 @@ class Evaluator(Scope):
         if isinstance(op, ast.Add) and (isinstance(left, Shape) or isinstance(right, Shape)):
             a, b = self.shape_of(lnode, left), self.shape_of(rnode, right)
             return None if a is None or b is None else Shape(a.axes + b.axes)
-        if isinstance(left, Tensor) or isinstance(right, Tensor):
+        if isinstance(left, Dim) and _maybe_size(right) or isinstance(right, Dim) and _maybe_size(left):
+            left, right = (None if _maybe_size(v) else v for v in (left, right))  # sizes, not tensors
+        elif isinstance(left, Tensor) or isinstance(right, Tensor):
             return self.tensor_arith(node, op, lnode, rnode, left, right)
         if isinstance(op, ast.Mult):
             return Dim(product(self.size_label(lnode), self.size_label(rnode)))
@@ -562,6 +564,11 @@ def _int(node: ast.expr) -> Optional[Label]:
 def _owner(node: ast.Call) -> Optional[str]:
     func = node.func
     return func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else None
+
+
+def _maybe_size(value: Optional[Value]) -> bool:
+    """An unannotated argument nobody used as a tensor: next to a size it is a size too."""
+    return isinstance(value, Tensor) and value.param and value.axes is None
 
 
 def _factor_like(t: Tensor) -> bool:

@@ -213,3 +213,7 @@ RULES: tuple[type[Message], ...] = (
     LayerInForward,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
+# Rules about memory layout: they hold whatever the code means, so they are reported inside followed helpers too.
+LAYOUT_RULES: frozenset[type[Message]] = frozenset({
+    MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, ReshapeOrder,
+})

@@ -28,6 +28,7 @@ class ClassInfo:
 
     attrs: dict[str, ast.expr]
     has_forward: bool
+    methods: dict[str, Union[ast.FunctionDef, ast.AsyncFunctionDef]] = field(default_factory=dict)
 
 
 @dataclass
@@ -62,11 +63,14 @@ class Scope:
         self.func: Optional[FunctionInfo] = None
         self.in_class = False
         self.targets: tuple[str, ...] = ()
+        self.following: list[ast.AST] = []  # helpers being run with a caller's tensors, innermost last
         self.uid = itertools.count(1)
         self.functional = nm.functional_imports(tree)
         self.einops_names = nm.imports_from(tree, "einops")
 
     def report(self, message: type[msg.Message], node: Position, *args: object) -> None:
+        if self.following and message not in msg.LAYOUT_RULES:
+            return  # inside a helper run with the caller's tensors only layout is trusted; the rest it may mean
         line, col = node if isinstance(node, tuple) else (node.lineno, node.col_offset)  # type: ignore[attr-defined]
         if (message.code, line, col) not in self._seen:
             self._seen.add((message.code, line, col))
@@ -118,17 +122,20 @@ def all_args(args: ast.arguments) -> list[ast.arg]:
 
 def class_info(node: ast.ClassDef) -> ClassInfo:
     attrs: dict[str, ast.expr] = {}
+    methods: dict[str, Union[ast.FunctionDef, ast.AsyncFunctionDef]] = {}
     has_forward = False
     for stmt in node.body:
         if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         has_forward = has_forward or stmt.name == "forward"
+        if stmt.name != "forward" and not stmt.decorator_list:
+            methods[stmt.name] = stmt
         for sub in ast.walk(stmt):
             if isinstance(sub, ast.Assign) and len(sub.targets) == 1:
                 attr = nm.self_attr(sub.targets[0])
                 if attr is not None:
                     attrs.setdefault(attr, sub.value)
-    return ClassInfo(attrs, has_forward)
+    return ClassInfo(attrs, has_forward, methods)
 
 
 def jaxtyping_axes(annotation: Optional[ast.expr]) -> Optional[tuple[Axis, ...]]:

@@ -109,7 +109,7 @@ def _split(scope: Scope, call: ast.Call, kind: str, src: Sequence, target: list[
     if last is None or not {"heads", "d_head"} <= set(last.atoms):
         return False  # only a split of a width known to be heads·d_head
     for axis in src[:-1]:
-        if axis is None or not set(axis.atoms) <= set(AXES) or {"heads", "d_head"} & set(axis.atoms):
+        if axis is None or {"heads", "d_head"} & set(axis.atoms):
             return False  # heads may come from another axis (batch*heads), or an axis has no name
     placed = [j for j, label in enumerate(target) if label in (HEADS, D_HEAD)]
     if not placed:
