@@ -140,8 +140,7 @@ class Evaluator(Scope):
         if isinstance(base, Shape):
             return _index_shape(base, node.slice) if base.known else _index_unknown(node.slice)
         if isinstance(base, Tensor):
-            i = nm.int_value(node.slice)
-            return ops.drop_axis(base, 0) if i is not None else Tensor(scale=base.scale, scale_at=base.scale_at)
+            return ops.index(base, node.slice)
         return None
 
     def ev_Tuple(self, node: ast.Tuple) -> Optional[Value]:

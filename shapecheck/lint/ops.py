@@ -4,6 +4,7 @@ they cannot name is ``None`` and the rules stay silent about it."""
 
 from __future__ import annotations
 
+import ast
 import re
 from collections import Counter
 from typing import Optional, Sequence
@@ -125,6 +126,40 @@ def product_of(labels: Sequence[Axis]) -> Axis:
 
 def _int(text: str) -> Label:
     return Label((), "1") if text == "1" else Label((text,), text)
+
+
+def index(t: Tensor, index: ast.expr) -> Tensor:
+    """``x[i]``, ``x[:, :, :n]``, ``x[..., 0]``: integers drop axes, slices keep them (unnamed when cut)."""
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+    unknown = Tensor(scale=t.scale, scale_at=t.scale_at)
+    if t.axes is None:
+        return unknown
+    if any(isinstance(p, ast.Constant) and p.value is Ellipsis for p in parts):
+        if sum(isinstance(p, ast.Constant) and p.value is Ellipsis for p in parts) > 1:
+            return unknown
+        at = next(i for i, p in enumerate(parts) if isinstance(p, ast.Constant) and p.value is Ellipsis)
+        fill = len(t.axes) - (len(parts) - 1)
+        if fill < 0:
+            return unknown
+        parts = [*parts[:at], *[ast.Slice() for _ in range(fill)], *parts[at + 1:]]
+    if len(parts) > len(t.axes):
+        return unknown
+    axes: list[Axis] = []
+    for k, axis in enumerate(t.axes):
+        part = parts[k] if k < len(parts) else ast.Slice()
+        if _int_index(part):
+            continue
+        if not isinstance(part, ast.Slice):
+            return unknown  # a tensor index, None (a new axis), a name...
+        whole = part.lower is None and part.upper is None and part.step is None
+        axes.append(axis if whole else None)
+    return Tensor(axes=tuple(axes), order=None, scale=t.scale, scale_at=t.scale_at, role=None)
+
+
+def _int_index(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) is int or (
+        isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant)
+        and type(node.operand.value) is int)
 
 
 def drop_axis(t: Tensor, dim: int) -> Tensor:

@@ -100,6 +100,7 @@ class Tensor:
     partial: bool = False
     uid: int = 0
     param: bool = False  # an argument nobody annotated: a tensor or a size
+    min_rank: Optional[int] = None  # a lower bound on the rank when the rank itself is unknown
 
     @property
     def rank(self) -> Optional[int]:
@@ -221,7 +222,8 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     if b.key_t:
         fields.update(role="scores", key_pos=-1 if a.rank is None or b.rank is None else None)
     if a.axes is None or b.axes is None or len(a.axes) < 2 or len(b.axes) < 2:
-        return Tensor(**fields)  # type: ignore[arg-type]
+        known = [t.rank or t.min_rank or 0 for t in (a, b)]
+        return Tensor(min_rank=max(known) if max(known) >= 2 else None, **fields)  # type: ignore[arg-type]
     lead = a.axes[:-2] if len(a.axes) >= len(b.axes) else b.axes[:-2]
     axes = lead + (a.axes[-2], b.axes[-1])
     if b.key_t:

@@ -30,15 +30,26 @@ def softmax_axis(scope: Scope, e: ev.Softmax) -> None:
     if got is None:
         return
     if rank is None:
-        if got < 0 and got != key:
+        below_last = got >= 0 and t.min_rank is not None and got < t.min_rank - 1  # the rank is at least min_rank
+        if (got < 0 and got != key or below_last) and not _dual_softmax(scope, e):
             scope.report(msg.SoftmaxAxis, e.call, said, "Q·Kᵀ", "dim=-1")
         return
-    if not -rank <= got < rank or got % rank == key:
+    if not -rank <= got < rank or got % rank == key or _dual_softmax(scope, e):
         return
     axes = t.axes or ()
     named, key_name = axes[got % rank], axes[key]
     scope.report(msg.SoftmaxAxis, e.call, f"{said} ({named.text if named else '?'})", f"[{show(axes)}]",
                  f"dim=-1 (the keys, {key_name.text if key_name else 'seq_k'})")
+
+
+def _dual_softmax(scope: Scope, e: ev.Softmax) -> bool:
+    """Matching code normalises a similarity over both axes on purpose (``softmax(s, 1) * softmax(s, 2)``)."""
+    if e.source is None or scope.func is None:
+        return False
+    text = ast.unparse(e.source)
+    others = [c for c in ast.walk(scope.func.node) if isinstance(c, ast.Call) and c is not e.call
+              and "softmax" in ast.unparse(c.func) and c.args and text in ast.unparse(c)]
+    return bool(others)
 
 
 @on(ev.Softmax)
