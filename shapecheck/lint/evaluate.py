@@ -407,6 +407,11 @@ class Evaluator(Scope):
             return self.fused_attention(node, nm.dotted(node.func) or attr, attr, args)
         if attr == "einsum":
             return self.einsum(node, args)
+        if attr in nm.SAME_SHAPE_FUNCTIONS and attr != "where" and isinstance(first, Tensor):
+            return replace(first, role=None, key_pos=None, key_t=False, uid=0, param=False)
+        if attr == "linear" and isinstance(first, Tensor):  # F.linear(x, weight, bias): the leading axes stay
+            return Tensor(axes=first.axes[:-1] + (None,), order=tuple(range(len(first.axes)))) if first.axes \
+                else Tensor()
         if attr in _CAT and isinstance(first, Pieces) and not first.repeat and first.items \
                 and all(isinstance(p, Tensor) for p in first.items):
             dim = nm.int_value(nm.argument(node, 1, "dim") or ast.Constant(0))
@@ -589,7 +594,8 @@ def _is_transpose(node: ast.expr, dims: tuple[int, int]) -> bool:
 def _swap_key(t: Tensor, d0: int, d1: int) -> Tensor:
     out = swap(t, d0, d1)
     if t.rank is None:
-        return replace(out, key_t={d0, d1} in ({-2, -1}, {2, 3}))
+        at_least = max(d0, d1) + 1 if min(d0, d1) >= 0 else None  # transpose(2, 3) needs 4 axes or more
+        return replace(out, key_t={d0, d1} in ({-2, -1}, {2, 3}), min_rank=at_least)
     return out
 
 

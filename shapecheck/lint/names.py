@@ -15,6 +15,9 @@ DROPOUT = frozenset({"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dr
 # Methods that return a tensor of the same shape and strides.
 SAME_LAYOUT = frozenset({"float", "half", "double", "bfloat16", "to", "type", "type_as",
                          "clone", "detach", "abs", "neg", "exp", "sigmoid", "tanh", "relu", "gelu"})
+# torch / F functions whose result has the shape and layout of their first argument.
+SAME_SHAPE_FUNCTIONS = frozenset({"normalize", "layer_norm", "rms_norm", "group_norm", "gelu", "relu", "silu",
+                                  "sigmoid", "tanh", "softplus", "exp", "clamp", "where", "abs", "neg"})
 # Submodules that keep every axis (dropout, norms, activations) or all but the last (projections).
 _KEEP_ALL = re.compile(r"drop|norm|(^|_)ln(_|\d|$)|act|gelu|relu|silu|identity", re.I)
 _KEEP_LEAD = re.compile(

@@ -164,7 +164,7 @@ def _join_tensors(a: Tensor, b: Tensor) -> Tensor:
     if a.axes is not None and b.axes is not None and len(a.axes) == len(b.axes):
         axes = tuple(x if x == y else None for x, y in zip(a.axes, b.axes))
     same = {f: getattr(a, f) if getattr(a, f) == getattr(b, f) else None
-            for f in ("order", "role", "key_pos", "scale_at", "mask_at", "mask_source", "mask_uid")}
+            for f in ("order", "role", "key_pos", "scale_at", "mask_at", "mask_source", "mask_uid", "min_rank")}
     return Tensor(
         axes=axes, scale=a.scale if a.scale == b.scale else "unknown", key_t=a.key_t and b.key_t, param=a.param and b.param,
         partial=a.partial or b.partial, uid=a.uid if a.uid == b.uid else 0, **same,  # type: ignore[arg-type]

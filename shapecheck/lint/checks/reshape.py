@@ -106,14 +106,14 @@ def _merge(scope: Scope, call: ast.Call, kind: str, src: Sequence, target: list[
 
 def _split(scope: Scope, call: ast.Call, kind: str, src: Sequence, target: list[Target]) -> bool:
     last = src[-1] if src else None
-    if last is None or not {"heads", "d_head"} <= set(last.atoms):
-        return False  # only a split of a width known to be heads·d_head
+    if last is not None and not {"heads", "d_head"} <= set(last.atoms):
+        return False  # a known last axis must be the width heads·d_head
     for axis in src[:-1]:
         if axis is None or {"heads", "d_head"} & set(axis.atoms):
             return False  # heads may come from another axis (batch*heads), or an axis has no name
     placed = [j for j, label in enumerate(target) if label in (HEADS, D_HEAD)]
-    if not placed:
-        return False
+    if not placed or list(target[:placed[0]]) != list(src[:placed[0]]):
+        return False  # the axes before the heads must be the source's own, so the heads come from the width
     for j, label in enumerate(target):
         if not isinstance(label, Label) or not label.atoms or j < placed[0]:
             continue
