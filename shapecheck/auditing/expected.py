@@ -21,7 +21,8 @@ import sympy
 from shapecheck.auditing.projections import Projection
 from shapecheck.auditing.recognize import Match
 from shapecheck.auditing.result import Component, Difference
-from shapecheck.auditing.symbolic import ALL_SYMBOLS, Dims, h_kv, hd_k, hd_v, kdim, show, signed, vdim
+from shapecheck.auditing.symbolic import ALL_SYMBOLS, Dims, h_kv, hd_k, hd_v, kdim, vdim
+from shapecheck.display import show, signed
 from shapecheck.counting import formulas as F
 
 ROLE_WORDS = {"q": "query", "k": "key", "v": "value", "o": "out", "qkv": "fused q/k/v"}

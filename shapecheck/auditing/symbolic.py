@@ -9,9 +9,6 @@ compound ``h·d_k``/``h·d_v`` for blocks whose head count it cannot read.
 
 from __future__ import annotations
 
-import re
-from typing import Union
-
 import sympy
 
 from shapecheck.counting.formulas import SYMBOLS
@@ -19,26 +16,6 @@ from shapecheck.counting.formulas import SYMBOLS
 kdim, vdim, h_kv = sympy.symbols("kdim vdim h_kv", positive=True, integer=True)
 hd_k, hd_v = sympy.Symbol("h·d_k", positive=True, integer=True), sympy.Symbol("h·d_v", positive=True, integer=True)
 ALL_SYMBOLS: dict[str, sympy.Symbol] = {**SYMBOLS, "kdim": kdim, "vdim": vdim, "h_kv": h_kv, "h·d_k": hd_k, "h·d_v": hd_v}
-
-_POWERS = {"2": "²", "3": "³"}
-
-
-def show(expr: Union[sympy.Expr, int]) -> str:
-    """``2*d_model**2 + d_model`` -> ``2·d_model² + d_model``."""
-    text = str(sympy.expand(expr))
-    text = re.sub(r"\*\*(\d)", lambda m: _POWERS.get(m.group(1), "^" + m.group(1)), text)
-    return text.replace("*", "·").replace(" - ", " − ")
-
-
-def signed(expr: Union[sympy.Expr, int]) -> str:
-    """An amount with its sign: ``−d_model``, ``+(d_model² + d_model)``, ``−(3·d_model)``."""
-    expr = sympy.expand(expr)
-    negative = expr.could_extract_minus_sign()
-    body = show(-expr if negative else expr)
-    if " + " in body or " − " in body:
-        body = f"({body})"
-    return ("−" if negative else "+") + body
-
 
 class Dims:
     """Names for sizes: a value registered as ``d_model`` is shown as ``d_model`` wherever it appears."""

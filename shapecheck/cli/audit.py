@@ -22,16 +22,11 @@ from shapecheck.auditing.presets import preset
 from shapecheck.auditing.result import Liveness
 from shapecheck.auditing.render import finding_lines, markdown, rows, total_lines, values_text, verdict
 from shapecheck.cli.common import EXIT_FINDINGS, EXIT_OK, require_at_least, require_choice, usage_error
-from shapecheck.counting.presets import PRESETS
-from shapecheck.errors import UsageError
+from shapecheck.catalog import PRESETS
+from shapecheck.errors import UsageError, first_line
 from shapecheck.target import Construction, Target, build, load_target, map_arguments, parse_init
 
 FORMATS = ("table", "json", "markdown")
-
-
-def _first_line(error: BaseException) -> str:
-    lines = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
 
 
 def _construct(target: Target, construction: Construction, device: Optional[str]) -> torch.nn.Module:
@@ -53,7 +48,7 @@ def _build_target(spec: str, d_model: int, heads: int, init: dict[str, Any]) -> 
             raise
         except Exception as error:  # noqa: BLE001 - the user's constructor raises anything
             failure = error
-    raise UsageError(f"{spec}: the module fails to construct: {construction.describe()} raised {_first_line(failure)}")
+    raise UsageError(f"{spec}: the module fails to construct: {construction.describe()} raised {first_line(failure)}")
 
 
 def _probe(spec: str, d_model: int, heads: int, init: dict[str, Any]) -> tuple[Optional[torch.nn.Module], str]:

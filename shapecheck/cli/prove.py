@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, Optional
+from typing import Optional
 
 import typer
 from rich.console import Console
@@ -17,6 +17,7 @@ from rich.table import Table
 from torch import nn
 
 from shapecheck.cli.common import EXIT_FINDINGS, EXIT_OK, usage_error
+from shapecheck.catalog import PRESETS
 from shapecheck.errors import UsageError
 from shapecheck.prove import ProofResult, prove_module
 from shapecheck.target import build, factory_for, load_target, parse_init
@@ -24,22 +25,13 @@ from shapecheck.target import build, factory_for, load_target, parse_init
 FORMATS = ("table", "json")
 
 
-PRESETS = ("mha", "bert-base", "bert-large", "gpt2", "gpt2-medium")
+def _reference(name: str) -> tuple[dict, Callable[[], nn.Module]]:
+    """(d_model and heads, a builder) of the catalogue preset ``name``."""
+    from shapecheck.catalog import get_kind, get_preset, preset_sizes
 
-
-def _reference(name: str) -> tuple[Any, Callable[[Any], nn.Module]]:
-    """(config, model class) of the reference model a preset stands for; its sizes come from the config."""
-    if name == "mha":
-        from reference_models.attention import AttentionConfig, MultiHeadAttention
-
-        return AttentionConfig(512, 8), lambda config: MultiHeadAttention(config=config)
-    if name.startswith("bert-"):
-        from reference_models.bert import BertConfig, BertModel
-
-        return getattr(BertConfig, name.removeprefix("bert-"))(), BertModel
-    from reference_models.gpt2 import PRESETS as GPT2, GPT2Model
-
-    return GPT2[name](), GPT2Model
+    sizes = preset_sizes(name)
+    build = get_kind(get_preset(name).kind).build
+    return {"d_model": sizes.d_model, "heads": sizes.heads}, lambda: build(sizes)
 
 
 def parse_sizes(text: Optional[str], option: str) -> dict[str, int]:
@@ -75,17 +67,14 @@ def _module(
     target: Optional[str], preset: Optional[str], d_model: Optional[int], heads: Optional[int], init: Optional[str]
 ) -> tuple[nn.Module, str, dict, Optional[Callable]]:
     """The module to prove, its label, the sizes it was built with, and a (d_model, heads) rebuilder."""
-    if preset is not None and preset not in PRESETS:
-        raise UsageError(f"unknown preset {preset!r} (choices: {', '.join(PRESETS)})")
     if target is None and preset is None:
         raise UsageError(f"give a TARGET (path/to/file.py:Name or package.module:Name) or --preset ({', '.join(PRESETS)})")
-    config, model = _reference(preset) if preset else (None, None)
-    preset_d, preset_h = (config.d_model, config.heads) if config is not None else (512, 8)
-    d_model, heads = d_model or preset_d, heads or preset_h
+    sizes, model = _reference(preset) if preset else ({"d_model": 512, "heads": 8}, None)
+    d_model, heads = d_model or sizes["d_model"], heads or sizes["heads"]
     if target is None and model is not None:
-        if d_model != preset_d or heads != preset_h or init:
+        if d_model != sizes["d_model"] or heads != sizes["heads"] or init:
             raise UsageError(f"--preset {preset} alone fixes its sizes; give a TARGET to build other sizes")
-        return model(config), preset or "", {"d_model": d_model, "heads": heads}, None
+        return model(), preset or "", {"d_model": d_model, "heads": heads}, None
     loaded, values = load_target(target or ""), parse_init(init)
     module, _ = build(loaded, d_model=d_model, heads=heads, init=values)
     return module, loaded.spec, {"d_model": d_model, "heads": heads}, factory_for(loaded, init=values)

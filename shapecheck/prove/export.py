@@ -24,7 +24,7 @@ from torch import Tensor, nn
 from torch.utils import _pytree as pytree
 
 from shapecheck.runtime import checks_disabled
-from shapecheck.errors import ShapeError
+from shapecheck.errors import ShapeError, first_line
 from shapecheck.prove.inputs import InputPlan
 
 
@@ -155,9 +155,3 @@ def input_symbols(plan: InputPlan, examples: dict[str, Tensor]) -> dict[str, tup
     forward.__signature__ = inspect.Signature(signature)  # type: ignore[attr-defined]
     stand_in = type("StandIn", (nn.Module,), {"forward": forward})()
     return Exported(_export(stand_in, plan, examples), None, 0.0).input_shapes(plan)
-
-
-def first_line(error: BaseException) -> str:
-    """``TypeName: first line of the message`` (export's messages run to pages)."""
-    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
-    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__

@@ -21,7 +21,7 @@ from torch.utils import _pytree as pytree
 
 from shapecheck.runtime import checks_disabled
 from shapecheck.prove.constraints import bounds
-from shapecheck.prove.export import first_line
+from shapecheck.errors import first_line
 from shapecheck.prove.inputs import InputPlan
 from shapecheck.prove.symbols import Naming, expression_of
 

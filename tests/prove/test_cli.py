@@ -83,7 +83,7 @@ def test_prove_accepts_a_target_string(swapped_file):
     "args, expected",
     [
         (["no_such_file.py:Model"], "no such file: no_such_file.py"),
-        (["--preset", "bert-huge"], "unknown preset 'bert-huge' (choices: mha, bert-base"),
+        (["--preset", "bert-huge"], "unknown preset 'bert-huge'; choose one of: mha, bert-base"),
         ([], "give a TARGET"),
         ([MHA, "--size", "d_in=big"], "--size item 'd_in=big' is not axis=N"),
         ([MHA, "--max-size", "seq=0"], "--max-size item 'seq=0'"),
