@@ -13,19 +13,20 @@ from typing import Optional
 
 import typer
 
-from shapecheck.cli.common import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, require_at_least, usage_error
+from shapecheck.cli import options
+from shapecheck.cli.common import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, usage_error
 from shapecheck.errors import ShapecheckError
 from shapecheck.lint import output
 from shapecheck.lint.api import lint_paths
-from shapecheck.lint.config import LintConfig, check_codes, check_severity, find_pyproject, load_config
-from shapecheck.lint.messages import FileNotParsed, Finding
+from shapecheck.lint.config import LintConfig, check_codes, find_pyproject, load_config
+from shapecheck.lint.messages import SEVERITIES, FileNotParsed, Finding
 
 UNPARSED = FileNotParsed.code
 
 
 def _codes(values: Optional[list[str]], option: str) -> tuple[str, ...]:
     """Every value of a repeatable option, each of which may be comma-separated."""
-    return check_codes([part for value in values or () for part in value.split(",")], option)
+    return check_codes(options.split_selection(values), option)
 
 
 def _config(paths: list[str], config_file: Optional[str], select: Optional[list[str]],
@@ -39,16 +40,9 @@ def _config(paths: list[str], config_file: Optional[str], select: Optional[list[
     return LintConfig(
         select=chosen or base.select,
         ignore=base.ignore + _codes(ignore, "--ignore"),
-        fail_on=check_severity(fail_on, "--fail-on") if fail_on else base.fail_on,
+        fail_on=fail_on or base.fail_on,
         source=base.source, note=base.note,
     )
-
-
-def _format(fmt: str) -> str:
-    fmt = output.ALIASES.get(fmt, fmt)
-    if fmt not in output.FORMATS:
-        usage_error(f"--format {fmt!r} is not one of: {', '.join(output.FORMATS)} (text is accepted for table)")
-    return fmt
 
 
 def _exit_code(config: LintConfig, findings: list[Finding]) -> int:
@@ -61,27 +55,23 @@ def register(app: typer.Typer) -> None:
     @app.command("lint")
     def lint_command(
         paths: Optional[list[str]] = typer.Argument(None, help="Python files or directories (searched for *.py)"),
-        fmt: str = typer.Option("table", "--format", metavar="[table|json|sarif]",
-                                help="table (path:line:col: CODE message; 'text' also accepted), json or sarif"),
-        fail_on: Optional[str] = typer.Option(None, "--fail-on", metavar="[error|warning|info]",
-                                              help="lowest severity that exits 1 (default: warning)"),
-        select: Optional[list[str]] = typer.Option(None, "--select", metavar="CODES",
-                                                   help="report only these code prefixes; repeatable or comma-separated, e.g. 'SC1,SC001'"),
-        ignore: Optional[list[str]] = typer.Option(None, "--ignore", metavar="CODES",
-                                                   help="drop these code prefixes; repeatable or comma-separated"),
-        config_file: Optional[str] = typer.Option(None, "--config", metavar="FILE",
-                                                  help="pyproject.toml to read [tool.shapecheck] from (default: the nearest one)"),
-        jobs: int = typer.Option(os.cpu_count() or 1, "--jobs", "-j", metavar="N",
-                                 help="lint files in N processes (default: the number of CPUs); output order is unchanged"),
-        hints: bool = typer.Option(False, "--hints", help="table format: print each finding's fix hint below it"),
-        list_rules: bool = typer.Option(False, "--list-rules", help="print every rule's code, severity, message and hint, then exit"),
+        fmt: str = options.output_format(output.FORMATS),
+        fail_on: Optional[str] = options.choice("--fail-on", choices=tuple(reversed(SEVERITIES)),
+                                                help="Lowest severity that exits 1 (default: warning)."),
+        select: Optional[list[str]] = options.selection("--select", metavar="CODE",
+                                                        help="Report only these code prefixes, e.g. 'SC1,SC001'."),
+        ignore: Optional[list[str]] = options.selection("--ignore", metavar="CODE", help="Drop these code prefixes."),
+        config_file: Optional[str] = options.text("--config", metavar="FILE",
+                                                  help="pyproject.toml to read \\[tool.shapecheck] from (default: the nearest one)."),
+        jobs: int = options.positive("--jobs", "-j", default=os.cpu_count() or 1,
+                                     help="Lint files in N processes (default: the number of CPUs); same output, same order."),
+        hints: bool = options.flag("--hints", help="Table format: print each finding's fix hint below it."),
+        list_rules: bool = options.flag("--list-rules", help="Print every rule's code, severity, message and hint, then exit."),
     ) -> None:
         """Find attention bugs without running the code: softmax axis, scaling, head split/merge, masks, dropout."""
         if list_rules:
             typer.echo(output.rules_table())
             raise typer.Exit(EXIT_OK)
-        fmt = _format(fmt)
-        require_at_least("--jobs", jobs, 1)
         if not paths:
             usage_error("give at least one PATH to lint (a .py file or a directory)")
         try:

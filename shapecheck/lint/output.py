@@ -11,7 +11,6 @@ import shapecheck
 from shapecheck.lint.messages import RULES, Finding
 
 FORMATS: tuple[str, ...] = ("table", "json", "sarif")
-ALIASES: dict[str, str] = {"text": "table"}  # lint's earlier name for its human format
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 

@@ -77,9 +77,9 @@ def test_sarif_format_follows_the_2_1_0_layout():
     (["/no/such/file.py"], "no such file"),
     ([], "at least one PATH"),
     (["--format", "xml", "x.py"], "is not one of: table, json, sarif"),
-    (["--jobs", "0", "x.py"], "--jobs 0 must be at least 1"),
+    (["--jobs", "0", "x.py"], "--jobs must be a positive integer, got 0"),
     (["notes.txt"], "not a Python file"),
-    (["--fail-on", "fatal", "x.py"], "info, warning, error"),
+    (["--fail-on", "fatal", "x.py"], "is not one of: error, warning, info"),
     (["--select", "ZZ9", "x.py"], "valid codes"),
 ])
 def test_usage_errors_are_one_line_and_exit_2(args, needle, tmp_path):
