@@ -10,7 +10,7 @@ SDPA) gets one bug at a time, where the function has the spot that bug needs:
     scale_removed     scores * scale (or / sqrt(d)) -> scores
     scale_by_width    the scale factor -> self.<width> ** -0.5 (the class's embed_dim, hidden_size, ...)
     sdpa_dropout      dropout_p=(p if self.training else 0.0) -> dropout_p=p
-    mask_after_softmax  s = s.masked_fill(m, v) moved to after p = softmax(s): p = p.masked_fill(m, v)
+    mask_after_softmax  s = s.masked_fill(m, v) (or s = s + mask) moved to after p = softmax(s), applied to p
 
 A bug counts as detected when lint reports an error or warning on the mutated module that
 it does not report on the same module unmutated. Each mutated function is linted in a
@@ -221,7 +221,10 @@ def mask_after_softmax(func: ast.FunctionDef, cls: Optional[ast.ClassDef]) -> bo
                 if probs is not None:
                     moved = copy.deepcopy(stmt)
                     moved.targets = [ast.Name(probs, ast.Store())]  # type: ignore[attr-defined]
-                    moved.value.func.value = ast.Name(probs, ast.Load())  # type: ignore[attr-defined]
+                    if isinstance(moved.value, ast.BinOp):  # type: ignore[attr-defined]
+                        moved.value.left = ast.Name(probs, ast.Load())  # type: ignore[attr-defined]
+                    else:
+                        moved.value.func.value = ast.Name(probs, ast.Load())  # type: ignore[attr-defined]
                     del body[i]
                     body.insert(j, moved)
                     return True
@@ -237,11 +240,15 @@ def _bodies(func: ast.AST) -> Iterator[list[ast.stmt]]:
 
 
 def _masked_fill_assign(stmt: ast.stmt) -> Optional[str]:
+    """``s = s.masked_fill(m, v)`` or ``s = s + mask``: the name masked."""
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-        value = stmt.value
+        value, name = stmt.value, stmt.targets[0].id
         if isinstance(value, ast.Call) and _name(value.func) == "masked_fill" and isinstance(value.func, ast.Attribute) \
-                and isinstance(value.func.value, ast.Name) and value.func.value.id == stmt.targets[0].id:
-            return stmt.targets[0].id
+                and isinstance(value.func.value, ast.Name) and value.func.value.id == name:
+            return name
+        if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add) and isinstance(value.left, ast.Name) \
+                and value.left.id == name and "mask" in ast.unparse(value.right).lower():
+            return name
     return None
 
 

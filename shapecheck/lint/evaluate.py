@@ -214,6 +214,10 @@ class Evaluator(Scope):
     def tensor_arith(self, node: ast.AST, op: ast.operator, lnode: ast.expr, rnode: ast.expr,
                      left: Optional[Value], right: Optional[Value]) -> Optional[Value]:
         """Elementwise arithmetic; multiplying or dividing by a factor is a scaling."""
+        if isinstance(op, ast.Add):
+            for t, other in ((left, rnode), (right, lnode)):
+                if isinstance(t, Tensor) and "mask" in ast.unparse(other).lower():
+                    self.emit(ev.MaskAdded(node, t, other))
         if isinstance(left, Tensor) and isinstance(right, Tensor):
             a, b = left, right
             main = a if a.role or (a.rank or 0) >= (b.rank or 0) else b

@@ -79,3 +79,12 @@ class Construct:
 
     call: ast.Call
     layer: str
+
+
+@dataclass(frozen=True)
+class MaskAdded:
+    """``tensor + mask``: an additive mask (a name with ``mask`` in it) added to a tensor."""
+
+    node: ast.AST
+    tensor: Tensor
+    mask: ast.expr

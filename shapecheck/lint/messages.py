@@ -186,9 +186,9 @@ class ScaledAfterSoftmax(Message):
 
 class MaskAfterSoftmax(Message):
     code, name = "SC117", "mask-after-softmax"
-    template = "masked_fill(..., {0}) on attention probabilities after the softmax: masked keys already took their share"
+    template = "mask applied to attention probabilities after the softmax ({0}): masked keys already took their share"
     hint = "fill the scores before the softmax: scores.masked_fill(mask, float('-inf')), then softmax(dim=-1)"
-    args = ("fill value",)
+    args = ("how",)
 
 
 class FillDoesNotMask(Message):

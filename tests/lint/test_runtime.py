@@ -182,3 +182,14 @@ def test_sc104_merges_after_einsum_and_sdpa_mix_positions_and_the_twins_do_not(n
         assert torch.allclose(clean(x)[:, 0], clean(changed)[:, 0], atol=1e-6)
     else:
         assert not torch.allclose(buggy(x), clean(x), atol=1e-3)
+
+
+@torch.no_grad()
+def test_sc117_an_additive_mask_after_softmax_leaks_and_the_twin_matches_sdpa():
+    torch.manual_seed(0)
+    q, k, v = torch.randn(1, 2, 3, 4), torch.randn(1, 2, 5, 4), torch.randn(1, 2, 5, 4)
+    additive = torch.zeros(1, 1, 1, 5)
+    additive[..., -2:] = torch.finfo(torch.float32).min  # the last two keys are padding
+    expected = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=additive)
+    assert torch.allclose(_clean("fairseq_attention").additive_mask_after_softmax(q, k, v, additive), expected, atol=1e-5)
+    assert not torch.isfinite(_buggy("sc117_mask_after_softmax").additive_mask_after_softmax(q, k, v, additive)).all()

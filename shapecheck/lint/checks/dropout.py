@@ -53,6 +53,8 @@ def _attribute_probability(scope: Scope, node: ast.expr, depth: int) -> bool:
     if nm.self_attr(node) is not None:
         made = scope.class_attr(nm.self_attr(node))  # type: ignore[arg-type]
         return made is None or not _mentions_training(made)
+    if isinstance(node, ast.Attribute) and (nm.dotted(node) or "").startswith("self."):
+        return True  # self.attn_drop.p, self.config.attention_dropout: set once, read every call
     if isinstance(node, ast.Name) and node.id in scope.scalars and depth < 3:
         return _attribute_probability(scope, scope.scalars[node.id], depth + 1)
     return False

@@ -67,7 +67,13 @@ def mask_after_softmax(scope: Scope, e: ev.MaskedFill) -> None:
     value = fill_value(e.fill)
     if isinstance(e.tensor, Tensor) and e.tensor.role == "probs" and e.tensor.scale != "unknown" \
             and value is not None and value <= -1.0:
-        scope.report(msg.MaskAfterSoftmax, e.call, ast.unparse(e.fill))  # type: ignore[arg-type]
+        scope.report(msg.MaskAfterSoftmax, e.call, f"masked_fill(..., {ast.unparse(e.fill)})")  # type: ignore[arg-type]
+
+
+@on(ev.MaskAdded)
+def additive_mask_after_softmax(scope: Scope, e: ev.MaskAdded) -> None:
+    if e.tensor.role == "probs" and e.tensor.scale != "unknown":
+        scope.report(msg.MaskAfterSoftmax, e.node, f"+ {ast.unparse(e.mask)}")
 
 
 @on(ev.MaskedFill)

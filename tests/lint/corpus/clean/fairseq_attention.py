@@ -34,3 +34,11 @@ class MultiheadAttention(nn.Module):
         attn = attn_probs.bmm(v)
         attn = attn.transpose(0, 1).contiguous().view(tgt_len, bsz, embed_dim)
         return self.out_proj(attn)
+
+
+def additive_mask_after_softmax(query, key, value, attention_mask):
+    """The Hugging Face additive mask (0 or a large negative number per key), added to the scores."""
+    scores = torch.matmul(query, key.transpose(-1, -2)) / query.size(-1) ** 0.5
+    scores = scores + attention_mask
+    probs = scores.softmax(dim=-1)
+    return torch.matmul(probs, value)
