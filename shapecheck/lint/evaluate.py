@@ -29,6 +29,7 @@ _NEW_AXES = frozenset({"unsqueeze", "squeeze", "expand", "expand_as", "unflatten
 _AXIS_OPS = frozenset({"unbind", "select", "flatten", "movedim", "moveaxis"})
 _CAT = frozenset({"cat", "concat", "concatenate"})
 _EINOPS = frozenset({"rearrange", "repeat", "reduce"})
+_SAME_SHAPE_HELPER = re.compile(r"mask|bias|rot|rope|alibi|softcap|soft_cap", re.I)
 _WORD = re.compile(r"[A-Za-z_]\w*")
 
 
@@ -368,11 +369,23 @@ class Evaluator(Scope):
         first = args[0] if args and isinstance(args[0], Tensor) else None
         return ops.einops(pattern.value, first, sizes)
 
+    def same_shape_helper(self, node: ast.Call, name: str, args: list[Optional[Value]]) -> Optional[Tensor]:
+        """``attn = maybe_add_mask(attn, mask)``: an unknown helper named for masks, biases or rotary
+        embeddings whose result replaces its first argument keeps that tensor's axes and role."""
+        first = args[0] if args else None
+        if not (isinstance(first, Tensor) and _SAME_SHAPE_HELPER.search(name) and len(self.targets) == 1
+                and isinstance(node.args[0], ast.Name) and node.args[0].id == self.targets[0]):
+            return None
+        return replace(first, uid=0, param=False)
+
     def name_call(self, node: ast.Call, name: str, args: list[Optional[Value]]) -> Optional[Value]:
         if name == "einsum" and name not in self.env:
             return self.einsum(node, args)
         if self.einops_names.get(name) in _EINOPS and name not in self.env:
             return self.einops_call(node, args)
+        kept = self.same_shape_helper(node, name, args)
+        if kept is not None:
+            return kept
         fused = self.functional.get(name, name if name.startswith("flash_attn") else None)
         if fused in nm.FUSED_ATTENTION and name not in self.env:
             return self.fused_attention(node, name, fused, args)
@@ -416,10 +429,10 @@ class Evaluator(Scope):
         if attr == "linear" and isinstance(first, Tensor):  # F.linear(x, weight, bias): the leading axes stay
             return Tensor(axes=first.axes[:-1] + (None,), order=tuple(range(len(first.axes)))) if first.axes \
                 else Tensor()
-        if attr in _CAT and isinstance(first, Pieces) and not first.repeat and first.items \
-                and all(isinstance(p, Tensor) for p in first.items):
+        if attr in _CAT and isinstance(first, Pieces) and not first.repeat:
+            known = [p for p in first.items if isinstance(p, Tensor) and p.axes is not None]
             dim = nm.int_value(nm.argument(node, 1, "dim") or ast.Constant(0))
-            return ops.cat(first.items, dim) if dim is not None else Tensor()
+            return ops.cat(known, dim) if known and dim is not None else Tensor()
         if isinstance(first, Tensor) and attr in _AXIS_OPS:
             return self.axis_op(node, attr, first, node.args[1:])
         if attr in ("matmul", "bmm") and len(args) >= 2:

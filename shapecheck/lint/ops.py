@@ -172,7 +172,8 @@ def drop_axis(t: Tensor, dim: int) -> Tensor:
 
 
 def cat(pieces: Sequence[Tensor], dim: int) -> Tensor:
-    """``torch.cat(pieces, dim)``: the other axes as they agree; the joined one unnamed."""
+    """``torch.cat(pieces, dim)`` of the pieces whose axes are known (cat needs the others equal in size):
+    the other axes as they agree; the joined one unnamed."""
     ranks = {p.rank for p in pieces}
     first = pieces[0]
     if len(ranks) != 1 or first.axes is None or not -len(first.axes) <= dim < len(first.axes):
