@@ -485,6 +485,8 @@ class Evaluator(Scope):
             return self.size_or_split(node, attr, base)
         if attr in _AXIS_OPS:
             return self.axis_op(node, attr, base, arg_nodes)
+        if attr in ("repeat_interleave", "unsqueeze") and base.axes is not None:
+            return _resized(node, attr, base)
         if attr in nm.SAME_LAYOUT:
             return replace(base, uid=0, param=False)
         if attr in _NEW_AXES:
@@ -585,6 +587,19 @@ def _int(node: ast.expr) -> Optional[Label]:
 def _owner(node: ast.Call) -> Optional[str]:
     func = node.func
     return func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else None
+
+
+def _resized(node: ast.Call, attr: str, t: Tensor) -> Tensor:
+    """``repeat_interleave(n, dim=d)``: axis d loses its name; ``unsqueeze(d)``: a size-1 axis at d."""
+    axes = list(t.axes or ())
+    dim = nm.int_value(nm.argument(node, 0 if attr == "unsqueeze" else 1, "dim") or ast.Constant(None))
+    if dim is None or not -len(axes) - (attr == "unsqueeze") <= dim < len(axes) + (attr == "unsqueeze"):
+        return Tensor(scale=t.scale, scale_at=t.scale_at)
+    if attr == "unsqueeze":
+        axes.insert(dim % (len(axes) + 1), int_label(1))
+    else:
+        axes[dim % len(axes)] = None
+    return Tensor(axes=tuple(axes), order=None, scale=t.scale, scale_at=t.scale_at)
 
 
 def _maybe_size(value: Optional[Value]) -> bool:

@@ -98,11 +98,14 @@ def _merge(scope: Scope, call: ast.Call, kind: str, src: Sequence, target: list[
         atoms = Counter(label.atoms) if isinstance(label, Label) else Counter()
         if atoms["heads"] < 1 or atoms["d_head"] < 1:
             continue
-        if pd > ph and not between - atoms:
+        unnamed = any(axis is None for axis in src[lo + 1:hi])
+        exactly_two = atoms == Counter({"heads": 1, "d_head": 1}) and len(target) == len(src) - 1
+        if pd > ph and not between - atoms and not (unnamed and exactly_two):
             continue  # the merged axis also takes the axes in between: a flatten
         scope.report(msg.MergeWithoutTranspose, call, kind, show(target), show(src))
         return True
     return False
+
 
 def _split(scope: Scope, call: ast.Call, kind: str, src: Sequence, target: list[Target]) -> bool:
     last = src[-1] if src else None
