@@ -60,17 +60,32 @@ def int_label(value: int) -> Label:
 def product(a: Axis, b: Axis) -> Axis:
     if a is None or b is None:
         return None
-    return Label(tuple(sorted(a.atoms + b.atoms)), f"{a.text}*{b.text}")
+    atoms = _cancel(a.atoms + b.atoms)
+    return Label(atoms, "d_model" if atoms == ("d_head", "heads") else f"{a.text}*{b.text}")
+
+
+def _cancel(atoms: Sequence[str]) -> tuple[str, ...]:
+    """Sorted atoms with each ``x`` and ``/x`` (a division by x) cancelled."""
+    count = Counter(atoms)
+    for atom in list(count):
+        if atom.startswith("/") and atom[1:] in count:
+            common = min(count[atom], count[atom[1:]])
+            count[atom] -= common
+            count[atom[1:]] -= common
+    return tuple(sorted(count.elements()))
 
 
 def quotient(a: Axis, b: Axis) -> Axis:
     if a is None or b is None or not b.atoms:
         return None
+    if any(atom.startswith("/") for atom in b.atoms):
+        return None
     rest = Counter(a.atoms)
     rest.subtract(b.atoms)
-    if any(n < 0 for n in rest.values()):
-        return None
-    atoms = tuple(sorted(rest.elements()))
+    if any(n < 0 for n in rest.values()):  # x // count where count is no factor of x: keep it as x·/count
+        atoms = _cancel(a.atoms + tuple("/" + atom for atom in b.atoms))
+    else:
+        atoms = tuple(sorted(rest.elements()))
     return Label(atoms, "d_head" if atoms == ("d_head",) else f"{a.text}//{b.text}")
 
 

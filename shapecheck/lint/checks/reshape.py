@@ -14,7 +14,7 @@ from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
 from shapecheck.lint.scope import Scope
 from shapecheck.lint.tracking import (
-    Dim, Label, Target, Tensor, groups, name_label, show, unique_index,
+    Dim, Label, Target, Tensor, groups, name_label, product, show, unique_index,
 )
 
 HEADS, D_HEAD = Label(("heads",), "heads"), Label(("d_head",), "d_head")
@@ -109,12 +109,14 @@ def _merge(scope: Scope, call: ast.Call, kind: str, src: Sequence, target: list[
 
 def _split(scope: Scope, call: ast.Call, kind: str, src: Sequence, target: list[Target]) -> bool:
     last = src[-1] if src else None
-    if last is not None and not {"heads", "d_head"} <= set(last.atoms):
-        return False  # a known last axis must be the width heads·d_head
+    heads = _split_of(last, target)
+    if last is not None and heads is None:
+        return False  # a known last axis must be the width that the target splits
+    heads = heads or (HEADS, D_HEAD)
     for axis in src[:-1]:
-        if axis is None or {"heads", "d_head"} & set(axis.atoms):
+        if axis is None or set(a for h in heads for a in h.atoms) & set(axis.atoms):
             return False  # heads may come from another axis (batch*heads), or an axis has no name
-    placed = [j for j, label in enumerate(target) if label in (HEADS, D_HEAD)]
+    placed = [j for j, label in enumerate(target) if label in heads]
     if not placed or list(target[:placed[0]]) != list(src[:placed[0]]):
         return False  # the axes before the heads must be the source's own, so the heads come from the width
     for j, label in enumerate(target):
@@ -125,6 +127,21 @@ def _split(scope: Scope, call: ast.Call, kind: str, src: Sequence, target: list[
             scope.report(msg.SplitWithoutTranspose, call, kind, show(target), show(src), label.text)
             return True
     return False
+
+def _split_of(width: Optional[Label], target: list[Target]) -> Optional[tuple[Label, Label]]:
+    """(the head count, the head size): heads and d_head, or two target axes whose product is ``width``
+    (the head count is what splits the width, whatever its name)."""
+    if width is None:
+        return None
+    if {"heads", "d_head"} <= set(width.atoms):
+        return HEADS, D_HEAD
+    labels = [t for t in target if isinstance(t, Label) and t.atoms]
+    for i, a in enumerate(labels):
+        for b in labels[i + 1:]:
+            if a != width and b != width and product(a, b) == width:
+                return a, b
+    return None
+
 
 def _contiguous(scope: Scope, call: ast.Call, t: Tensor, src: Sequence, target: list[Target]) -> None:
     order = t.order
