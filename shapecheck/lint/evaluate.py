@@ -158,10 +158,12 @@ class Evaluator(Scope):
     def ev_comprehension_scope(self, node: ast.AST, parts: list[Optional[ast.expr]]) -> Optional[Value]:
         saved = dict(self.env)
         for gen in node.generators:  # type: ignore[attr-defined]
-            self.ev(gen.iter)
+            source = self.ev(gen.iter)
             for target in ast.walk(gen.target):
                 if isinstance(target, ast.Name):
                     self.env[target.id] = None
+            if isinstance(gen.target, ast.Name):
+                self.env[gen.target.id] = _each(source)  # (f(t) for t in (q, k, v)): t is each piece
             for cond in gen.ifs:
                 self.ev(cond)
         results = [self.ev(p) for p in parts]
@@ -369,6 +371,18 @@ class Evaluator(Scope):
         first = args[0] if args and isinstance(args[0], Tensor) else None
         return ops.einops(pattern.value, first, sizes)
 
+    def map_lambda(self, fn: ast.Lambda, pieces: Optional[Value]) -> Optional[Value]:
+        """``map(lambda t: rearrange(t, ...), qkv)``: the lambda's body with ``t`` bound to each piece."""
+        params = fn.args.args
+        item = _each(pieces)
+        if len(params) != 1 or item is None:
+            return None
+        saved = dict(self.env)
+        self.env[params[0].arg] = item
+        result = self.ev(fn.body)
+        self.env = saved
+        return Pieces((result,), repeat=True) if isinstance(result, Tensor) else None
+
     def same_shape_helper(self, node: ast.Call, name: str, args: list[Optional[Value]]) -> Optional[Tensor]:
         """``attn = maybe_add_mask(attn, mask)``: an unknown helper named for masks, biases or rotary
         embeddings whose result replaces its first argument keeps that tensor's axes and role."""
@@ -379,6 +393,8 @@ class Evaluator(Scope):
         return replace(first, uid=0, param=False)
 
     def name_call(self, node: ast.Call, name: str, args: list[Optional[Value]]) -> Optional[Value]:
+        if name == "map" and len(node.args) == 2 and isinstance(node.args[0], ast.Lambda) and name not in self.env:
+            return self.map_lambda(node.args[0], args[1])
         if name == "einsum" and name not in self.env:
             return self.einsum(node, args)
         if self.einops_names.get(name) in _EINOPS and name not in self.env:
@@ -411,7 +427,9 @@ class Evaluator(Scope):
             sizes = {kw.arg: self.static_label(kw.value, 0) for kw in made.keywords if kw.arg}
             return ops.einops(str(made.args[0].value), first, sizes)
         if kind == "all":
-            return replace(first, uid=0, param=False)
+            normed = "norm" in attr.lower() or (made is not None and "norm" in ast.unparse(made.func).lower())
+            # a norm's learned gain sets the temperature of QK-normed attention: its scaling is unknown
+            return replace(first, uid=0, param=False, scale="unknown" if normed else first.scale)
         if kind == "lead" and first.axes:
             width = self.static_label(nm.argument(made, 1, "out_features"), 0) if made is not None else None
             return Tensor(axes=first.axes[:-1] + (width,), order=tuple(range(len(first.axes))))
@@ -425,7 +443,8 @@ class Evaluator(Scope):
         if attr == "einsum":
             return self.einsum(node, args)
         if attr in nm.SAME_SHAPE_FUNCTIONS and attr != "where" and isinstance(first, Tensor):
-            return replace(first, role=None, key_pos=None, key_t=False, uid=0, param=False)
+            scale = "unknown" if "norm" in attr else first.scale  # cosine attention learns its temperature
+            return replace(first, role=None, key_pos=None, key_t=False, uid=0, param=False, scale=scale)
         if attr == "linear" and isinstance(first, Tensor):  # F.linear(x, weight, bias): the leading axes stay
             return Tensor(axes=first.axes[:-1] + (None,), order=tuple(range(len(first.axes)))) if first.axes \
                 else Tensor()
@@ -587,6 +606,16 @@ def _int(node: ast.expr) -> Optional[Label]:
 def _owner(node: ast.Call) -> Optional[str]:
     func = node.func
     return func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else None
+
+
+def _each(pieces: Optional[Value]) -> Optional[Tensor]:
+    """What each piece of ``split``/``chunk``/a tuple of tensors is: the tensor they all agree on."""
+    if not isinstance(pieces, Pieces) or not pieces.items:
+        return None
+    found: Optional[Value] = pieces.items[0]
+    for other in pieces.items[1:]:
+        found = join(found, other) if isinstance(found, Tensor) and isinstance(other, Tensor) else None
+    return replace(found, uid=0) if isinstance(found, Tensor) else None
 
 
 def _resized(node: ast.Call, attr: str, t: Tensor) -> Tensor:

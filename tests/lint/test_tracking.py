@@ -119,3 +119,28 @@ class A(nn.Module):
         return scaled_dot_product_attention(q, k, v, self.p, self.p)
 """
     assert codes(src) == []
+
+
+EINOPS = HEADER + """from einops import rearrange
+
+class Attention(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.to_qkv = nn.Linear(dim, dim * 3, bias=False)
+        self.norm = nn.LayerNorm(dim // heads)
+
+    def forward(self, x):
+        q, k, v = map(lambda t: rearrange(t, "b n (h d) -> b h n d", h=self.heads), self.to_qkv(x).chunk(3, dim=-1))
+        {line}
+        return torch.matmul(q, k.transpose(-1, -2)).softmax(dim=-1)
+"""
+
+
+def test_map_of_a_lambda_over_qkv_keeps_the_pieces_unscaled():
+    assert_lint(EINOPS.format(line="pass"), m.UnscaledScores)
+
+
+def test_query_key_norms_set_their_own_temperature():
+    assert codes(EINOPS.format(line="q, k = self.norm(q), self.norm(k)")) == []
+    assert codes(EINOPS.format(line="q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)")) == []
