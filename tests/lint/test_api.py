@@ -115,3 +115,14 @@ def test_bad_pyproject_values_name_the_problem(tmp_path, body, needle):
 def test_default_config_fails_on_warnings():
     config = LintConfig()
     assert config.fails("warning") and not config.fails("info")
+
+
+def test_a_gap_in_the_analysis_is_an_info_finding_not_a_traceback(monkeypatch):
+    import shapecheck.lint.api as api
+
+    def broken(tree, path):
+        raise KeyError("unexpected")
+
+    monkeypatch.setattr(api, "Checker", broken)
+    (finding,) = lint_source("x = 1\n", "f.py")
+    assert (finding.code, finding.severity) == ("SC003", "info") and "internal error" in finding.message
