@@ -2,7 +2,7 @@
 
 Names map to what tracking knows about their values (``env``); at ``if``/``for``/
 ``try`` the paths are joined and whatever they disagree on becomes unknown.
-Expressions are evaluated by ``Evaluator`` (its base); every check is a function
+Expressions are evaluated by its bases ``Calls`` and ``Evaluator``; every check is a function
 registered for an event in ``shapecheck.lint.checks``.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Optional, Sequence, Union
 
 from shapecheck.lint import events as ev
-from shapecheck.lint.evaluate import Evaluator
+from shapecheck.lint.calls import Calls
 from shapecheck.lint.scope import FunctionInfo, all_args, class_info
 from shapecheck.lint.tracking import Axis, Dim, Label, Pieces, Shape, Tensor, Value, join, name_label
 
@@ -21,7 +21,7 @@ from shapecheck.lint.tracking import Axis, Dim, Label, Pieces, Shape, Tensor, Va
 MAX_FOLLOW = 2  # helpers followed inside helpers, at most
 
 
-class Checker(Evaluator, ast.NodeVisitor):
+class Checker(Calls, ast.NodeVisitor):
     """Lint one parsed module; ``findings`` holds the results in the order found."""
 
     def __init__(self, tree: ast.Module, path: str) -> None:
