@@ -10,6 +10,7 @@ import ast
 import io
 import os
 import re
+import sys
 import tokenize
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -139,6 +140,11 @@ class _Pyflakes(pyflakes_checker.Checker):  # type: ignore[misc]
 
     def handleStringAnnotation(self, *args: object) -> None:
         """A string annotation is never evaluated at run time: a name missing there crashes nothing."""
+
+    def handleAnnotation(self, annotation: ast.AST, node: ast.AST) -> None:
+        if self.annotationsFutureEnabled or sys.version_info >= (3, 14):
+            return  # postponed (``from __future__ import annotations``, Python 3.14): never evaluated either
+        super().handleAnnotation(annotation, node)
 
 
 def _is_jaxtyping(node: ast.Subscript) -> bool:

@@ -47,6 +47,9 @@ def test_a_name_only_in_a_string_annotation_is_not_undefined():
     """String annotations are never evaluated: pyflakes' SC111 there would be a false alarm."""
     assert lint_source("def make() -> 'NotYetDefined':\n    return None\n") == []
     assert [f.code for f in lint_source("def make():\n    return NotYetDefined()\n")] == ["SC111"]
+    postponed = "from __future__ import annotations\ndef make(cache: Missing | None = None):\n    return cache\n"
+    assert lint_source(postponed) == []
+    assert [f.code for f in lint_source(postponed.split("\n", 1)[1])] == ["SC111"]  # evaluated at def time
 
 
 def test_findings_are_sorted_by_position():

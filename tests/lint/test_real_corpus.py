@@ -14,7 +14,7 @@ from .real_corpus import PACKAGES, files, package_dir
 KNOWN_BUGS = {
     ("vit_pytorch", "simple_flash_attn_vit.py", "SC111"): "einsum is called but never imported (non-flash path)",
     ("vit_pytorch", "simple_flash_attn_vit_3d.py", "SC111"): "einsum is called but never imported",
-    ("x_transformers", "continuous.py", "SC111"): "'inp' is read before any assignment when lens is given",
+    ("x_transformers", "continuous.py", "SC111"): "'inp' is read but never assigned when lens is given",
     ("vit_pytorch", "vivit.py", "SC114"): "SDPA's dropout_p=self.dropout_p has no training check",
     ("vit_pytorch", "vivit_with_moss.py", "SC114"): "SDPA's dropout_p=self.dropout_p has no training check",
 }
