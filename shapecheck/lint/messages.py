@@ -69,7 +69,7 @@ class EmptyFile(Message):
 class AnalysisStopped(Message):
     code, name, severity = "SC003", "analysis-stopped", "info"
     template = "analysis stopped: {0}"
-    hint = "split the expression so it nests less deeply"
+    hint = "split an expression that nests too deeply; an internal error is a gap in lint: please report it"
     args = ("reason",)
 
 
