@@ -1,28 +1,30 @@
-"""Lint speed on every ``models/*/modeling_*.py`` of the installed transformers, against pyflakes.
+"""Lint speed against pyflakes on the real corpus, side by side in one run, and wall time with ``--jobs``.
 
-Both read the same source strings already in memory. pyflakes: parse + its checker
-(``pyflakes.api.check``). shapecheck lint: parse + pyflakes' undefined names + the
-attention checker + noqa (``lint_source``); the attention checker alone is shown too.
+Corpora: every ``models/*/modeling_*.py`` of the installed transformers, and the whole real corpus
+(``tests/lint/real_corpus.py``: the installed packages' attention code, read in place). CPU time
+(``time.process_time``) of pyflakes (parse + check) and of ``shapecheck lint`` (parse + pyflakes'
+undefined names + the attention checker + noqa) over the same source strings, alternating, best of
+``--repeat`` passes; then the wall time of ``lint_paths`` on the real corpus with 1 and N processes.
 
-    python benchmarks/bench_lint.py [--repeat 3] [--limit N]
+    python benchmarks/bench_lint.py [--repeat 3] [--limit N] [--jobs 1,2]
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
 import importlib.util
 import platform
-import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import pyflakes
 from pyflakes import api as pyflakes_api
 from pyflakes import reporter as pyflakes_reporter
 
-from shapecheck.lint import lint_source
-from shapecheck.lint.checker import Checker
+from shapecheck.lint import lint_paths, lint_source
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 class _Quiet(pyflakes_reporter.Reporter):
@@ -34,59 +36,56 @@ class _Quiet(pyflakes_reporter.Reporter):
     def flake(self, message: object) -> None: ...
 
 
-def sources(limit: int | None) -> list[tuple[str, str]]:
-    spec = importlib.util.find_spec("transformers")
-    if spec is None or spec.origin is None:
-        sys.exit("transformers is not installed")
-    paths = sorted(Path(spec.origin).parent.glob("models/*/modeling_*.py"))[:limit]
-    return [(str(p), p.read_text(encoding="utf-8")) for p in paths]
+def real_corpus():
+    spec = importlib.util.spec_from_file_location("real_corpus", ROOT / "tests" / "lint" / "real_corpus.py")
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
 
 
-def best(fn, repeat: int) -> float:
+def cpu_best(fn: Callable[[], None], repeat: int) -> float:
     times = []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = time.process_time()
         fn()
-        times.append(time.perf_counter() - start)
+        times.append(time.process_time() - start)
     return min(times)
+
+
+def compare(name: str, paths: list[Path], repeat: int) -> None:
+    sources = [(str(p), p.read_text(encoding="utf-8")) for p in paths]
+    quiet = _Quiet()
+    t_flakes = t_lint = float("inf")
+    for _ in range(repeat):  # alternate, so that load on a shared machine hits both alike
+        t_flakes = min(t_flakes, cpu_best(lambda: [pyflakes_api.check(t, p, quiet) for p, t in sources], 1))
+        t_lint = min(t_lint, cpu_best(lambda: [lint_source(t, p) for p, t in sources], 1))
+    size = sum(len(t) for _, t in sources) / 1e6
+    print(f"{name}: {len(sources)} files, {size:.1f} MB; CPU s, best of {repeat}: pyflakes {t_flakes:.2f}, "
+          f"shapecheck lint {t_lint:.2f}; lint / pyflakes = {t_lint / t_flakes:.2f}x (target <= 2x)")
+
+
+def wall(paths: list[Path], jobs: list[int]) -> None:
+    names = [str(p) for p in paths]
+    for n in jobs:
+        start = time.perf_counter()
+        lint_paths(names, jobs=n)
+        print(f"lint_paths on {len(names)} files with --jobs {n}: {time.perf_counter() - start:.2f} s wall")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3, help="passes over the corpus; the fastest counts")
-    parser.add_argument("--limit", type=int, default=None, help="only the first N files")
+    parser.add_argument("--repeat", type=int, default=3, help="passes; the fastest counts")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N files of each corpus")
+    parser.add_argument("--jobs", default="1,2", help="process counts to time, comma-separated")
     args = parser.parse_args()
-    files = sources(args.limit)
-    quiet = _Quiet()
-    findings: list[int] = []
-
-    def run_pyflakes() -> None:
-        for path, text in files:
-            pyflakes_api.check(text, path, quiet)
-
-    def run_lint() -> None:
-        findings.clear()
-        for path, text in files:
-            findings.append(len(lint_source(text, path)))
-
-    def run_checker_only() -> None:
-        for path, text in files:
-            Checker(ast.parse(text), path)
-
-    def run_parse() -> None:
-        for _, text in files:
-            ast.parse(text)
-
-    size = sum(len(t) for _, t in files) / 1e6
-    t_flakes, t_lint = best(run_pyflakes, args.repeat), best(run_lint, args.repeat)
-    t_parse, t_checker = best(run_parse, args.repeat), best(run_checker_only, args.repeat)
-    print(f"corpus: {len(files)} transformers modeling_*.py files, {size:.1f} MB of source")
-    print(f"python {platform.python_version()}, pyflakes {pyflakes.__version__}, best of {args.repeat} passes")
-    print(f"pyflakes (parse + check):                {t_flakes:7.2f} s")
-    print(f"shapecheck lint (parse + undefined names + attention checker): {t_lint:7.2f} s")
-    print(f"  of which ast.parse alone:              {t_parse:7.2f} s")
-    print(f"  of which attention checker alone:      {t_checker - t_parse:7.2f} s")
-    print(f"lint / pyflakes: {t_lint / t_flakes:.2f}x (target: within 2x); {sum(findings)} findings")
+    corpus = real_corpus()
+    transformers = [p for p in corpus.files("transformers") if p.name.startswith("modeling_")][:args.limit]
+    everything = [p for package in corpus.PACKAGES for p in corpus.files(package)][:args.limit]
+    print(f"python {platform.python_version()}, pyflakes {pyflakes.__version__}")
+    if transformers:
+        compare("transformers modeling files", transformers, args.repeat)
+    compare("real corpus", everything, args.repeat)
+    wall(everything, [int(j) for j in args.jobs.split(",")])
 
 
 if __name__ == "__main__":

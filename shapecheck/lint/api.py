@@ -10,7 +10,9 @@ import ast
 import io
 import os
 import re
+import sys
 import tokenize
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Sequence
 
@@ -26,6 +28,7 @@ _PYFLAKES_UNDEFINED = (pyflakes_messages.UndefinedName, pyflakes_messages.Undefi
                        pyflakes_messages.UndefinedExport)
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
 _PYFLAKES_CODES = frozenset({"F821", "F822", "F823"})  # flake8's names for pyflakes' undefined names
+_PYTHON_SUFFIXES = frozenset({".py", ".pyi", ".pyw"})
 _SKIP_DIRS = frozenset({"__pycache__", "node_modules"})
 _JAXTYPING = frozenset({"Float", "Int", "Bool", "Shaped", "Num", "Real", "Integer", "Inexact", "Complex", "UInt",
                         "Key", "BFloat16", "Float16", "Float32", "Float64", "Int8", "Int16", "Int32", "Int64",
@@ -57,23 +60,46 @@ def lint_file(path: str, config: Optional[LintConfig] = None) -> list[msg.Findin
         return lint_bytes(handle.read(), path, config)
 
 
-def lint_paths(paths: Sequence[str], config: Optional[LintConfig] = None) -> tuple[int, list[msg.Finding]]:
-    """(files linted, findings) for files and directories (``*.py`` recursively); UsageError if a path is missing."""
+def lint_paths(paths: Sequence[str], config: Optional[LintConfig] = None,
+               jobs: int = 1) -> tuple[int, list[msg.Finding]]:
+    """(files linted, findings) for files and directories (``*.py`` recursively), in file order.
+
+    ``jobs`` > 1 lints files in that many processes; the output is the same, in the same order.
+    UsageError if a path is missing or a file named explicitly is not Python.
+    """
     files = list(python_files(paths))
-    findings: list[msg.Finding] = []
-    for file in files:
-        findings.extend(lint_file(file, config))
-    return len(files), findings
+    workers = min(jobs, len(files))
+    if workers <= 1:
+        per_file = [lint_file(file, config) for file in files]
+    else:
+        with ProcessPoolExecutor(workers) as pool:
+            per_file = list(pool.map(lint_file, files, [config] * len(files), chunksize=4))
+    return len(files), [f for found in per_file for f in found]
 
 
 def python_files(paths: Iterable[str]) -> Iterator[str]:
     for path in paths:
         if os.path.isdir(path):
             yield from _walk(path)
-        elif os.path.exists(path):
-            yield path
-        else:
+        elif not os.path.exists(path):
             raise UsageError(f"no such file or directory: {path}")
+        elif not is_python_file(path):
+            raise UsageError(f"not a Python file: {path} (lint reads .py files; directories are searched for *.py)")
+        else:
+            yield path
+
+
+def is_python_file(path: str) -> bool:
+    """A ``.py``/``.pyi``/``.pyw`` file, or an extension-less script whose first line runs python."""
+    suffix = Path(path).suffix
+    if suffix:
+        return suffix in _PYTHON_SUFFIXES
+    try:
+        with open(path, "rb") as handle:
+            first = handle.readline(200)
+    except OSError:
+        return False
+    return first.startswith(b"#!") and b"python" in first
 
 
 def _walk(root: str) -> Iterator[str]:
@@ -86,7 +112,7 @@ def _walk(root: str) -> Iterator[str]:
 
 def _analyse(source: str, path: str) -> list[msg.Finding]:
     if not source.strip():
-        return [msg.EmptyFile.finding(path, 1, 1)]
+        return [] if os.path.basename(path) == "__init__.py" else [msg.EmptyFile.finding(path, 1, 1)]
     try:
         tree = ast.parse(source, filename=path)
     except SyntaxError as error:
@@ -98,6 +124,8 @@ def _analyse(source: str, path: str) -> list[msg.Finding]:
         return _undefined_names(tree, path) + Checker(tree, path).findings
     except RecursionError:
         return [msg.AnalysisStopped.finding(path, 1, 1, "expressions nested too deeply")]
+    except Exception as error:  # noqa: BLE001 - a gap in the analysis must not stop the other files
+        return [msg.AnalysisStopped.finding(path, 1, 1, f"internal error ({error.__class__.__name__}: {error})")]
 
 
 class _Pyflakes(pyflakes_checker.Checker):  # type: ignore[misc]
@@ -109,6 +137,14 @@ class _Pyflakes(pyflakes_checker.Checker):  # type: ignore[misc]
             self.handleNode(node.slice.elts[0], node)  # type: ignore[attr-defined]
             return
         super().SUBSCRIPT(node)
+
+    def handleStringAnnotation(self, *args: object) -> None:
+        """A string annotation is never evaluated at run time: a name missing there crashes nothing."""
+
+    def handleAnnotation(self, annotation: ast.AST, node: ast.AST) -> None:
+        if self.annotationsFutureEnabled or sys.version_info >= (3, 14):
+            return  # postponed (``from __future__ import annotations``, Python 3.14): never evaluated either
+        super().handleAnnotation(annotation, node)
 
 
 def _is_jaxtyping(node: ast.Subscript) -> bool:

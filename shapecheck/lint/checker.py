@@ -1,97 +1,98 @@
-"""The lint visitor: walks statements in order, follows control flow, reports through one ``report``.
+"""The one lint checker: walks statements in order, follows control flow, reports through one ``report``.
 
 Names map to what tracking knows about their values (``env``); at ``if``/``for``/
-``try`` the paths are joined and whatever they disagree on becomes unknown. The
-expression side lives in ``evaluate.Evaluator``, the checks in ``rules.Rules``.
+``try`` the paths are joined and whatever they disagree on becomes unknown.
+Expressions are evaluated by its bases ``Calls`` and ``Evaluator``; every check is a function
+registered for an event in ``shapecheck.lint.checks``.
 """
 
 from __future__ import annotations
 
 import ast
-import itertools
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Optional, Sequence, Union
 
-from shapecheck.lint import messages as msg
-from shapecheck.lint import names as nm
-from shapecheck.lint.evaluate import Evaluator
-from shapecheck.lint.rules import Rules
-from shapecheck.lint.tracking import Axis, Dim, Label, Pieces, Shape, Tensor, Value, int_label, join, name_label
-
-Position = Union[ast.AST, tuple[int, int]]
-_CALLEE_KIND = {"Softmax": "softmax", "Dropout": "all", "LayerNorm": "all", "RMSNorm": "all", "GELU": "all",
-                "ReLU": "all", "Identity": "all", "Linear": "lead", "Conv1D": "lead", "LazyLinear": "lead"}
+from shapecheck.lint import events as ev
+from shapecheck.lint.calls import Calls
+from shapecheck.lint.scope import FunctionInfo, all_args, class_info
+from shapecheck.lint.tracking import Axis, Dim, Label, Pieces, Shape, Tensor, Value, join, name_label
 
 
-@dataclass
-class _Class:
-    attrs: dict[str, ast.expr]
-    has_forward: bool
+MAX_FOLLOW = 2  # helpers followed inside helpers, at most
 
 
-@dataclass
-class _Function:
-    node: Union[ast.FunctionDef, ast.AsyncFunctionDef]
-    method_of: Optional[_Class]
-    params: frozenset[str]
-    _assigned: Optional[frozenset[str]] = field(default=None)
-
-    @property
-    def assigned(self) -> frozenset[str]:
-        if self._assigned is None:
-            self._assigned = frozenset(
-                n.id for n in ast.walk(self.node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-            )
-        return self._assigned
-
-
-class Checker(Rules, Evaluator, ast.NodeVisitor):
+class Checker(Calls, ast.NodeVisitor):
     """Lint one parsed module; ``findings`` holds the results in the order found."""
 
     def __init__(self, tree: ast.Module, path: str) -> None:
-        self.path = path
-        self.findings: list[msg.Finding] = []
-        self._seen: set[tuple[str, int, int]] = set()
-        self.env: dict[str, Optional[Value]] = {}
-        self.values: dict[int, Value] = {}
-        self.scalars: dict[str, ast.expr] = {}
-        self.cls: Optional[_Class] = None
-        self.func: Optional[_Function] = None
-        self._in_class = False
-        self._targets: tuple[str, ...] = ()
-        self._uid = itertools.count(1)
-        self.functional = nm.functional_imports(tree)
+        super().__init__(tree, path)
+        self.functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        self.returns: Optional[list[Optional[Value]]] = None
+        self.summaries: dict[tuple, Optional[Value]] = {}
         self.run(tree.body)
 
-    def report(self, message: type[msg.Message], node: Position, *args: object) -> None:
-        line, col = node if isinstance(node, tuple) else (node.lineno, node.col_offset)  # type: ignore[attr-defined]
-        if (message.code, line, col) not in self._seen:
-            self._seen.add((message.code, line, col))
-            self.findings.append(message.finding(self.path, line, col + 1, *args))
+    # ---- helpers of the same file, followed with the caller's tensors ---------------------
+    def name_call(self, node: ast.Call, name: str, args: list[Optional[Value]]) -> Optional[Value]:
+        helper = self.functions.get(name)
+        if helper is not None and name not in self.env:
+            return self.follow(helper, node, args, method=False)
+        return super().name_call(node, name, args)
 
-    # ---- context the rules ask about --------------------------------------------------
-    def class_attr(self, name: str) -> Optional[ast.expr]:
-        return None if self.cls is None else self.cls.attrs.get(name)
+    def module_call(self, node: ast.Call, attr: str, args: list[Optional[Value]]) -> Optional[Value]:
+        method = self.cls.methods.get(attr) if self.cls is not None else None
+        if method is not None:
+            return self.follow(method, node, args, method=True)
+        return super().module_call(node, attr, args)
 
-    def in_module_method(self) -> Optional[str]:
-        f = self.func
-        return f.node.name if f is not None and f.method_of is not None and f.method_of.has_forward else None
+    def follow(self, helper: Union[ast.FunctionDef, ast.AsyncFunctionDef], call: ast.Call,
+               args: list[Optional[Value]], method: bool) -> Optional[Value]:
+        """The helper's result for these arguments: its body run once per distinct argument summary."""
+        if len(self.following) >= MAX_FOLLOW or helper in self.following or not any(
+                isinstance(a, Tensor) for a in args):
+            return None
+        args = [self._as_size(a, node) for a, node in zip(args, call.args)]
+        bound = _bind_arguments(helper, call, args, method)
+        if bound is None:
+            return None
+        key = (id(helper), tuple(sorted((k, _summary(v)) for k, v in bound.items())))
+        if key not in self.summaries:
+            self.summaries[key] = None  # a recursive call meets an unknown result
+            self.summaries[key] = self._run_helper(helper, bound, method)
+        return self.summaries[key]
 
-    def is_untouched_param(self, name: str) -> bool:
-        f = self.func
-        return f is not None and name in f.params and name not in f.assigned
+    def _as_size(self, value: Optional[Value], node: ast.expr) -> Optional[Value]:
+        """An argument with no tracked value that spells a size (``self.num_heads``) is passed as that size."""
+        if value is not None:
+            return value
+        label = self.size_label(node)
+        return Dim(label) if label is not None else None
 
-    def assigned_names(self) -> Sequence[str]:
-        return self._targets
+    def _run_helper(self, helper: Union[ast.FunctionDef, ast.AsyncFunctionDef], bound: dict[str, Optional[Value]],
+                    method: bool) -> Optional[Value]:
+        saved = (self.env, self.scalars, self.func, self.in_class, self.returns, self.targets)
+        params = frozenset(a.arg for a in all_args(helper.args))
+        self.func = FunctionInfo(helper, self.cls if method else None, params)
+        self.env, self.scalars, self.in_class, self.returns = {}, {}, False, []
+        self.bind_scope(helper.args)
+        self.env.update({k: v for k, v in bound.items() if v is not None})
+        self.following.append(helper)
+        try:
+            self.run(helper.body)
+            found = self.returns
+        finally:
+            self.following.pop()
+            self.env, self.scalars, self.func, self.in_class, self.returns, self.targets = saved
+        if not found or any(v is None for v in found):
+            return None
+        result = found[0]
+        for other in found[1:]:
+            result = join(result, other) if result is not None else None  # type: ignore[arg-type]
+        return result
 
-    def module_of(self, attr: str) -> tuple[Optional[str], Optional[ast.Call]]:
-        made = self.class_attr(attr)
-        if isinstance(made, ast.Call):
-            callee = (nm.dotted(made.func) or "").split(".")[-1]
-            kind = _CALLEE_KIND.get(callee) or nm.module_kind(callee)
-            if kind is not None:
-                return kind, made
-        return nm.module_kind(attr), None
+    def visit_Return(self, node: ast.Return) -> None:
+        value = self.ev(node.value)
+        if self.returns is not None:
+            self.returns.append(value)
 
     # ---- statements ----------------------------------------------------------------------
     def run(self, body: Sequence[ast.stmt]) -> None:
@@ -113,37 +114,29 @@ class Checker(Rules, Evaluator, ast.NodeVisitor):
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         for expr in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
             self.ev(expr)
-        saved = (self.cls, self._in_class, self.env)
-        self.cls, self._in_class, self.env = _class_info(node), True, dict(self.env)
+        saved = (self.cls, self.in_class, self.env)
+        self.cls, self.in_class, self.env = class_info(node), True, dict(self.env)
         self.run(node.body)
-        self.cls, self._in_class, self.env = saved
+        self.cls, self.in_class, self.env = saved
 
     def visit_FunctionDef(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> None:
         args = node.args
         for expr in [*node.decorator_list, *args.defaults, *(d for d in args.kw_defaults if d is not None)]:
             self.ev(expr)
-        saved = (self.env, self.scalars, self.func, self._in_class)
-        params = frozenset(a.arg for a in _all_args(args))
-        self.func = _Function(node, self.cls if self._in_class else None, params)
-        self.env, self.scalars, self._in_class = dict(self.env), dict(self.scalars), False
+        saved = (self.env, self.scalars, self.func, self.in_class, self.returns)
+        params = frozenset(a.arg for a in all_args(args))
+        self.func = FunctionInfo(node, self.cls if self.in_class else None, params)
+        self.env, self.scalars, self.in_class, self.returns = dict(self.env), dict(self.scalars), False, None
         self.bind_scope(args)
         self.run(node.body)
-        self.env, self.scalars, self.func, self._in_class = saved
+        self.env, self.scalars, self.func, self.in_class, self.returns = saved
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
-    def bind_scope(self, args: ast.arguments) -> None:
-        for a in _all_args(args):
-            if a.arg in ("self", "cls"):
-                continue
-            axes = jaxtyping_axes(a.annotation)
-            self.env[a.arg] = Tensor(axes=axes, param=axes is None, uid=next(self._uid))
-            self.scalars.pop(a.arg, None)
-
     def visit_Assign(self, node: ast.Assign) -> None:
-        self._targets = tuple(n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        self.targets = tuple(n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name))
         value = self.ev(node.value)
-        self._targets = ()
+        self.targets = ()
         for target in node.targets:
             self.bind(target, value, node.value)
 
@@ -159,11 +152,9 @@ class Checker(Rules, Evaluator, ast.NodeVisitor):
             self.store(node.target.id, result, node.value)
 
     def visit_Expr(self, node: ast.Expr) -> None:
-        call = node.value
-        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "masked_fill":
-            source = call.args[0] if nm.is_namespace(call.func.value) and call.args else call.func.value
-            self.report(msg.MaskedFillDiscarded, call, ast.unparse(source))
-        self.ev(call)
+        if isinstance(node.value, ast.Call):
+            self.emit(ev.Discarded(node.value))
+        self.ev(node.value)
 
     def visit_If(self, node: ast.If) -> None:
         self.ev(node.test)
@@ -257,7 +248,7 @@ class Checker(Rules, Evaluator, ast.NodeVisitor):
     def store(self, name: str, value: Optional[Value], node: Optional[ast.expr]) -> None:
         if isinstance(value, Dim) and value.label is None:
             value = Dim(_label_from_name(ast.Name(name)))
-        self.env[name] = None if value is None else replace(value, uid=next(self._uid), partial=False)
+        self.env[name] = None if value is None else replace(value, uid=next(self.uid), partial=False)
         if isinstance(value, Tensor) or node is None:
             self.scalars.pop(name, None)
         else:
@@ -286,48 +277,27 @@ def join_envs(envs: list[dict[str, Optional[Value]]]) -> dict[str, Optional[Valu
     return out
 
 
+def _bind_arguments(helper: Union[ast.FunctionDef, ast.AsyncFunctionDef], call: ast.Call,
+                    args: list[Optional[Value]], method: bool) -> Optional[dict[str, Optional[Value]]]:
+    """Parameter name -> the caller's value; None when the call cannot be matched plainly."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    positional = [a.arg for a in [*helper.args.posonlyargs, *helper.args.args]]
+    if method:
+        positional = positional[1:]
+    if len(args) > len(positional):
+        return None
+    bound: dict[str, Optional[Value]] = dict(zip(positional, args))
+    names = set(positional) | {a.arg for a in helper.args.kwonlyargs}
+    return bound if all(k.arg in names for k in call.keywords) else None
+
+
+def _summary(value: Optional[Value]) -> object:
+    """What a followed helper's result can depend on: the value without its identity."""
+    return None if value is None else replace(value, uid=0, partial=False)
+
+
 def _label_from_name(node: ast.expr) -> Axis:
     if isinstance(node, ast.Name) and node.id not in ("_", "dim"):
         return name_label(node.id)
     return None
-
-
-def _all_args(args: ast.arguments) -> list[ast.arg]:
-    found = [*args.posonlyargs, *args.args, *args.kwonlyargs]
-    return found + [a for a in (args.vararg, args.kwarg) if a is not None]
-
-
-def _class_info(node: ast.ClassDef) -> _Class:
-    attrs: dict[str, ast.expr] = {}
-    has_forward = False
-    for stmt in node.body:
-        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        has_forward = has_forward or stmt.name == "forward"
-        for sub in ast.walk(stmt):
-            if isinstance(sub, ast.Assign) and len(sub.targets) == 1:
-                attr = nm.self_attr(sub.targets[0])
-                if attr is not None:
-                    attrs.setdefault(attr, sub.value)
-    return _Class(attrs, has_forward)
-
-
-def jaxtyping_axes(annotation: Optional[ast.expr]) -> Optional[tuple[Axis, ...]]:
-    """The axes of ``Float[Tensor, "batch seq d_model"]`` (inside Optional[...] too); None if variadic."""
-    node = annotation
-    while isinstance(node, ast.Subscript) and (nm.dotted(node.value) or "").split(".")[-1] == "Optional":
-        node = node.slice
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-        node = node.left
-    if not (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Tuple) and len(node.slice.elts) == 2):
-        return None
-    spec = node.slice.elts[1]
-    if not (isinstance(spec, ast.Constant) and isinstance(spec.value, str)):
-        return None
-    axes: list[Axis] = []
-    for token in spec.value.split():
-        token = token.lstrip("#")
-        if token.startswith(("*", "...")) or "=" in token:
-            return None
-        axes.append(None if token == "_" else int_label(int(token)) if token.isdigit() else name_label(token))
-    return tuple(axes)

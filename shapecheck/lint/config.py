@@ -27,6 +27,7 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
         _toml = None  # type: ignore[assignment]
 
 DEFAULT_FAIL_ON = "warning"
+KEYS: tuple[str, ...] = ("select", "ignore", "fail-on")  # the keys [tool.shapecheck] may hold
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,9 @@ def load_config(pyproject: Optional[Path]) -> LintConfig:
 
 
 def from_table(table: dict, source: str) -> LintConfig:
+    unknown = sorted(set(table) - set(KEYS))
+    if unknown:
+        raise ConfigError(f"{source}: unknown key {unknown[0]!r} in [tool.shapecheck]; valid keys: {', '.join(KEYS)}")
     lists = {}
     for key in ("select", "ignore"):
         value = table.get(key, [])

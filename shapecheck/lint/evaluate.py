@@ -1,45 +1,80 @@
 """Abstract evaluation of expressions: what each one is (tensor with named axes, size, shape).
 
 ``Evaluator.ev`` visits every sub-expression exactly once, remembers its value by
-node, and calls the rule hooks (``on_softmax``, ``on_reshape``, ...) that the
-checker defines where an operation may be wrong.
+node, and emits an event (``shapecheck.lint.events``) where an operation may be
+wrong; the checks registered for that event decide whether it is.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import replace
 from typing import Optional
 
+from shapecheck.lint import events as ev
 from shapecheck.lint import names as nm
+from shapecheck.lint import ops
+from shapecheck.lint.scope import Scope
 from shapecheck.lint.tracking import (
-    WILD, Dim, Label, Pieces, Shape, Target, Tensor, Value, int_label, join, matmul, name_label, permute,
-    product, quotient, swap,
+    WILD, Dim, Label, Pieces, Shape, Target, Tensor, Value, int_label, join, matmul, name_label, product, quotient,
+    swap,
 )
 
-_RESHAPE = frozenset({"view", "reshape"})
-_SWAP = frozenset({"transpose", "swapaxes", "swapdims"})
-_TENSOR_ONLY = _RESHAPE | _SWAP | {"permute", "contiguous", "softmax", "log_softmax", "masked_fill", "matmul"}
-_NEW_AXES = frozenset({"unsqueeze", "squeeze", "expand", "expand_as", "flatten", "unflatten", "repeat",
-                       "repeat_interleave", "sum", "mean", "max", "min", "amax", "gather", "index_select"})
+_WORD = re.compile(r"[A-Za-z_]\w*")
 
 
-class Evaluator:
-    """Mixin: expression evaluation over ``self.env`` (name -> Value)."""
+class Evaluator(Scope):
+    """Expression evaluation over ``self.env`` (name -> Value); ``Calls`` adds calls, the checker statements."""
 
-    env: dict[str, Optional[Value]]
-    values: dict[int, Value]
-    functional: dict[str, str] = {}  # local name -> its name in torch.nn.functional (``from ... import dropout``)
+    # ---- what the events report -----------------------------------------------------
+    def softmax(self, call: ast.Call, node: Optional[ast.expr], t: Optional[Value], dim: Optional[ast.expr],
+                has_dim: bool) -> Tensor:
+        if not isinstance(t, Tensor):
+            return Tensor(role="probs")
+        self.emit(ev.Softmax(call, node, t, dim, has_dim))
+        return Tensor(axes=t.axes, role="probs", scale=t.scale if t.role == "scores" else "unknown")
 
-    # rule hooks, defined by the checker
-    def on_softmax(self, call: ast.Call, node: Optional[ast.expr], t: Optional[Value], dim: Optional[ast.expr],
-                   has_dim: bool) -> Tensor: ...
-    def on_reshape(self, call: ast.Call, kind: str, t: Tensor, target: Optional[list[Target]]) -> None: ...
-    def on_masked_fill(self, call: ast.Call, mask: Optional[ast.expr]) -> None: ...
-    def on_dropout(self, call: ast.Call, name: str) -> None: ...
-    def on_scaled(self, node: ast.AST, t: Tensor, factor: ast.expr) -> Tensor: ...
-    def module_of(self, attr: str) -> tuple[Optional[str], Optional[ast.Call]]: ...
-    def bind_scope(self, args: ast.arguments) -> None: ...
+    def scaled(self, node: ast.AST, t: Tensor, factor: ast.expr) -> Tensor:
+        kind = nm.scale_kind(self.scale_names(factor, 0))
+        self.emit(ev.Scaled(node, t, factor, kind))
+        at = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+        if t.scale not in ("none", "unknown") and kind != "width":
+            kind = t.scale if t.scale != "other" else kind
+        return replace(t, scale=kind, scale_at=at, order=t.order, uid=0, param=False)
+
+    def scale_names(self, node: ast.AST, depth: int) -> list[str]:
+        """Identifiers a scale factor is made of, following local names and ``self.`` attributes."""
+        found: list[str] = []
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name):
+                found.extend(self._name_parts(sub.id, depth))
+            elif isinstance(sub, ast.Attribute):
+                found.append(sub.attr)
+                defined = self.class_attr(sub.attr) if nm.self_attr(sub) else None
+                if defined is not None and depth < 3:
+                    found.extend(self.scale_names(defined, depth + 1))
+            elif isinstance(sub, ast.BinOp) and isinstance(sub.op, (ast.Div, ast.FloorDiv)) \
+                    and not isinstance(sub.right, ast.Constant):
+                found.append("heads")  # a width divided by something: a per-head size
+            elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr == "size":
+                value = self.values.get(id(sub))
+                if isinstance(value, Dim) and value.label is not None:
+                    found.extend(_WORD.findall(value.label.text))
+        return found
+
+    def _name_parts(self, name: str, depth: int) -> list[str]:
+        value = self.env.get(name)
+        if name in self.scalars and depth < 3:
+            return [name, *self.scale_names(self.scalars[name], depth + 1)]
+        if isinstance(value, Dim):
+            return [name, *_WORD.findall(value.label.text)] if value.label is not None else [name]
+        return [name]
+
+    def masked_fill(self, call: ast.Call, receiver: Optional[ast.expr], t: Optional[Value],
+                    mask: Optional[ast.expr], fill: Optional[ast.expr]) -> Optional[Value]:
+        self.emit(ev.MaskedFill(call, receiver, t, mask, fill))
+        return _masked(t, call, receiver, self.env)
 
     def ev(self, node: Optional[ast.AST]) -> Optional[Value]:
         if node is None:
@@ -97,7 +132,7 @@ class Evaluator:
         if isinstance(base, Shape):
             return _index_shape(base, node.slice) if base.known else _index_unknown(node.slice)
         if isinstance(base, Tensor):
-            return Tensor(scale=base.scale, scale_at=base.scale_at)
+            return ops.index(base, node.slice)
         return None
 
     def ev_Tuple(self, node: ast.Tuple) -> Optional[Value]:
@@ -114,10 +149,12 @@ class Evaluator:
     def ev_comprehension_scope(self, node: ast.AST, parts: list[Optional[ast.expr]]) -> Optional[Value]:
         saved = dict(self.env)
         for gen in node.generators:  # type: ignore[attr-defined]
-            self.ev(gen.iter)
+            source = self.ev(gen.iter)
             for target in ast.walk(gen.target):
                 if isinstance(target, ast.Name):
                     self.env[target.id] = None
+            if isinstance(gen.target, ast.Name):
+                self.env[gen.target.id] = _each(source)  # (f(t) for t in (q, k, v)): t is each piece
             for cond in gen.ifs:
                 self.ev(cond)
         results = [self.ev(p) for p in parts]
@@ -158,7 +195,9 @@ class Evaluator:
         if isinstance(op, ast.Add) and (isinstance(left, Shape) or isinstance(right, Shape)):
             a, b = self.shape_of(lnode, left), self.shape_of(rnode, right)
             return None if a is None or b is None else Shape(a.axes + b.axes)
-        if isinstance(left, Tensor) or isinstance(right, Tensor):
+        if isinstance(left, Dim) and _maybe_size(right) or isinstance(right, Dim) and _maybe_size(left):
+            left, right = (None if _maybe_size(v) else v for v in (left, right))  # sizes, not tensors
+        elif isinstance(left, Tensor) or isinstance(right, Tensor):
             return self.tensor_arith(node, op, lnode, rnode, left, right)
         if isinstance(op, ast.Mult):
             return Dim(product(self.size_label(lnode), self.size_label(rnode)))
@@ -169,19 +208,23 @@ class Evaluator:
     def tensor_arith(self, node: ast.AST, op: ast.operator, lnode: ast.expr, rnode: ast.expr,
                      left: Optional[Value], right: Optional[Value]) -> Optional[Value]:
         """Elementwise arithmetic; multiplying or dividing by a factor is a scaling."""
+        if isinstance(op, ast.Add):
+            for t, other in ((left, rnode), (right, lnode)):
+                if isinstance(t, Tensor) and "mask" in ast.unparse(other).lower():
+                    self.emit(ev.MaskAdded(node, t, other))
         if isinstance(left, Tensor) and isinstance(right, Tensor):
             a, b = left, right
             main = a if a.role or (a.rank or 0) >= (b.rank or 0) else b
             if isinstance(op, (ast.Mult, ast.Div)) and _factor_like(b):
-                return self.on_scaled(node, a, rnode)
+                return self.scaled(node, a, rnode)
             if isinstance(op, ast.Mult) and _factor_like(a):
-                return self.on_scaled(node, b, lnode)
+                return self.scaled(node, b, lnode)
             return replace(main, order=None, uid=0, param=False)
         t, factor = (left, rnode) if isinstance(left, Tensor) else (right, lnode)
         if not isinstance(t, Tensor):
             return None
         if isinstance(op, ast.Mult) or (isinstance(op, ast.Div) and t is left):
-            return self.on_scaled(node, t, factor)
+            return self.scaled(node, t, factor)
         return replace(t, uid=0, param=False)
 
     # ---- sizes -------------------------------------------------------------------
@@ -194,9 +237,39 @@ class Evaluator:
         if n is not None:
             return WILD if n == -1 else int_label(n)
         if isinstance(node, ast.Name):
+            if value is None and node.id in self.scalars:
+                return self.static_label(self.scalars[node.id], 1)  # where the size came from, not its name
             return name_label(node.id) if value is None or (isinstance(value, Tensor) and value.param) else None
         if isinstance(node, ast.Attribute):
-            return name_label(node.attr) if value is None else None
+            return self.static_label(node, 0) if value is None else None
+        return None
+
+    def static_label(self, node: Optional[ast.AST], depth: int) -> Optional[Label]:
+        """The label of a size expression from where it was bound: ``self.x`` from ``__init__``'s
+        ``self.x = ...``, products and quotients of labels; a name that is bound nowhere is read by its name."""
+        if node is None or depth > 3:
+            return None
+        n = nm.int_value(node)
+        if n is not None:
+            return int_label(n) if n > 0 else None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.FloorDiv)):
+            a, b = self.static_label(node.left, depth + 1), self.static_label(node.right, depth + 1)
+            return product(a, b) if isinstance(node.op, ast.Mult) else quotient(a, b)
+        if isinstance(node, ast.Call) and nm.dotted(node.func) == "int" and len(node.args) == 1:
+            inner = node.args[0]
+            if isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.Div):
+                return quotient(self.static_label(inner.left, depth + 1), self.static_label(inner.right, depth + 1))
+            return self.static_label(inner, depth + 1)
+        attr = nm.self_attr(node)
+        if attr is not None:
+            made = self.class_attr(attr)
+            if made is not None and not isinstance(made, ast.Call):
+                return self.static_label(made, depth + 1) or name_label(attr)
+            return name_label(attr)
+        if isinstance(node, ast.Attribute):
+            return name_label(node.attr)
+        if isinstance(node, ast.Name):
+            return name_label(node.id)
         return None
 
     def size_label(self, node: ast.AST) -> Optional[Label]:
@@ -225,153 +298,6 @@ class Evaluator:
         return out
 
     # ---- calls -------------------------------------------------------------------
-    def ev_Call(self, node: ast.Call) -> Optional[Value]:
-        func = node.func
-        if isinstance(func, ast.Attribute) and nm.is_namespace(func.value):
-            self.ev(func.value)
-            args = [self.ev(a) for a in node.args]
-            for kw in node.keywords:
-                self.ev(kw.value)
-            return self.namespace_call(node, func.attr, args)
-        self.ev(func)  # evaluates the receiver; a method reference has no value itself
-        args = [self.ev(a) for a in node.args]
-        for kw in node.keywords:
-            self.ev(kw.value)
-        if isinstance(func, ast.Attribute):
-            base = self.values.get(id(func.value))
-            if nm.self_attr(func) is not None:
-                return self.module_call(node, func.attr, args)
-            if base is None and func.attr in _TENSOR_ONLY:
-                base = Tensor(scale="unknown")
-            if isinstance(base, (Tensor, Shape)):
-                return self.method_call(node, func.attr, base, args)
-            return None
-        if isinstance(func, ast.Name):
-            return self.name_call(node, func.id, args)
-        if isinstance(func, ast.Call) and (nm.dotted(func.func) or "").endswith("Softmax"):
-            first = node.args[0] if node.args else None
-            return self.on_softmax(node, first, args[0] if args else None, nm.argument(func, 0, "dim"),
-                                   bool(func.args or func.keywords))
-        return None
-
-    def name_call(self, node: ast.Call, name: str, args: list[Optional[Value]]) -> Optional[Value]:
-        original = self.functional.get(name)
-        if original in nm.DROPOUT and name not in self.env:
-            self.on_dropout(node, name if name == original else f"{name} (torch.nn.functional.{original})")
-        if name == "int" and args and isinstance(args[0], Dim):
-            return args[0]
-        if nm.module_kind(name) == "all" and args and isinstance(args[0], Tensor):
-            return args[0]
-        return None
-
-    def module_call(self, node: ast.Call, attr: str, args: list[Optional[Value]]) -> Optional[Value]:
-        """``self.attr(x)``: a submodule or a method of this class."""
-        kind, made = self.module_of(attr)
-        first = args[0] if args else (self.values.get(id(node.keywords[0].value)) if node.keywords else None)
-        if kind == "softmax" and made is not None:
-            x = node.args[0] if node.args else None
-            return self.on_softmax(node, x, first, nm.argument(made, 0, "dim"), bool(made.args or made.keywords))
-        if not isinstance(first, Tensor):
-            return None
-        if kind == "all":
-            return replace(first, uid=0, param=False)
-        if kind == "lead" and first.axes:
-            return Tensor(axes=first.axes[:-1] + (None,), order=tuple(range(len(first.axes))))
-        return Tensor() if kind == "lead" else None
-
-    def namespace_call(self, node: ast.Call, attr: str, args: list[Optional[Value]]) -> Optional[Value]:
-        """``torch.matmul(a, b)``, ``F.softmax(x, dim=-1)``, ``F.dropout(x, p)``, ..."""
-        first = args[0] if args else None
-        if attr in ("matmul", "bmm") and len(args) >= 2:
-            b = _as_tensor(args[1])
-            if attr == "bmm" and _is_transpose(node.args[1], (1, 2)):
-                b = replace(b, key_t=True)
-            return matmul(_as_tensor(first), b)
-        if attr in nm.SOFTMAX:
-            return self.on_softmax(node, node.args[0] if node.args else None, first,
-                                   nm.argument(node, 1, "dim"), len(node.args) > 1 or bool(node.keywords))
-        if attr in nm.DROPOUT:
-            self.on_dropout(node, nm.dotted(node.func) or attr)
-            return replace(first, uid=0, param=False) if isinstance(first, Tensor) else None
-        if attr == "masked_fill":
-            self.on_masked_fill(node, nm.argument(node, 1, "mask"))
-            return _masked(first, node, node.args[0] if node.args else None, self.env)
-        if isinstance(first, Tensor) and attr in _RESHAPE | _SWAP | {"permute"}:
-            return self.method_call(node, attr, first, args[1:], offset=1)
-        return None
-
-    def method_call(self, node: ast.Call, attr: str, base: Value, args: list[Optional[Value]],
-                    offset: int = 0) -> Optional[Value]:
-        if not isinstance(base, Tensor):
-            return None
-        arg_nodes = node.args[offset:]
-        if attr in _RESHAPE:
-            return self.reshape(node, attr, base, arg_nodes)
-        if attr in _SWAP and len(arg_nodes) == 2:
-            dims = [nm.int_value(a) for a in arg_nodes]
-            return Tensor(scale=base.scale) if None in dims else _swap_key(base, dims[0], dims[1])  # type: ignore[arg-type]
-        if attr == "permute":
-            elts = arg_nodes[0].elts if len(arg_nodes) == 1 and isinstance(arg_nodes[0], (ast.Tuple, ast.List)) \
-                else arg_nodes
-            dims = [nm.int_value(a) for a in elts]
-            return Tensor(scale=base.scale) if None in dims else permute(base, dims)  # type: ignore[arg-type]
-        if attr == "contiguous":
-            order = None if base.rank is None else tuple(range(base.rank))
-            return replace(base, order=order, uid=0, param=False)
-        if attr == "matmul" and args:
-            return matmul(base, _as_tensor(args[0]))
-        if attr in nm.SOFTMAX:
-            return self.on_softmax(node, node.func.value, base, nm.argument(node, 0, "dim"),  # type: ignore[attr-defined]
-                                   bool(node.args or node.keywords))
-        if attr == "masked_fill":
-            self.on_masked_fill(node, nm.argument(node, 0, "mask"))
-            return _masked(base, node, node.func.value, self.env)  # type: ignore[attr-defined]
-        if attr in ("mul", "div", "mul_", "div_") and node.args:
-            return self.on_scaled(node, base, node.args[0]) if base.role == "scores" else Tensor()
-        if attr in ("size", "dim") or attr in ("split", "chunk"):
-            return self.size_or_split(node, attr, base)
-        if attr in nm.SAME_LAYOUT:
-            return replace(base, uid=0, param=False)
-        if attr in _NEW_AXES:
-            return Tensor(scale=base.scale, scale_at=base.scale_at)
-        return None
-
-    def size_or_split(self, node: ast.Call, attr: str, base: Tensor) -> Optional[Value]:
-        if attr == "size":
-            if not node.args:
-                return Shape((), _owner(node), known=False) if base.axes is None else Shape(base.axes, _owner(node))
-            i = nm.int_value(node.args[0])
-            return Dim(_axis(base, i))
-        if attr in ("split", "chunk") and node.args:
-            dim = nm.int_value(nm.argument(node, 1, "dim") or ast.Constant(0))
-            axis = _axis(base, dim)
-            size = self.label_of(node.args[0]) if attr == "split" else quotient(axis, _int(node.args[0]))
-            axes = None
-            if base.axes is not None and dim is not None and -len(base.axes) <= dim < len(base.axes):
-                axes = list(base.axes)
-                axes[dim] = size if isinstance(size, Label) else None
-            return Pieces((Tensor(axes=None if axes is None else tuple(axes), scale=base.scale),), repeat=True)
-        return None
-
-    def reshape(self, node: ast.Call, kind: str, base: Tensor, arg_nodes: list[ast.expr]) -> Tensor:
-        if len(arg_nodes) == 1 and not isinstance(arg_nodes[0], ast.Starred):
-            only = arg_nodes[0]
-            value = self.values.get(id(only))
-            if isinstance(value, Shape):
-                target: Optional[list[Target]] = list(value.axes) if value.known else None
-            elif isinstance(only, (ast.Tuple, ast.List)):
-                target = self.target_of(only.elts)
-            elif isinstance(only, ast.Attribute) and nm.dotted(only) and nm.dotted(only).startswith("torch."):  # type: ignore[union-attr]
-                return Tensor()  # view(torch.float16): a dtype view
-            else:
-                target = self.target_of(arg_nodes)
-        else:
-            target = self.target_of(arg_nodes)
-        self.on_reshape(node, kind, base, target)
-        if target is None:
-            return Tensor(scale=base.scale, scale_at=base.scale_at)
-        axes = [t if isinstance(t, Label) else None for t in target]
-        return Tensor(axes=tuple(axes), order=tuple(range(len(axes))), scale=base.scale, scale_at=base.scale_at)
 
 
 def _index_shape(shape: Shape, index: ast.expr) -> Optional[Value]:
@@ -395,20 +321,23 @@ def _index_unknown(index: ast.expr) -> Optional[Value]:
     return Dim(None) if nm.int_value(index) is not None else None
 
 
-def _axis(t: Tensor, i: Optional[int]) -> Optional[Label]:
-    if t.axes is None or i is None or not -len(t.axes) <= i < len(t.axes):
+
+
+
+def _each(pieces: Optional[Value]) -> Optional[Tensor]:
+    """What each piece of ``split``/``chunk``/a tuple of tensors is: the tensor they all agree on."""
+    if not isinstance(pieces, Pieces) or not pieces.items:
         return None
-    return t.axes[i]
+    found: Optional[Value] = pieces.items[0]
+    for other in pieces.items[1:]:
+        found = join(found, other) if isinstance(found, Tensor) and isinstance(other, Tensor) else None
+    return replace(found, uid=0) if isinstance(found, Tensor) else None
 
 
-def _int(node: ast.expr) -> Optional[Label]:
-    n = nm.int_value(node)
-    return None if n is None else int_label(n)
 
-
-def _owner(node: ast.Call) -> Optional[str]:
-    func = node.func
-    return func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else None
+def _maybe_size(value: Optional[Value]) -> bool:
+    """An unannotated argument nobody used as a tensor: next to a size it is a size too."""
+    return isinstance(value, Tensor) and value.param and value.axes is None
 
 
 def _factor_like(t: Tensor) -> bool:
@@ -420,17 +349,12 @@ def _as_tensor(value: Optional[Value]) -> Tensor:
     return value if isinstance(value, Tensor) else Tensor(scale="unknown")
 
 
-def _is_transpose(node: ast.expr, dims: tuple[int, int]) -> bool:
-    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "transpose"):
-        return False
-    found = tuple(nm.int_value(a) for a in node.args)
-    return found in (dims, dims[::-1])
-
 
 def _swap_key(t: Tensor, d0: int, d1: int) -> Tensor:
     out = swap(t, d0, d1)
     if t.rank is None:
-        return replace(out, key_t={d0, d1} in ({-2, -1}, {2, 3}))
+        at_least = max(d0, d1) + 1 if min(d0, d1) >= 0 else None  # transpose(2, 3) needs 4 axes or more
+        return replace(out, key_t={d0, d1} in ({-2, -1}, {2, 3}), min_rank=at_least)
     return out
 
 

@@ -39,6 +39,13 @@ class Message:
     severity: ClassVar[str] = "error"
     template: ClassVar[str] = ""
     hint: ClassVar[str] = ""
+    args: ClassVar[tuple[str, ...]] = ()  # what each ``{i}`` of the template and hint stands for
+
+    @classmethod
+    def described(cls) -> tuple[str, str]:
+        """(template, hint) with each ``{i}`` shown as ``<what it stands for>``, for ``--list-rules``."""
+        shown = [f"<{a}>" for a in cls.args]
+        return cls.template.format(*shown), cls.hint.format(*shown)
 
     @classmethod
     def finding(cls, path: str, line: int, col: int, *args: object) -> Finding:
@@ -50,6 +57,7 @@ class FileNotParsed(Message):
     code, name = "SC001", "file-not-parsed"
     template = "cannot analyse: {0}"
     hint = "lint reads Python source; fix the file or exclude it"
+    args = ("reason",)
 
 
 class EmptyFile(Message):
@@ -61,13 +69,15 @@ class EmptyFile(Message):
 class AnalysisStopped(Message):
     code, name, severity = "SC003", "analysis-stopped", "info"
     template = "analysis stopped: {0}"
-    hint = "split the expression so it nests less deeply"
+    hint = "split an expression that nests too deeply; an internal error is a gap in lint: please report it"
+    args = ("reason",)
 
 
 class SoftmaxAxis(Message):
     code, name = "SC101", "softmax-axis"
     template = "softmax over {0} of attention scores {1}; the key axis is {2}"
     hint = "normalise over the keys: softmax(dim=-1) on (..., seq_q, seq_k) scores"
+    args = ("dim", "scores axes", "key axis")
 
 
 class UnscaledScores(Message):
@@ -80,71 +90,130 @@ class WidthScaledScores(Message):
     code, name = "SC103", "width-scaled-scores"
     template = "attention scores scaled by the model width ({0}) instead of the head size d_head"
     hint = "scale by 1/√d_head (d_model // heads), not 1/√d_model"
+    args = ("width",)
 
 
 class MergeWithoutTranspose(Message):
     code, name = "SC104", "merge-without-transpose"
     template = "heads merged by {0}({1}) from [{2}]: heads and d_head are not adjacent"
     hint = "move heads next to d_head first: .transpose(1, 2).contiguous().view(batch, seq, heads * d_head)"
+    args = ("view or reshape", "target", "source axes")
 
 
 class SplitWithoutTranspose(Message):
     code, name = "SC105", "split-without-transpose"
     template = "heads split by {0}({1}) from [{2}]: {3} lies in memory before the heads it is placed after"
     hint = "split the last axis in place, then move heads: .view(batch, seq, heads, d_head).transpose(1, 2)"
+    args = ("view or reshape", "target", "source axes", "axis")
 
 
 class ViewNotContiguous(Message):
     code, name = "SC106", "view-not-contiguous"
     template = "view({0}) on a transposed/permuted [{1}] tensor merges axes that are not adjacent in memory"
     hint = "call .contiguous() before .view(...), or use .reshape(...)"
+    args = ("target", "source axes")
 
 
 class MaskedFillDiscarded(Message):
     code, name = "SC107", "masked-fill-discarded"
     template = "result of masked_fill is discarded: {0} stays unmasked"
     hint = "assign it back ({0} = {0}.masked_fill(...)) or use the in-place masked_fill_"
+    args = ("tensor",)
 
 
 class MaskedFillWrongName(Message):
     code, name = "SC108", "masked-fill-wrong-name"
     template = "masked scores stored in '{0}'{1}, but the softmax on line {2} reads {3}"
     hint = "assign the masked scores back to the name the softmax reads: {4} = {4}.masked_fill(...)"
+    args = ("name", "when", "line", "what the softmax reads", "scores")
 
 
 class MaskConvention(Message):
     code, name, severity = "SC109", "mask-convention", "warning"
     template = "'{0}' is {1}, but it is used as the positions to fill"
-    hint = "{2}"
+    hint = "use the mask by its convention: {2}"
+    args = ("mask", "convention", "fix")
 
 
 class DropoutAlwaysOn(Message):
     code, name, severity = "SC110", "dropout-always-on", "warning"
     template = "{0}(...) in {1}() without training=: dropout stays on in eval mode"
     hint = "pass training=self.training, or use an nn.Dropout module"
+    args = ("call", "method")
 
 
 class UndefinedName(Message):
     code, name = "SC111", "undefined-name"
     template = "{0}"
     hint = "define it, or take it as an argument (e.g. a config field)"
+    args = ("pyflakes message",)
 
 
 class ReshapeOrder(Message):
     code, name = "SC112", "reshape-order"
     template = "{0}({1}) on a [{2}] tensor puts {3} before {4}: view/reshape never moves data, so axes get mixed"
     hint = "permute/transpose to the target order first, then .contiguous().view(...)"
+    args = ("view or reshape", "target", "source axes", "first axis", "second axis")
 
 
 class KeyQueryLength(Message):
     code, name = "SC113", "key-query-length"
     template = "keys/values reshaped with the query length ({0}, seq_q) in {1}({2})"
     hint = "keys and values have the key length seq_k ({3}); use it (or -1) in cross-attention"
+    args = ("query length", "view or reshape", "target", "key length")
+
+
+class SdpaDropoutAlwaysOn(Message):
+    code, name, severity = "SC114", "sdpa-dropout-always-on", "warning"
+    template = "{0}(..., dropout_p={1}) in {2}() with no training check: dropout stays on in eval mode"
+    hint = "pass dropout_p={1} if self.training else 0.0"
+    args = ("call", "probability", "method")
+
+
+class DropoutModuleAsProbability(Message):
+    code, name = "SC115", "dropout-module-as-probability"
+    template = "dropout_p={0} is an nn.Dropout module (made on line {1}), where a probability is expected"
+    hint = "pass the module's probability: dropout_p={0}.p if self.training else 0.0"
+    args = ("argument", "line")
+
+
+class ScaledAfterSoftmax(Message):
+    code, name = "SC116", "scaled-after-softmax"
+    template = "attention probabilities scaled by {0} after the softmax: rows no longer sum to 1 and the scores stay unscaled"
+    hint = "scale the scores before the softmax: softmax(q @ k.transpose(-2, -1) * {0}, dim=-1)"
+    args = ("factor",)
+
+
+class MaskAfterSoftmax(Message):
+    code, name = "SC117", "mask-after-softmax"
+    template = "mask applied to attention probabilities after the softmax ({0}): masked keys already took their share"
+    hint = "fill the scores before the softmax: scores.masked_fill(mask, float('-inf')), then softmax(dim=-1)"
+    args = ("how",)
+
+
+class FillDoesNotMask(Message):
+    code, name = "SC118", "fill-does-not-mask"
+    template = "masked_fill(..., {0}) on attention scores does not mask: exp({0}) keeps the filled keys' weight"
+    hint = "fill the scores with float('-inf') or torch.finfo(scores.dtype).min"
+    args = ("fill value",)
+
+
+class LayerInForward(Message):
+    code, name = "SC119", "layer-in-forward"
+    template = "{0}(...) constructed inside {1}(): new random weights on every call, never trained nor saved"
+    hint = "create it once in __init__ (self.<name> = {0}(...)) and call it in {1}()"
+    args = ("layer", "method")
 
 
 RULES: tuple[type[Message], ...] = (
     FileNotParsed, EmptyFile, AnalysisStopped, SoftmaxAxis, UnscaledScores, WidthScaledScores,
     MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, MaskedFillDiscarded,
     MaskedFillWrongName, MaskConvention, DropoutAlwaysOn, UndefinedName, ReshapeOrder, KeyQueryLength,
+    SdpaDropoutAlwaysOn, DropoutModuleAsProbability, ScaledAfterSoftmax, MaskAfterSoftmax, FillDoesNotMask,
+    LayerInForward,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
+# Rules about memory layout: they hold whatever the code means, so they are reported inside followed helpers too.
+LAYOUT_RULES: frozenset[type[Message]] = frozenset({
+    MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, ReshapeOrder,
+})

@@ -15,6 +15,9 @@ DROPOUT = frozenset({"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dr
 # Methods that return a tensor of the same shape and strides.
 SAME_LAYOUT = frozenset({"float", "half", "double", "bfloat16", "to", "type", "type_as",
                          "clone", "detach", "abs", "neg", "exp", "sigmoid", "tanh", "relu", "gelu"})
+# torch / F functions whose result has the shape and layout of their first argument.
+SAME_SHAPE_FUNCTIONS = frozenset({"normalize", "layer_norm", "rms_norm", "group_norm", "gelu", "relu", "silu",
+                                  "sigmoid", "tanh", "softplus", "exp", "clamp", "where", "abs", "neg"})
 # Submodules that keep every axis (dropout, norms, activations) or all but the last (projections).
 _KEEP_ALL = re.compile(r"drop|norm|(^|_)ln(_|\d|$)|act|gelu|relu|silu|identity", re.I)
 _KEEP_LEAD = re.compile(
@@ -27,6 +30,9 @@ _QUERY = frozenset({"q", "query", "queries"})
 KEEP_MASKS = frozenset({"attention_mask", "input_mask", "encoder_attention_mask"})  # 1 = attend
 PAD_MASKS = frozenset({"key_padding_mask", "src_key_padding_mask",
                        "tgt_key_padding_mask", "memory_key_padding_mask"})  # True = padding
+# fused attention functions -> the position of their dropout probability
+FUSED_ATTENTION = {"scaled_dot_product_attention": 4, "flash_attn_func": 3, "flash_attn_varlen_func": 7,
+                   "flash_attn_qkvpacked_func": 1, "flash_attn_kvpacked_func": 2}
 MODULE_ROOTS = frozenset({"math", "torch", "np", "numpy", "F", "nn", "self", "config", "jnp"})
 NOT_AXES = frozenset({"sqrt", "rsqrt", "pow", "float", "int", "size", "shape", "item", "tensor", "scale",
                       "scaling", "softmax_scale", "dim"})
@@ -53,10 +59,28 @@ def functional_imports(tree: ast.Module) -> dict[str, str]:
     return found
 
 
+def imports_from(tree: ast.Module, module: str) -> dict[str, str]:
+    """Local name -> original name for module-level ``from <module> import name [as local]``."""
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module == module:
+            found.update({alias.asname or alias.name: alias.name for alias in node.names})
+    return found
+
+
 def is_namespace(node: ast.AST) -> bool:
     """True for ``torch``, ``F``, ``nn.functional``, ``torch.nn.functional``."""
     name = dotted(node)
     return name is not None and (name in FUNCTIONAL or name.endswith(".functional"))
+
+
+def nn_layer(func: ast.AST) -> Optional[str]:
+    """``Linear`` for ``nn.Linear`` / ``torch.nn.Linear`` (a class of torch.nn), None otherwise."""
+    name = dotted(func)
+    if name is None:
+        return None
+    prefix, _, last = name.rpartition(".")
+    return last if prefix in ("nn", "torch.nn") and last[:1].isupper() else None
 
 
 def self_attr(node: ast.AST) -> Optional[str]:

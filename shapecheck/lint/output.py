@@ -1,4 +1,4 @@
-"""Rendering findings: flake8-style text, JSON, and SARIF 2.1.0 for code-scanning tools."""
+"""Rendering findings: flake8-style lines (``table``), JSON, and SARIF 2.1.0 for code-scanning tools."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from urllib.parse import quote
 import shapecheck
 from shapecheck.lint.messages import RULES, Finding
 
-FORMATS: tuple[str, ...] = ("text", "json", "sarif")
+FORMATS: tuple[str, ...] = ("table", "json", "sarif")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 
@@ -25,8 +25,19 @@ def text(findings: Sequence[Finding], hints: bool = False) -> str:
     return "\n".join(lines)
 
 
-def as_json(files: int, findings: Sequence[Finding]) -> str:
-    return json.dumps({"files": files, "findings": [f.to_dict() for f in findings]}, indent=2, ensure_ascii=False)
+def as_json(files: int, findings: Sequence[Finding], exit_code: int) -> str:
+    """The findings with the verdict every command's JSON carries: ``ok`` and ``exit_code``."""
+    data = {"ok": exit_code == 0, "exit_code": exit_code, "files": files, "findings": [f.to_dict() for f in findings]}
+    return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+def rules_table() -> str:
+    """Every rule: code, severity, name, then its message and hint with readable placeholders."""
+    lines = []
+    for rule in RULES:
+        message, hint = rule.described()
+        lines += [f"{rule.code}  {rule.severity:<7}  {rule.name}", f"    message: {message}", f"    hint: {hint}"]
+    return "\n".join(lines)
 
 
 def artifact_uri(path: str) -> str:

@@ -60,17 +60,32 @@ def int_label(value: int) -> Label:
 def product(a: Axis, b: Axis) -> Axis:
     if a is None or b is None:
         return None
-    return Label(tuple(sorted(a.atoms + b.atoms)), f"{a.text}*{b.text}")
+    atoms = _cancel(a.atoms + b.atoms)
+    return Label(atoms, "d_model" if atoms == ("d_head", "heads") else f"{a.text}*{b.text}")
+
+
+def _cancel(atoms: Sequence[str]) -> tuple[str, ...]:
+    """Sorted atoms with each ``x`` and ``/x`` (a division by x) cancelled."""
+    count = Counter(atoms)
+    for atom in list(count):
+        if atom.startswith("/") and atom[1:] in count:
+            common = min(count[atom], count[atom[1:]])
+            count[atom] -= common
+            count[atom[1:]] -= common
+    return tuple(sorted(count.elements()))
 
 
 def quotient(a: Axis, b: Axis) -> Axis:
     if a is None or b is None or not b.atoms:
         return None
+    if any(atom.startswith("/") for atom in b.atoms):
+        return None
     rest = Counter(a.atoms)
     rest.subtract(b.atoms)
-    if any(n < 0 for n in rest.values()):
-        return None
-    atoms = tuple(sorted(rest.elements()))
+    if any(n < 0 for n in rest.values()):  # x // count where count is no factor of x: keep it as x·/count
+        atoms = _cancel(a.atoms + tuple("/" + atom for atom in b.atoms))
+    else:
+        atoms = tuple(sorted(rest.elements()))
     return Label(atoms, "d_head" if atoms == ("d_head",) else f"{a.text}//{b.text}")
 
 
@@ -100,6 +115,7 @@ class Tensor:
     partial: bool = False
     uid: int = 0
     param: bool = False  # an argument nobody annotated: a tensor or a size
+    min_rank: Optional[int] = None  # a lower bound on the rank when the rank itself is unknown
 
     @property
     def rank(self) -> Optional[int]:
@@ -163,7 +179,7 @@ def _join_tensors(a: Tensor, b: Tensor) -> Tensor:
     if a.axes is not None and b.axes is not None and len(a.axes) == len(b.axes):
         axes = tuple(x if x == y else None for x, y in zip(a.axes, b.axes))
     same = {f: getattr(a, f) if getattr(a, f) == getattr(b, f) else None
-            for f in ("order", "role", "key_pos", "scale_at", "mask_at", "mask_source", "mask_uid")}
+            for f in ("order", "role", "key_pos", "scale_at", "mask_at", "mask_source", "mask_uid", "min_rank")}
     return Tensor(
         axes=axes, scale=a.scale if a.scale == b.scale else "unknown", key_t=a.key_t and b.key_t, param=a.param and b.param,
         partial=a.partial or b.partial, uid=a.uid if a.uid == b.uid else 0, **same,  # type: ignore[arg-type]
@@ -221,7 +237,8 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     if b.key_t:
         fields.update(role="scores", key_pos=-1 if a.rank is None or b.rank is None else None)
     if a.axes is None or b.axes is None or len(a.axes) < 2 or len(b.axes) < 2:
-        return Tensor(**fields)  # type: ignore[arg-type]
+        known = [t.rank or t.min_rank or 0 for t in (a, b)]
+        return Tensor(min_rank=max(known) if max(known) >= 2 else None, **fields)  # type: ignore[arg-type]
     lead = a.axes[:-2] if len(a.axes) >= len(b.axes) else b.axes[:-2]
     axes = lead + (a.axes[-2], b.axes[-1])
     if b.key_t:
@@ -230,7 +247,12 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
 
 
 def _matmul_scale(a: Tensor, b: Tensor) -> tuple[str, Optional[tuple[int, int]]]:
-    for t in (a, b):
+    return matmul_scale((a, b))
+
+
+def matmul_scale(tensors: Sequence[Tensor]) -> tuple[str, Optional[tuple[int, int]]]:
+    """The scaling a product carries: the first operand's that has one."""
+    for t in tensors:
         if t.scale != "none":
             return t.scale, t.scale_at
     return "none", None

@@ -38,6 +38,20 @@ def test_empty_file_is_an_info_finding(data):
     assert (finding.code, finding.severity) == ("SC002", "info")
 
 
+@pytest.mark.parametrize("data", [b"", b"\n"])
+def test_empty_package_init_is_not_reported(data):
+    assert lint_bytes(data, "pkg/__init__.py") == []
+
+
+def test_a_name_only_in_a_string_annotation_is_not_undefined():
+    """String annotations are never evaluated: pyflakes' SC111 there would be a false alarm."""
+    assert lint_source("def make() -> 'NotYetDefined':\n    return None\n") == []
+    assert [f.code for f in lint_source("def make():\n    return NotYetDefined()\n")] == ["SC111"]
+    postponed = "from __future__ import annotations\ndef make(cache: Missing | None = None):\n    return cache\n"
+    assert lint_source(postponed) == []
+    assert [f.code for f in lint_source(postponed.split("\n", 1)[1])] == ["SC111"]  # evaluated at def time
+
+
 def test_findings_are_sorted_by_position():
     source = (BUGGY / "sc105_split_without_transpose.py").read_text()
     source = source.replace("import math", "import math\nundefined_thing()")
@@ -104,3 +118,14 @@ def test_bad_pyproject_values_name_the_problem(tmp_path, body, needle):
 def test_default_config_fails_on_warnings():
     config = LintConfig()
     assert config.fails("warning") and not config.fails("info")
+
+
+def test_a_gap_in_the_analysis_is_an_info_finding_not_a_traceback(monkeypatch):
+    import shapecheck.lint.api as api
+
+    def broken(tree, path):
+        raise KeyError("unexpected")
+
+    monkeypatch.setattr(api, "Checker", broken)
+    (finding,) = lint_source("x = 1\n", "f.py")
+    assert (finding.code, finding.severity) == ("SC003", "info") and "internal error" in finding.message

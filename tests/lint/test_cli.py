@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from shapecheck.cli import app
 from shapecheck.lint.messages import CODES
 
-from .helpers import CORPUS, ROOT
+from .helpers import CORPUS, ROOT, expected_marks
 
 runner = CliRunner()
 BUGGY, CLEAN = CORPUS / "buggy", CORPUS / "clean"
@@ -53,7 +53,7 @@ def test_a_file_that_does_not_parse_is_reported_and_exits_2(tmp_path):
 def test_json_format():
     result = lint("--format", "json", BUGGY / "sc113_key_query_length.py", CLEAN)
     data = json.loads(result.stdout)
-    assert data["files"] == 4
+    assert data["files"] == 1 + len(list(CLEAN.glob("*.py")))
     assert [f["line"] for f in data["findings"]] == [22, 23]
     assert set(data["findings"][0]) == {"path", "line", "col", "code", "severity", "message", "hint"}
 
@@ -70,27 +70,75 @@ def test_sarif_format_follows_the_2_1_0_layout():
         assert rules[res["ruleIndex"]]["id"] == res["ruleId"]
         region = res["locations"][0]["physicalLocation"]["region"]
         assert region["startLine"] >= 1 and region["startColumn"] >= 1
-    assert len(run["results"]) == 18
+    assert len(run["results"]) == sum(len(expected_marks(p)) for p in BUGGY.glob("*.py"))
 
 
 @pytest.mark.parametrize("args,needle", [
     (["/no/such/file.py"], "no such file"),
     ([], "at least one PATH"),
-    (["--format", "xml", "x.py"], "choices: text, json, sarif"),
-    (["--fail-on", "fatal", "x.py"], "info, warning, error"),
+    (["--format", "xml", "x.py"], "is not one of: table, json, sarif"),
+    (["--jobs", "0", "x.py"], "--jobs must be a positive integer, got 0"),
+    (["notes.txt"], "not a Python file"),
+    (["--fail-on", "fatal", "x.py"], "is not one of: error, warning, info"),
     (["--select", "ZZ9", "x.py"], "valid codes"),
 ])
 def test_usage_errors_are_one_line_and_exit_2(args, needle, tmp_path):
     (tmp_path / "x.py").write_text("x = 1\n")
-    result = runner.invoke(app, ["lint", *[str(tmp_path / a) if a == "x.py" else a for a in args]])
+    (tmp_path / "notes.txt").write_text("x = 1\n")
+    result = runner.invoke(app, ["lint", *[str(tmp_path / a) if a in ("x.py", "notes.txt") else a for a in args]])
     assert result.exit_code == 2
     assert len(result.stderr.strip().splitlines()) == 1 and needle in result.stderr
     assert "Traceback" not in result.output
 
 
-def test_list_rules_names_every_code():
+def test_list_rules_names_every_code_with_readable_placeholders():
     result = lint("--list-rules")
     assert result.exit_code == 0 and all(code in result.stdout for code in CODES)
+    assert "{" not in result.stdout and "}" not in result.stdout
+    assert "softmax over <dim> of attention scores <scores axes>" in result.stdout
+    assert "hint: use the mask by its convention: <fix>" in result.stdout  # SC109's hint was a bare placeholder
+
+
+def test_select_and_ignore_are_repeatable_and_comma_separated():
+    both = (BUGGY / "sc104_merge_without_transpose.py", BUGGY / "sc101_softmax_axis.py")
+    found = {line.split()[1] for line in lint("--select", "SC104", "--select", "SC101", *both).stdout.splitlines()}
+    assert found == {"SC104", "SC101"}
+    assert {line.split()[1] for line in lint("--select", "SC104,SC101", *both).stdout.splitlines()} == found
+    assert lint("--ignore", "SC104", "--ignore", "SC101", *both).exit_code == 0
+
+
+def test_text_is_an_alias_of_table():
+    path = BUGGY / "sc104_merge_without_transpose.py"
+    assert lint("--format", "text", path).stdout == lint("--format", "table", path).stdout == lint(path).stdout
+
+
+def test_json_carries_the_verdict_fields():
+    failing = json.loads(lint("--format", "json", BUGGY / "sc104_merge_without_transpose.py").stdout)
+    passing = json.loads(lint("--format", "json", CLEAN).stdout)
+    assert (failing["ok"], failing["exit_code"]) == (False, 1)
+    assert (passing["ok"], passing["exit_code"]) == (True, 0)
+
+
+def test_jobs_give_the_same_output_in_the_same_order():
+    serial = lint("--jobs", "1", BUGGY, CLEAN)
+    parallel = lint("--jobs", "2", BUGGY, CLEAN)
+    assert serial.exit_code == parallel.exit_code == 1
+    assert serial.stdout == parallel.stdout and serial.stdout.count("\n") >= 18
+
+
+def test_unknown_pyproject_key_is_one_line_naming_the_valid_keys(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.shapecheck]\nselekt = ["SC1"]\n')
+    (tmp_path / "x.py").write_text("x = 1\n")
+    result = lint(tmp_path / "x.py")
+    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert "unknown key 'selekt'" in result.stderr and "valid keys: select, ignore, fail-on" in result.stderr
+
+
+def test_directories_are_still_walked_and_scripts_named_explicitly_are_read(tmp_path):
+    (tmp_path / "notes.txt").write_text("not python at all (\n")
+    (tmp_path / "tool").write_text("#!/usr/bin/env python3\nx = 1\n")
+    assert lint(tmp_path).exit_code == 0  # the .txt inside a directory is not read
+    assert lint(tmp_path / "tool").exit_code == 0
 
 
 def test_pre_commit_hook_runs_the_lint_command():

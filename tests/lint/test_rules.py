@@ -86,8 +86,8 @@ def test_merge_of_adjacent_heads_and_flatten_are_fine():
 
 
 def test_in_place_masked_fill_is_not_discarded():
-    assert codes(scores_then("s.masked_fill_(q.new_ones(1).bool(), 0.0)")) == []
-    assert_lint(scores_then("s.masked_fill(q.new_ones(1).bool(), 0.0)"), m.MaskedFillDiscarded)
+    assert codes(scores_then("s.masked_fill_(q.new_ones(1).bool(), -1e9)")) == []
+    assert_lint(scores_then("s.masked_fill(q.new_ones(1).bool(), -1e9)"), m.MaskedFillDiscarded)
 
 
 def test_masked_fill_back_to_the_same_name_in_a_branch_is_fine():

@@ -73,3 +73,123 @@ def test_sc101_softmax_over_heads_does_not_normalise_over_keys():
     scores = torch.matmul(q, k.transpose(-2, -1)) / 2.0
     probs = module.softmax(scores)
     assert not torch.allclose(probs.sum(-1), torch.ones(1, 2, 3))
+
+
+def _buggy(name):
+    return _load(CORPUS / "buggy" / f"{name}.py")
+
+
+def _clean(name):
+    return _load(CORPUS / "clean" / f"{name}.py")
+
+
+@torch.no_grad()
+def test_sc114_sdpa_dropout_stays_on_in_eval_and_the_twin_is_deterministic():
+    torch.manual_seed(0)
+    x = torch.randn(2, 5, 8)
+    buggy = _buggy("sc114_sdpa_dropout_always_on").FlashSelfAttention(8, 2, dropout=0.5).eval()
+    assert not torch.allclose(buggy(x), buggy(x))
+    clean = _clean("fused_attention").FlashSelfAttention(8, 2, dropout=0.5).eval()
+    assert torch.equal(clean(x), clean(x))
+
+
+@torch.no_grad()
+def test_sc115_a_dropout_module_as_probability_is_rejected_by_sdpa():
+    x = torch.randn(2, 5, 8)
+    with pytest.raises(TypeError):
+        _buggy("sc115_dropout_module_as_probability").FusedAttention(8, 2).eval()(x)
+    assert _clean("fused_attention").FusedAttention(8, 2).eval()(x).shape == (2, 5, 8)
+
+
+@torch.no_grad()
+def test_sc116_scaling_after_softmax_breaks_the_rows_and_the_twin_matches_sdpa():
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 4, 16) for _ in range(3))
+    _, probs = _buggy("sc116_scaled_after_softmax").attention(q, k, v)
+    assert not torch.allclose(probs.sum(-1), torch.ones(2, 3, 4))
+    out, probs = _clean("annotated_attention").attention(q, k, v)
+    assert torch.allclose(probs.sum(-1), torch.ones(2, 3, 4), atol=1e-6)
+    assert torch.allclose(out, torch.nn.functional.scaled_dot_product_attention(q, k, v), atol=1e-5)
+
+
+@torch.no_grad()
+def test_sc117_mask_after_softmax_gives_non_finite_outputs_and_the_twin_matches_torch():
+    torch.manual_seed(0)
+    buggy = _buggy("sc117_mask_after_softmax").MultiheadAttention(8, 2).eval()
+    clean = _clean("fairseq_attention").MultiheadAttention(8, 2).eval()
+    clean.load_state_dict(buggy.state_dict())
+    q, kv = torch.randn(3, 2, 8), torch.randn(5, 2, 8)  # time-first
+    pad = torch.zeros(2, 5, dtype=torch.bool)
+    pad[:, -2:] = True
+    assert not torch.isfinite(buggy(q, kv, kv, key_padding_mask=pad)).all()
+    peer = torch.nn.MultiheadAttention(8, 2).eval()
+    peer.in_proj_weight.copy_(torch.cat([clean.q_proj.weight, clean.k_proj.weight, clean.v_proj.weight]))
+    peer.in_proj_bias.copy_(torch.cat([clean.q_proj.bias, clean.k_proj.bias, clean.v_proj.bias]))
+    peer.out_proj.load_state_dict(clean.out_proj.state_dict())
+    expected, _ = peer(q, kv, kv, key_padding_mask=pad)
+    assert torch.allclose(clean(q, kv, kv, key_padding_mask=pad), expected, atol=1e-5)
+
+
+@torch.no_grad()
+@pytest.mark.parametrize("function", ["tiny_negative_fill", "zero_fill"])
+def test_sc118_fills_that_do_not_mask_let_masked_values_through(function):
+    torch.manual_seed(0)
+    q, k = torch.randn(1, 1, 3, 4), torch.randn(1, 1, 4, 4)
+    v = torch.zeros(1, 1, 4, 4)
+    v[..., -1, :] = 100.0  # only the masked key carries a value
+    mask = torch.tensor([True, True, True, False])
+    assert getattr(_buggy("sc118_fill_does_not_mask"), function)(q, k, v, mask).abs().max() > 1.0
+    assert getattr(_clean("annotated_attention"), function)(q, k, v, mask).abs().max() < 1e-3
+
+
+@torch.no_grad()
+def test_sc119_a_layer_made_in_forward_changes_every_call_and_is_not_a_parameter():
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 8)
+    buggy = _buggy("sc119_layer_in_forward").SelfAttention(8, 2).eval()
+    assert not torch.allclose(buggy(x), buggy(x))
+    assert sum(p.numel() for p in buggy.parameters()) == 8 * 24  # the output projection is not there
+    clean = _clean("projection_in_init").SelfAttention(8, 2).eval()
+    assert torch.equal(clean(x), clean(x))
+
+
+@torch.no_grad()
+def test_sc101_einsum_softmax_over_queries_and_the_einops_twin_matches_sdpa():
+    torch.manual_seed(0)
+    buggy = _buggy("sc101_einops_softmax_axis").Attention(8, heads=2, dim_head=4).eval()
+    clean = _clean("einsum_attention").Attention(8, heads=2, dim_head=4).eval()
+    clean.load_state_dict(buggy.state_dict())
+    x = torch.randn(2, 5, 8)
+    q, k, v = (t.view(2, 5, 2, 4).transpose(1, 2) for t in clean.to_qkv(x).chunk(3, dim=-1))
+    fused = torch.nn.functional.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(2, 5, 8)
+    assert torch.allclose(clean(x), clean.to_out(fused), atol=1e-5)
+    assert not torch.allclose(buggy(x), clean.to_out(fused), atol=1e-3)
+
+
+@torch.no_grad()
+@pytest.mark.parametrize("name,cls", [("sc104_einsum_merge", "EinsumAttention"),
+                                      ("sc104_sdpa_merge_wildcard", "FlashSelfAttention")])
+def test_sc104_merges_after_einsum_and_sdpa_mix_positions_and_the_twins_do_not(name, cls):
+    torch.manual_seed(0)
+    buggy = getattr(_buggy(name), cls)(8, 2).eval()
+    clean = getattr(_clean("einsum_attention" if "einsum" in name else "fused_attention"), cls)(8, 2).eval()
+    clean.load_state_dict(buggy.state_dict(), strict=False)
+    x = torch.randn(1, 4, 8)
+    changed = x.clone()
+    changed[:, 1] += 1.0  # a later position changes: causal attention at position 0 must not see it
+    if cls == "FlashSelfAttention":
+        assert not torch.allclose(buggy(x)[:, 0], buggy(changed)[:, 0])  # the mixed rows carry position 1
+        assert torch.allclose(clean(x)[:, 0], clean(changed)[:, 0], atol=1e-6)
+    else:
+        assert not torch.allclose(buggy(x), clean(x), atol=1e-3)
+
+
+@torch.no_grad()
+def test_sc117_an_additive_mask_after_softmax_leaks_and_the_twin_matches_sdpa():
+    torch.manual_seed(0)
+    q, k, v = torch.randn(1, 2, 3, 4), torch.randn(1, 2, 5, 4), torch.randn(1, 2, 5, 4)
+    additive = torch.zeros(1, 1, 1, 5)
+    additive[..., -2:] = torch.finfo(torch.float32).min  # the last two keys are padding
+    expected = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=additive)
+    assert torch.allclose(_clean("fairseq_attention").additive_mask_after_softmax(q, k, v, additive), expected, atol=1e-5)
+    assert not torch.isfinite(_buggy("sc117_mask_after_softmax").additive_mask_after_softmax(q, k, v, additive)).all()

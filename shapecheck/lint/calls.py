@@ -1,0 +1,334 @@
+"""Calls: what torch, F, einops, methods of tensors and submodules do to tracked tensors.
+
+``Calls`` extends the expression evaluator with ``ev_Call``: namespace functions
+(``torch.matmul``, ``F.softmax``, SDPA, ``einsum``), tensor methods (``view``,
+``transpose``, ``unbind``, ...), submodules (``self.q_proj(x)``) and plain names
+(einops functions, ``map``). The checker extends it to follow the file's own helpers.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import replace
+from typing import Optional
+
+from shapecheck.lint import events as ev
+from shapecheck.lint import names as nm
+from shapecheck.lint import ops
+from shapecheck.lint.evaluate import Evaluator, _as_tensor, _each, _swap_key
+from shapecheck.lint.tracking import Dim, Label, Pieces, Shape, Target, Tensor, Value, int_label, matmul, permute, quotient
+
+
+_RESHAPE = frozenset({"view", "reshape"})
+_SWAP = frozenset({"transpose", "swapaxes", "swapdims"})
+_TENSOR_ONLY = _RESHAPE | _SWAP | {"permute", "contiguous", "softmax", "log_softmax", "masked_fill", "matmul"}
+_NEW_AXES = frozenset({"unsqueeze", "squeeze", "expand", "expand_as", "unflatten", "repeat",
+                       "repeat_interleave", "sum", "mean", "max", "min", "amax", "gather", "index_select"})
+_AXIS_OPS = frozenset({"unbind", "select", "flatten", "movedim", "moveaxis"})
+_CAT = frozenset({"cat", "concat", "concatenate"})
+_EINOPS = frozenset({"rearrange", "repeat", "reduce"})
+_SAME_SHAPE_HELPER = re.compile(r"mask|bias|rot|rope|alibi|softcap|soft_cap", re.I)
+
+
+class Calls(Evaluator):
+    """Expression evaluation with calls; the checker adds the statements."""
+
+    def ev_Call(self, node: ast.Call) -> Optional[Value]:
+        func = node.func
+        layer = nm.nn_layer(func)
+        if layer is not None:
+            self.emit(ev.Construct(node, layer))
+        if isinstance(func, ast.Attribute) and nm.is_namespace(func.value):
+            self.ev(func.value)
+            args = [self.ev(a) for a in node.args]
+            for kw in node.keywords:
+                self.ev(kw.value)
+            return self.namespace_call(node, func.attr, args)
+        self.ev(func)  # evaluates the receiver; a method reference has no value itself
+        args = [self.ev(a) for a in node.args]
+        for kw in node.keywords:
+            self.ev(kw.value)
+        if isinstance(func, ast.Attribute):
+            base = self.values.get(id(func.value))
+            if nm.self_attr(func) is not None:
+                return self.module_call(node, func.attr, args)
+            if base is None and func.attr in _TENSOR_ONLY:
+                base = Tensor(scale="unknown")
+            if isinstance(base, (Tensor, Shape)):
+                return self.method_call(node, func.attr, base, args)
+            return None
+        if isinstance(func, ast.Name):
+            return self.name_call(node, func.id, args)
+        if isinstance(func, ast.Call) and (nm.dotted(func.func) or "").endswith("Softmax"):
+            first = node.args[0] if node.args else None
+            return self.softmax(node, first, args[0] if args else None, nm.argument(func, 0, "dim"),
+                                   bool(func.args or func.keywords))
+        return None
+
+    def fused_attention(self, node: ast.Call, shown: str, attr: str, args: list[Optional[Value]]) -> Tensor:
+        """SDPA and flash-attn: the output has q's shape with v's last axis."""
+        self.emit(ev.FusedAttention(node, shown, nm.argument(node, nm.FUSED_ATTENTION[attr], "dropout_p")))
+        q, v = (args[0], args[2]) if len(args) >= 3 else (None, None)
+        if isinstance(q, Tensor) and isinstance(v, Tensor) and q.axes and v.axes and len(q.axes) == len(v.axes):
+            return Tensor(axes=q.axes[:-1] + v.axes[-1:])  # memory order depends on the backend
+        return Tensor(scale="unknown")
+
+    def einsum(self, node: ast.Call, args: list[Optional[Value]]) -> Tensor:
+        """torch's ``einsum(equation, *operands)`` or einops' ``einsum(*operands, pattern)``."""
+        texts = [i for i, a in enumerate(node.args) if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        if len(texts) != 1 or texts[0] not in (0, len(node.args) - 1):
+            return Tensor(scale="unknown")
+        i = texts[0]
+        operands = [a if isinstance(a, Tensor) else None for j, a in enumerate(args) if j != i]
+        if any(t is None or t.param for t in operands):  # scaled or not, somewhere else
+            operands = [replace(t, scale="unknown") if t is not None else None for t in operands]
+        equation = node.args[i].value  # type: ignore[attr-defined]
+        if i != 0:  # einops: named axes separated by spaces
+            names: dict[str, str] = {}
+            equation = re.sub(r"[A-Za-z_]\w*", lambda m: names.setdefault(m.group(0), chr(97 + len(names) % 26)),
+                              equation).replace(" ", "")
+        return ops.einsum(equation, operands)
+
+    def einops_call(self, node: ast.Call, args: list[Optional[Value]]) -> Tensor:
+        pattern = node.args[1] if len(node.args) >= 2 else nm.keyword(node, "pattern")
+        if not (isinstance(pattern, ast.Constant) and isinstance(pattern.value, str)):
+            return Tensor(scale="unknown")
+        sizes = {kw.arg: self.size_label(kw.value) for kw in node.keywords if kw.arg}
+        first = args[0] if args and isinstance(args[0], Tensor) else None
+        return ops.einops(pattern.value, first, sizes)
+
+    def map_lambda(self, fn: ast.Lambda, pieces: Optional[Value]) -> Optional[Value]:
+        """``map(lambda t: rearrange(t, ...), qkv)``: the lambda's body with ``t`` bound to each piece."""
+        params = fn.args.args
+        item = _each(pieces)
+        if len(params) != 1 or item is None:
+            return None
+        saved = dict(self.env)
+        self.env[params[0].arg] = item
+        result = self.ev(fn.body)
+        self.env = saved
+        return Pieces((result,), repeat=True) if isinstance(result, Tensor) else None
+
+    def same_shape_helper(self, node: ast.Call, name: str, args: list[Optional[Value]]) -> Optional[Tensor]:
+        """``attn = maybe_add_mask(attn, mask)``: an unknown helper named for masks, biases or rotary
+        embeddings whose result replaces its first argument keeps that tensor's axes and role."""
+        first = args[0] if args else None
+        if not (isinstance(first, Tensor) and _SAME_SHAPE_HELPER.search(name) and len(self.targets) == 1
+                and isinstance(node.args[0], ast.Name) and node.args[0].id == self.targets[0]):
+            return None
+        return replace(first, uid=0, param=False)
+
+    def name_call(self, node: ast.Call, name: str, args: list[Optional[Value]]) -> Optional[Value]:
+        if name == "map" and len(node.args) == 2 and isinstance(node.args[0], ast.Lambda) and name not in self.env:
+            return self.map_lambda(node.args[0], args[1])
+        if name == "einsum" and name not in self.env:
+            return self.einsum(node, args)
+        if self.einops_names.get(name) in _EINOPS and name not in self.env:
+            return self.einops_call(node, args)
+        kept = self.same_shape_helper(node, name, args)
+        if kept is not None:
+            return kept
+        fused = self.functional.get(name, name if name.startswith("flash_attn") else None)
+        if fused in nm.FUSED_ATTENTION and name not in self.env:
+            return self.fused_attention(node, name, fused, args)
+        original = self.functional.get(name)
+        if original in nm.DROPOUT and name not in self.env:
+            self.emit(ev.FunctionalDropout(node, name if name == original else f"{name} (torch.nn.functional.{original})"))
+        if name == "int" and args and isinstance(args[0], Dim):
+            return args[0]
+        if nm.module_kind(name) == "all" and args and isinstance(args[0], Tensor):
+            return args[0]
+        return None
+
+    def module_call(self, node: ast.Call, attr: str, args: list[Optional[Value]]) -> Optional[Value]:
+        """``self.attr(x)``: a submodule or a method of this class."""
+        kind, made = self.module_of(attr)
+        first = args[0] if args else (self.values.get(id(node.keywords[0].value)) if node.keywords else None)
+        if kind == "softmax" and made is not None:
+            x = node.args[0] if node.args else None
+            return self.softmax(node, x, first, nm.argument(made, 0, "dim"), bool(made.args or made.keywords))
+        if not isinstance(first, Tensor):
+            return None
+        if kind == "einops" and made is not None and made.args and isinstance(made.args[0], ast.Constant):
+            sizes = {kw.arg: self.static_label(kw.value, 0) for kw in made.keywords if kw.arg}
+            return ops.einops(str(made.args[0].value), first, sizes)
+        if kind == "all":
+            normed = "norm" in attr.lower() or (made is not None and "norm" in ast.unparse(made.func).lower())
+            # a norm's learned gain sets the temperature of QK-normed attention: its scaling is unknown
+            return replace(first, uid=0, param=False, scale="unknown" if normed else first.scale)
+        if kind == "lead" and first.axes:
+            width = self.static_label(nm.argument(made, 1, "out_features"), 0) if made is not None else None
+            return Tensor(axes=first.axes[:-1] + (width,), order=tuple(range(len(first.axes))))
+        return Tensor() if kind == "lead" else None
+
+    def namespace_call(self, node: ast.Call, attr: str, args: list[Optional[Value]]) -> Optional[Value]:
+        """``torch.matmul(a, b)``, ``F.softmax(x, dim=-1)``, ``F.dropout(x, p)``, ..."""
+        first = args[0] if args else None
+        if attr in nm.FUSED_ATTENTION:
+            return self.fused_attention(node, nm.dotted(node.func) or attr, attr, args)
+        if attr == "einsum":
+            return self.einsum(node, args)
+        if attr in nm.SAME_SHAPE_FUNCTIONS and attr != "where" and isinstance(first, Tensor):
+            scale = "unknown" if "norm" in attr else first.scale  # cosine attention learns its temperature
+            return replace(first, role=None, key_pos=None, key_t=False, uid=0, param=False, scale=scale)
+        if attr == "linear" and isinstance(first, Tensor):  # F.linear(x, weight, bias): the leading axes stay
+            return Tensor(axes=first.axes[:-1] + (None,), order=tuple(range(len(first.axes)))) if first.axes \
+                else Tensor()
+        if attr in _CAT and isinstance(first, Pieces) and not first.repeat:
+            known = [p for p in first.items if isinstance(p, Tensor) and p.axes is not None]
+            dim = nm.int_value(nm.argument(node, 1, "dim") or ast.Constant(0))
+            return ops.cat(known, dim) if known and dim is not None else Tensor()
+        if isinstance(first, Tensor) and attr in _AXIS_OPS:
+            return self.axis_op(node, attr, first, node.args[1:])
+        if attr in ("matmul", "bmm") and len(args) >= 2:
+            b = _as_tensor(args[1])
+            if attr == "bmm" and _is_transpose(node.args[1], (1, 2)):
+                b = replace(b, key_t=True)
+            return matmul(_as_tensor(first), b)
+        if attr in nm.SOFTMAX:
+            return self.softmax(node, node.args[0] if node.args else None, first,
+                                   nm.argument(node, 1, "dim"), len(node.args) > 1 or bool(node.keywords))
+        if attr in nm.DROPOUT:
+            self.emit(ev.FunctionalDropout(node, nm.dotted(node.func) or attr))
+            return replace(first, uid=0, param=False) if isinstance(first, Tensor) else None
+        if attr == "masked_fill":
+            return self.masked_fill(node, node.args[0] if node.args else None, first, nm.argument(node, 1, "mask"),
+                                    nm.argument(node, 2, "value"))
+        if isinstance(first, Tensor) and attr in _RESHAPE | _SWAP | {"permute"}:
+            return self.method_call(node, attr, first, args[1:], offset=1)
+        return None
+
+    def method_call(self, node: ast.Call, attr: str, base: Value, args: list[Optional[Value]],
+                    offset: int = 0) -> Optional[Value]:
+        if not isinstance(base, Tensor):
+            return None
+        arg_nodes = node.args[offset:]
+        if attr in _RESHAPE:
+            return self.reshape(node, attr, base, arg_nodes)
+        if attr in _SWAP and len(arg_nodes) == 2:
+            dims = [nm.int_value(a) for a in arg_nodes]
+            return Tensor(scale=base.scale) if None in dims else _swap_key(base, dims[0], dims[1])  # type: ignore[arg-type]
+        if attr == "permute":
+            elts = arg_nodes[0].elts if len(arg_nodes) == 1 and isinstance(arg_nodes[0], (ast.Tuple, ast.List)) \
+                else arg_nodes
+            dims = [nm.int_value(a) for a in elts]
+            return Tensor(scale=base.scale) if None in dims else permute(base, dims)  # type: ignore[arg-type]
+        if attr == "contiguous":
+            order = None if base.rank is None else tuple(range(base.rank))
+            return replace(base, order=order, uid=0, param=False)
+        if attr == "matmul" and args:
+            return matmul(base, _as_tensor(args[0]))
+        if attr in nm.SOFTMAX:
+            return self.softmax(node, node.func.value, base, nm.argument(node, 0, "dim"),  # type: ignore[attr-defined]
+                                   bool(node.args or node.keywords))
+        if attr == "masked_fill":
+            return self.masked_fill(node, node.func.value, base, nm.argument(node, 0, "mask"),  # type: ignore[attr-defined]
+                                    nm.argument(node, 1, "value"))
+        if attr in ("mul", "div", "mul_", "div_") and node.args:
+            return self.scaled(node, base, node.args[0]) if base.role == "scores" else Tensor()
+        if attr in ("size", "dim") or attr in ("split", "chunk"):
+            return self.size_or_split(node, attr, base)
+        if attr in _AXIS_OPS:
+            return self.axis_op(node, attr, base, arg_nodes)
+        if attr in ("repeat_interleave", "unsqueeze") and base.axes is not None:
+            return _resized(node, attr, base)
+        if attr in nm.SAME_LAYOUT:
+            return replace(base, uid=0, param=False)
+        if attr in _NEW_AXES:
+            return Tensor(scale=base.scale, scale_at=base.scale_at)
+        return None
+
+    def axis_op(self, node: ast.Call, attr: str, base: Tensor, arg_nodes: list[ast.expr]) -> Optional[Value]:
+        """unbind, select, flatten, movedim: axes dropped, merged or moved."""
+        def int_arg(position: int, name: str, default: Optional[int]) -> Optional[int]:
+            found = nm.argument(node, position + len(node.args) - len(arg_nodes), name)
+            return default if found is None else nm.int_value(found)
+
+        if attr in ("unbind", "select"):
+            dim = int_arg(0, "dim", 0)
+            return Tensor() if dim is None else (
+                Pieces((ops.drop_axis(base, dim),), repeat=True) if attr == "unbind" else ops.drop_axis(base, dim))
+        if attr == "flatten":
+            start, end = int_arg(0, "start_dim", 0), int_arg(1, "end_dim", -1)
+            return Tensor() if start is None or end is None else ops.flatten(base, start, end)
+        src, dst = int_arg(0, "source", None), int_arg(1, "destination", None)
+        perm = None if src is None or dst is None else ops.movedim(base, src, dst)
+        return Tensor(scale=base.scale) if perm is None else permute(base, perm)
+
+    def size_or_split(self, node: ast.Call, attr: str, base: Tensor) -> Optional[Value]:
+        if attr == "size":
+            if not node.args:
+                return Shape((), _owner(node), known=False) if base.axes is None else Shape(base.axes, _owner(node))
+            i = nm.int_value(node.args[0])
+            return Dim(_axis(base, i))
+        if attr in ("split", "chunk") and node.args:
+            dim = nm.int_value(nm.argument(node, 1, "dim") or ast.Constant(0))
+            axis = _axis(base, dim)
+            size = self.label_of(node.args[0]) if attr == "split" else quotient(axis, _int(node.args[0]))
+            axes = None
+            if base.axes is not None and dim is not None and -len(base.axes) <= dim < len(base.axes):
+                axes = list(base.axes)
+                axes[dim] = size if isinstance(size, Label) else None
+            return Pieces((Tensor(axes=None if axes is None else tuple(axes), scale=base.scale),), repeat=True)
+        return None
+
+    def reshape(self, node: ast.Call, kind: str, base: Tensor, arg_nodes: list[ast.expr]) -> Tensor:
+        if len(arg_nodes) == 1 and not isinstance(arg_nodes[0], ast.Starred):
+            only = arg_nodes[0]
+            value = self.values.get(id(only))
+            if isinstance(value, Shape):
+                target: Optional[list[Target]] = list(value.axes) if value.known else None
+            elif isinstance(only, (ast.Tuple, ast.List)):
+                target = self.target_of(only.elts)
+            elif isinstance(only, ast.Attribute) and nm.dotted(only) and nm.dotted(only).startswith("torch."):  # type: ignore[union-attr]
+                return Tensor()  # view(torch.float16): a dtype view
+            else:
+                target = self.target_of(arg_nodes)
+        else:
+            target = self.target_of(arg_nodes)
+        if target is not None:
+            target = ops.resolve_wild(base.axes, target)
+        self.emit(ev.Reshape(node, kind, base, target))
+        if target is None:
+            return Tensor(scale=base.scale, scale_at=base.scale_at, role="probs" if base.role == "probs" else None)
+        axes = [t if isinstance(t, Label) else None for t in target]
+        role = "probs" if base.role == "probs" else None  # a reshape keeps probabilities, not the key axis
+        return Tensor(axes=tuple(axes), order=tuple(range(len(axes))), scale=base.scale, scale_at=base.scale_at,
+                      role=role)
+
+
+def _axis(t: Tensor, i: Optional[int]) -> Optional[Label]:
+    if t.axes is None or i is None or not -len(t.axes) <= i < len(t.axes):
+        return None
+    return t.axes[i]
+
+
+def _int(node: ast.expr) -> Optional[Label]:
+    n = nm.int_value(node)
+    return None if n is None else int_label(n)
+
+
+def _owner(node: ast.Call) -> Optional[str]:
+    func = node.func
+    return func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else None
+
+
+def _resized(node: ast.Call, attr: str, t: Tensor) -> Tensor:
+    """``repeat_interleave(n, dim=d)``: axis d loses its name; ``unsqueeze(d)``: a size-1 axis at d."""
+    axes = list(t.axes or ())
+    dim = nm.int_value(nm.argument(node, 0 if attr == "unsqueeze" else 1, "dim") or ast.Constant(None))
+    if dim is None or not -len(axes) - (attr == "unsqueeze") <= dim < len(axes) + (attr == "unsqueeze"):
+        return Tensor(scale=t.scale, scale_at=t.scale_at)
+    if attr == "unsqueeze":
+        axes.insert(dim % (len(axes) + 1), int_label(1))
+    else:
+        axes[dim % len(axes)] = None
+    return Tensor(axes=tuple(axes), order=None, scale=t.scale, scale_at=t.scale_at)
+
+
+def _is_transpose(node: ast.expr, dims: tuple[int, int]) -> bool:
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "transpose"):
+        return False
+    found = tuple(nm.int_value(a) for a in node.args)
+    return found in (dims, dims[::-1])

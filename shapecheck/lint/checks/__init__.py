@@ -1,0 +1,28 @@
+"""Every lint check, registered for the event it reads (``shapecheck.lint.events``).
+
+A check is a plain function ``check(scope, event)`` that reports through
+``scope.report(MessageClass, node, *args)``; ``@on(EventType)`` registers it.
+To add a rule: a message class in ``messages.py`` (and in ``RULES``), a check
+here in the module of its topic, a buggy file and a clean twin in ``tests/lint/corpus``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+CHECKS: dict[type, list[Callable]] = {}
+
+
+def on(event: type) -> Callable[[Callable], Callable]:
+    """Register the decorated function as a check of ``event``."""
+
+    def register(check: Callable) -> Callable:
+        CHECKS.setdefault(event, []).append(check)
+        return check
+
+    return register
+
+
+from shapecheck.lint.checks import dropout, layers, masks, reshape, softmax  # noqa: E402  (importing registers them)
+
+__all__ = ["CHECKS", "on", "dropout", "layers", "masks", "reshape", "softmax"]

@@ -1,0 +1,77 @@
+"""Dropout left on in eval mode: functional dropout without ``training=`` (SC110), a fused attention's
+``dropout_p`` with no training check (SC114) or given a dropout module (SC115)."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from shapecheck.lint import events as ev
+from shapecheck.lint import messages as msg
+from shapecheck.lint import names as nm
+from shapecheck.lint.checks import on
+from shapecheck.lint.scope import Scope
+
+
+@on(ev.FunctionalDropout)
+def functional_dropout(scope: Scope, e: ev.FunctionalDropout) -> None:
+    method = scope.in_module_method()
+    name, call = e.name, e.call
+    if method is None or name.split(".")[-1].rstrip(")") not in nm.DROPOUT or name.startswith("torch.dropout"):
+        return
+    if nm.keyword(call, "training") is None and len(call.args) < 3:
+        scope.report(msg.DropoutAlwaysOn, call, name, method)
+
+
+@on(ev.FusedAttention)
+def fused_dropout(scope: Scope, e: ev.FusedAttention) -> None:
+    """``dropout_p=self.p`` (a module attribute, read every call) with no ``training`` anywhere on its way."""
+    method = scope.in_module_method()
+    p = e.dropout
+    if method is None or p is None:
+        return
+    made = _dropout_module(scope, p)
+    if made is not None:
+        scope.report(msg.DropoutModuleAsProbability, e.call, ast.unparse(p), made.lineno)
+        return
+    if _attribute_probability(scope, p, 0) and not _guarded_by_training(scope, e.call):
+        scope.report(msg.SdpaDropoutAlwaysOn, e.call, e.name, ast.unparse(p), method)
+
+
+def _dropout_module(scope: Scope, p: ast.expr) -> Optional[ast.Call]:
+    attr = nm.self_attr(p)
+    made = scope.class_attr(attr) if attr else None
+    if isinstance(made, ast.Call) and (nm.dotted(made.func) or "").split(".")[-1] == "Dropout":
+        return made
+    return None
+
+
+def _attribute_probability(scope: Scope, node: ast.expr, depth: int) -> bool:
+    """True when ``node`` is ``self.x`` (or a local name bound to it) and never mentions ``training``."""
+    if _mentions_training(node):
+        return False
+    if nm.self_attr(node) is not None:
+        made = scope.class_attr(nm.self_attr(node))  # type: ignore[arg-type]
+        return made is None or not _mentions_training(made)
+    if isinstance(node, ast.Attribute) and (nm.dotted(node) or "").startswith("self."):
+        return True  # self.attn_drop.p, self.config.attention_dropout: set once, read every call
+    if isinstance(node, ast.Name) and node.id in scope.scalars and depth < 3:
+        return _attribute_probability(scope, scope.scalars[node.id], depth + 1)
+    return False
+
+
+def _mentions_training(node: ast.AST) -> bool:
+    return any(isinstance(n, (ast.Name, ast.Attribute)) and "training" in (getattr(n, "id", None) or
+               getattr(n, "attr", "")) for n in ast.walk(node))
+
+
+def _guarded_by_training(scope: Scope, call: ast.Call) -> bool:
+    """Whether the enclosing function tests ``training`` in an ``if`` that contains the call."""
+    func = scope.func
+    if func is None:
+        return False
+    for node in ast.walk(func.node):
+        if isinstance(node, (ast.If, ast.IfExp)) and _mentions_training(node.test):
+            if any(sub is call for sub in ast.walk(node)):
+                return True
+    return False

@@ -1,0 +1,48 @@
+"""Layers with weights constructed inside ``forward`` (SC119): new random weights on every call."""
+
+from __future__ import annotations
+
+import ast
+
+from shapecheck.lint import events as ev
+from shapecheck.lint import messages as msg
+from shapecheck.lint.checks import on
+from shapecheck.lint.scope import Scope
+
+# torch.nn layers that own trainable parameters
+WEIGHTED = frozenset({
+    "Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+    "ConvTranspose3d", "Embedding", "EmbeddingBag", "LayerNorm", "GroupNorm", "RMSNorm", "BatchNorm1d",
+    "BatchNorm2d", "BatchNorm3d", "MultiheadAttention", "Transformer", "TransformerEncoderLayer",
+    "TransformerDecoderLayer", "LSTM", "GRU", "RNN", "PReLU",
+})
+
+
+@on(ev.Construct)
+def layer_in_forward(scope: Scope, e: ev.Construct) -> None:
+    """Only a layer that is applied and dropped: one kept on ``self`` (lazy set-up, resizing) is fine."""
+    func = scope.func
+    if e.layer not in WEIGHTED or scope.in_module_method() != "forward" or func is None:
+        return
+    if _applied_and_dropped(func.node, e.call):
+        scope.report(msg.LayerInForward, e.call, f"nn.{e.layer}", "forward")
+
+
+def _applied_and_dropped(func: ast.AST, made: ast.Call) -> bool:
+    local = None
+    for node in ast.walk(func):
+        if isinstance(node, ast.Call) and node.func is made:
+            return True  # nn.Linear(a, b)(x)
+        if isinstance(node, ast.Assign) and node.value is made and len(node.targets) == 1:
+            local = node.targets[0].id if isinstance(node.targets[0], ast.Name) else None
+    if local is None:
+        return False
+    called = kept = False
+    for node in ast.walk(func):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == local:
+            called = True
+        if isinstance(node, (ast.Assign, ast.Return)) and any(
+                isinstance(n, ast.Name) and n.id == local for n in ast.walk(node.value or ast.Pass())
+        ) and node.value is not made:
+            kept = True  # stored somewhere (self.x = layer) or returned
+    return called and not kept

@@ -1,0 +1,168 @@
+"""Masks: discarded or misnamed masked_fill (SC107, SC108), conventions (SC109), masking after the softmax
+(SC117), fill values that do not mask (SC118).
+
+The convention rule decides from how a mask is used (the positions it fills), and
+only for a parameter nobody reassigned; where the use is unclear it stays silent.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Optional
+
+from shapecheck.lint import events as ev
+from shapecheck.lint import messages as msg
+from shapecheck.lint import names as nm
+from shapecheck.lint.checks import on
+from shapecheck.lint.scope import Scope
+from shapecheck.lint.tracking import Tensor
+
+_SCORE_WORDS = re.compile(r"score|attn|attention|weight|logit", re.I)
+
+
+@on(ev.Discarded)
+def masked_fill_discarded(scope: Scope, e: ev.Discarded) -> None:
+    call = e.call
+    if isinstance(call.func, ast.Attribute) and call.func.attr == "masked_fill":
+        source = call.args[0] if nm.is_namespace(call.func.value) and call.args else call.func.value
+        scope.report(msg.MaskedFillDiscarded, call, ast.unparse(source))
+
+
+@on(ev.Softmax)
+def mask_reaches_softmax(scope: Scope, e: ev.Softmax) -> None:
+    """Seed 001: masked scores kept under one name while the softmax reads another."""
+    t = e.tensor
+    if t.role != "scores" or not isinstance(e.source, ast.Name):
+        return
+    name, line = e.source.id, e.call.lineno
+    if t.partial and t.mask_source is not None and t.mask_source != name and t.mask_at is not None:
+        scope.report(msg.MaskedFillWrongName, t.mask_at, name, " only when the mask branch runs", line,
+                     f"'{name}', unbound otherwise (the scores are in '{t.mask_source}')", t.mask_source)
+        return
+    for other, value in scope.env.items():
+        if (other != name and isinstance(value, Tensor) and value.mask_source == name
+                and value.mask_uid == t.uid and value.mask_at is not None and t.uid):
+            scope.report(msg.MaskedFillWrongName, value.mask_at, other, "", line, f"the unmasked '{name}'", name)
+
+
+@on(ev.MaskedFill)
+def mask_convention(scope: Scope, e: ev.MaskedFill) -> None:
+    if e.mask is None or not _fills_scores(e):
+        return
+    found = _mask_misuse(scope, e.mask, negated=False)
+    if found is None or found[0] in _passed_under_the_name(scope):
+        return
+    name, keep = found
+    if keep:
+        scope.report(msg.MaskConvention, e.mask, name, "1 = attend (Hugging Face convention)",
+                     f"fill where the mask is 0: masked_fill({name} == 0, ...)")
+    else:
+        scope.report(msg.MaskConvention, e.mask, name, "True = padding (nn.MultiheadAttention convention)",
+                     f"fill where the mask is True: masked_fill({name}, ...), without negating it")
+
+
+@on(ev.MaskedFill)
+def mask_after_softmax(scope: Scope, e: ev.MaskedFill) -> None:
+    value = fill_value(e.fill)
+    if isinstance(e.tensor, Tensor) and e.tensor.role == "probs" and e.tensor.scale != "unknown" \
+            and value is not None and value <= -1.0:
+        scope.report(msg.MaskAfterSoftmax, e.call, f"masked_fill(..., {ast.unparse(e.fill)})")  # type: ignore[arg-type]
+
+
+@on(ev.MaskAdded)
+def additive_mask_after_softmax(scope: Scope, e: ev.MaskAdded) -> None:
+    if e.tensor.role == "probs" and e.tensor.scale != "unknown":
+        scope.report(msg.MaskAfterSoftmax, e.node, f"+ {ast.unparse(e.mask)}")
+
+
+@on(ev.MaskedFill)
+def fill_does_not_mask(scope: Scope, e: ev.MaskedFill) -> None:
+    value = fill_value(e.fill)
+    if isinstance(e.tensor, Tensor) and e.tensor.role == "scores" and value is not None and value > -1.0:
+        scope.report(msg.FillDoesNotMask, e.call, ast.unparse(e.fill))  # type: ignore[arg-type]
+
+
+def fill_value(node: Optional[ast.expr]) -> Optional[float]:
+    """The number a fill value spells: literals, ``-literal``, ``float('-inf')``; None otherwise."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        inner = fill_value(node.operand)
+        return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return float(node.value)
+    if isinstance(node, ast.Call) and nm.dotted(node.func) == "float" and len(node.args) == 1:
+        arg = node.args[0]
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            try:
+                return float(arg.value)
+            except ValueError:
+                return None
+    if nm.dotted(node) in ("math.inf", "torch.inf", "np.inf", "numpy.inf"):
+        return float("inf")
+    return None
+
+
+def _passed_under_the_name(scope: Scope) -> frozenset[str]:
+    """Mask names this module passes another value under (``attention_mask=causal_mask``): there the name
+    does not tell the convention, the caller's value does, so the convention rule stays silent."""
+    if "passed_masks" not in scope.memo:
+        found = set()
+        for node in ast.walk(scope.tree):
+            if isinstance(node, ast.Call):
+                for kw in node.keywords:
+                    if kw.arg in nm.KEEP_MASKS | nm.PAD_MASKS and not (
+                            isinstance(kw.value, ast.Name) and kw.value.id == kw.arg):
+                        found.add(kw.arg)
+        scope.memo["passed_masks"] = frozenset(found)
+    return scope.memo["passed_masks"]
+
+
+def _fills_scores(e: ev.MaskedFill) -> bool:
+    if isinstance(e.tensor, Tensor) and e.tensor.role == "scores":
+        return True
+    return e.receiver is not None and any(_SCORE_WORDS.search(n) for n in nm.identifiers(e.receiver))
+
+
+def _mask_misuse(scope: Scope, node: ast.expr, negated: bool) -> Optional[tuple[str, bool]]:
+    """(name, is_keep_mask) when a conventionally named mask parameter fills the wrong positions."""
+    if isinstance(node, ast.Name):
+        if not scope.is_untouched_param(node.id):
+            return None
+        if node.id in nm.KEEP_MASKS and not negated:
+            return node.id, True
+        if node.id in nm.PAD_MASKS and negated:
+            return node.id, False
+        return None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Invert, ast.Not)):
+        return _mask_misuse(scope, node.operand, not negated)
+    if isinstance(node, ast.Subscript):
+        return _mask_misuse(scope, node.value, negated)
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        flip = _compare_flips(node.ops[0], node.comparators[0])
+        return None if flip is None else _mask_misuse(scope, node.left, negated ^ flip)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        attr = node.func.attr
+        if attr == "logical_not":
+            return _mask_misuse(scope, node.func.value, not negated)
+        if attr in ("eq", "ne") and len(node.args) == 1:
+            flip = _compare_flips(ast.Eq() if attr == "eq" else ast.NotEq(), node.args[0])
+            return None if flip is None else _mask_misuse(scope, node.func.value, negated ^ flip)
+        if attr in ("bool", "to", "unsqueeze", "view", "reshape", "expand", "expand_as", "type"):
+            return _mask_misuse(scope, node.func.value, negated)
+    return None
+
+
+def _compare_flips(op: ast.cmpop, other: ast.expr) -> Optional[bool]:
+    """Whether ``mask OP other`` selects the mask's zeros (True) or its ones (False)."""
+    value = other.value if isinstance(other, ast.Constant) else None
+    if value is None or isinstance(value, str):
+        return None
+    if isinstance(op, ast.Eq):
+        return not value
+    if isinstance(op, ast.NotEq):
+        return bool(value)
+    if isinstance(op, ast.Gt) and value == 0:
+        return False
+    if isinstance(op, ast.Lt) and value == 1:
+        return True
+    return None

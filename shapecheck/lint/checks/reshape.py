@@ -1,0 +1,166 @@
+"""Reshapes: heads split and merged in the right order (SC104, SC105, SC112), views of permuted memory
+(SC106), keys reshaped with the query length (SC113)."""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from typing import Optional, Sequence
+
+from shapecheck.axes import AXES
+from shapecheck.lint import events as ev
+from shapecheck.lint import messages as msg
+from shapecheck.lint import names as nm
+from shapecheck.lint.checks import on
+from shapecheck.lint.scope import Scope
+from shapecheck.lint.tracking import (
+    Dim, Label, Target, Tensor, groups, name_label, product, show, unique_index,
+)
+
+HEADS, D_HEAD = Label(("heads",), "heads"), Label(("d_head",), "d_head")
+SEQ_Q, SEQ_K = Label(("seq_q",), "seq_q"), Label(("seq_k",), "seq_k")
+_MIXING = frozenset({"batch", "heads"})  # axes whose mixing corrupts every example
+
+
+@on(ev.Reshape)
+def reshape_checks(scope: Scope, e: ev.Reshape) -> None:
+    call, kind, t, target = e.call, e.kind, e.tensor, e.target
+    if target is None:
+        return
+    src = t.axes
+    if _key_length(scope, call, kind, src, target):
+        return
+    if src is None:
+        return
+    for check in (_order, _merge, _split):
+        if check(scope, call, kind, src, target):
+            break
+    if kind == "view":
+        _contiguous(scope, call, t, src, target)
+
+def _key_length(scope: Scope, call: ast.Call, kind: str, src: Optional[Sequence], target: list[Target]) -> bool:
+    if SEQ_Q not in target or SEQ_K in target:
+        return False
+    by_axes = src is not None and unique_index(src, SEQ_K) is not None and SEQ_Q not in src
+    by_name = any(nm.is_key_name(n) for n in _receiver_names(scope, call)) and _seq_k_name(scope) is not None
+    if not (by_axes or by_name):
+        return False
+    q_text = _arg_text(call, target.index(SEQ_Q), "tgt_len")
+    scope.report(msg.KeyQueryLength, call, q_text, kind, show(target), _seq_k_name(scope) or "src_len")
+    return True
+
+def _receiver_names(scope: Scope, call: ast.Call) -> list[str]:
+    """The names assigned to, and the names along the receiver's chain (``self.k_proj(x).view`` -> k_proj)."""
+    found = list(scope.targets)
+    node = call.func.value if isinstance(call.func, ast.Attribute) else None
+    while node is not None:
+        if isinstance(node, ast.Name):
+            found.append(node.id)
+            break
+        attr = nm.self_attr(node)
+        if attr is not None:
+            found.append(attr)
+            break
+        node = node.func if isinstance(node, ast.Call) else getattr(node, "value", None) \
+            if isinstance(node, (ast.Attribute, ast.Subscript)) else None
+    return found
+
+def _seq_k_name(scope: Scope) -> Optional[str]:
+    for name, value in scope.env.items():
+        if isinstance(value, Dim) and value.label == SEQ_K:
+            return name
+        if isinstance(value, Tensor) and value.param and name_label(name) == SEQ_K:
+            return name
+    return None
+
+def _order(scope: Scope, call: ast.Call, kind: str, src: Sequence, target: list[Target]) -> bool:
+    pairs = []
+    for j, label in enumerate(target):
+        if isinstance(label, Label) and label.atoms and not all(a.isdigit() for a in label.atoms):
+            i = unique_index(src, label)
+            if i is not None and unique_index(target, label) == j:
+                pairs.append((j, i, label))
+    for (_, i1, first), (_, i2, second) in zip(pairs, pairs[1:]):
+        if i1 > i2 and _MIXING & {first.text, second.text} and {first.text, second.text} <= set(AXES):
+            scope.report(msg.ReshapeOrder, call, kind, show(target), show(src), first.text, second.text)
+            return True
+    return False
+
+def _merge(scope: Scope, call: ast.Call, kind: str, src: Sequence, target: list[Target]) -> bool:
+    ph, pd = unique_index(src, HEADS), unique_index(src, D_HEAD)
+    if ph is None or pd is None or abs(pd - ph) == 1:  # adjacent (d_head-major is a channel order, not a mix)
+        return False
+    if HEADS in target or D_HEAD in target:
+        return False
+    lo, hi = min(ph, pd), max(ph, pd)
+    between = Counter(a for axis in src[lo + 1:hi] if axis is not None for a in axis.atoms)
+    for label in target:
+        atoms = Counter(label.atoms) if isinstance(label, Label) else Counter()
+        if atoms["heads"] < 1 or atoms["d_head"] < 1:
+            continue
+        unnamed = any(axis is None for axis in src[lo + 1:hi])
+        exactly_two = atoms == Counter({"heads": 1, "d_head": 1}) and len(target) == len(src) - 1
+        if pd > ph and not between - atoms and not (unnamed and exactly_two):
+            continue  # the merged axis also takes the axes in between: a flatten
+        scope.report(msg.MergeWithoutTranspose, call, kind, show(target), show(src))
+        return True
+    return False
+
+
+def _split(scope: Scope, call: ast.Call, kind: str, src: Sequence, target: list[Target]) -> bool:
+    last = src[-1] if src else None
+    heads = _split_of(last, target)
+    if last is not None and heads is None:
+        return False  # a known last axis must be the width that the target splits
+    heads = heads or (HEADS, D_HEAD)
+    for axis in src[:-1]:
+        if axis is None or set(a for h in heads for a in h.atoms) & set(axis.atoms):
+            return False  # heads may come from another axis (batch*heads), or an axis has no name
+    placed = [j for j, label in enumerate(target) if label in heads]
+    if not placed or list(target[:placed[0]]) != list(src[:placed[0]]):
+        return False  # the axes before the heads must be the source's own, so the heads come from the width
+    for j, label in enumerate(target):
+        if not isinstance(label, Label) or not label.atoms or j < placed[0]:
+            continue
+        i = unique_index(src, label)
+        if i is not None and i < len(src) - 1 and unique_index(target, label) == j:
+            scope.report(msg.SplitWithoutTranspose, call, kind, show(target), show(src), label.text)
+            return True
+    return False
+
+def _split_of(width: Optional[Label], target: list[Target]) -> Optional[tuple[Label, Label]]:
+    """(the head count, the head size): heads and d_head, or two target axes whose product is ``width``
+    (the head count is what splits the width, whatever its name)."""
+    if width is None:
+        return None
+    if {"heads", "d_head"} <= set(width.atoms):
+        return HEADS, D_HEAD
+    labels = [t for t in target if isinstance(t, Label) and t.atoms]
+    for i, a in enumerate(labels):
+        for b in labels[i + 1:]:
+            if a != width and b != width and product(a, b) == width:
+                return a, b
+    return None
+
+
+def _contiguous(scope: Scope, call: ast.Call, t: Tensor, src: Sequence, target: list[Target]) -> None:
+    order = t.order
+    if order is None or list(order) == sorted(order) or len(order) != len(src):
+        return
+    found = groups(src, target)
+    if found is None:
+        return
+    for start, end in found:
+        if any(order[k + 1] != order[k] + 1 for k in range(start, end - 1)):
+            scope.report(msg.ViewNotContiguous, call, show(target), show(src))
+            return
+
+
+def _arg_text(call: ast.Call, index: int, default: str) -> str:
+    plain = call.args
+    if len(plain) == 1 and isinstance(plain[0], (ast.Tuple, ast.List)):
+        plain = plain[0].elts
+    if index < len(plain) and not any(isinstance(a, ast.Starred) for a in plain):
+        return ast.unparse(plain[index])
+    return default
+

@@ -1,0 +1,77 @@
+"""Softmax over the keys (SC101), scaling of the scores (SC102, SC103), scaling after the softmax (SC116)."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from shapecheck.lint import events as ev
+from shapecheck.lint import messages as msg
+from shapecheck.lint import names as nm
+from shapecheck.lint.checks import on
+from shapecheck.lint.scope import Scope
+from shapecheck.lint.tracking import Tensor, show
+
+
+@on(ev.Softmax)
+def softmax_axis(scope: Scope, e: ev.Softmax) -> None:
+    t = e.tensor
+    if t.role != "scores" or t.key_pos is None:
+        return
+    rank, key = t.rank, t.key_pos
+    if not e.has_dim:
+        if rank is None:
+            return
+        got: Optional[int] = 0 if rank in (0, 1, 3) else 1
+        said = f"the implicit dim={got}"
+    else:
+        got = nm.int_value(e.dim) if e.dim is not None else None
+        said = f"dim={got}"
+    if got is None:
+        return
+    if rank is None:
+        below_last = got >= 0 and t.min_rank is not None and got < t.min_rank - 1  # the rank is at least min_rank
+        if (got < 0 and got != key or below_last) and not _dual_softmax(scope, e):
+            scope.report(msg.SoftmaxAxis, e.call, said, "Q·Kᵀ", "dim=-1")
+        return
+    if not -rank <= got < rank or got % rank == key or _dual_softmax(scope, e):
+        return
+    axes = t.axes or ()
+    named, key_name = axes[got % rank], axes[key]
+    scope.report(msg.SoftmaxAxis, e.call, f"{said} ({named.text if named else '?'})", f"[{show(axes)}]",
+                 f"dim=-1 (the keys, {key_name.text if key_name else 'seq_k'})")
+
+
+def _dual_softmax(scope: Scope, e: ev.Softmax) -> bool:
+    """Matching code normalises a similarity over both axes on purpose (``softmax(s, 1) * softmax(s, 2)``)."""
+    if e.source is None or scope.func is None:
+        return False
+    text = ast.unparse(e.source)
+    others = [c for c in ast.walk(scope.func.node) if isinstance(c, ast.Call) and c is not e.call
+              and "softmax" in ast.unparse(c.func) and c.args and text in ast.unparse(c)]
+    return bool(others)
+
+
+@on(ev.Softmax)
+def scores_scaling(scope: Scope, e: ev.Softmax) -> None:
+    t = e.tensor
+    if t.role != "scores":
+        return
+    if t.scale == "none":
+        scope.report(msg.UnscaledScores, e.call)
+    elif t.scale == "width" and t.scale_at is not None:
+        scope.report(msg.WidthScaledScores, t.scale_at, "d_model")
+
+
+@on(ev.Scaled)
+def scaled_after_softmax(scope: Scope, e: ev.Scaled) -> None:
+    """Probabilities of Q·Kᵀ multiplied by a head-size factor (``* self.scale``, ``/ math.sqrt(d_k)``)."""
+    t: Tensor = e.tensor
+    if t.role == "probs" and t.scale == "none" and e.kind in ("head", "width") and _is_root_factor(e.factor):
+        scope.report(msg.ScaledAfterSoftmax, e.node, ast.unparse(e.factor))
+
+
+def _is_root_factor(node: ast.expr) -> bool:
+    """A factor spelled as a (reciprocal) square root or named ``scale``: not a mask or a weight tensor."""
+    text = ast.unparse(node).lower()
+    return "sqrt" in text or "** 0.5" in text or "** -0.5" in text or "scal" in text

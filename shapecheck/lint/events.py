@@ -1,0 +1,90 @@
+"""The events the evaluator emits where an operation may be wrong; checks register for them by type.
+
+Each event carries the nodes and the tracked values the checks need; the
+evaluator has already computed the operation's result, so checks only read.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Optional
+
+from shapecheck.lint.tracking import Target, Tensor, Value
+
+
+@dataclass(frozen=True)
+class Softmax:
+    """``softmax(x, dim)`` in any spelling; ``made`` is the ``nn.Softmax(...)`` call when a module does it."""
+
+    call: ast.Call
+    source: Optional[ast.expr]
+    tensor: Tensor
+    dim: Optional[ast.expr]
+    has_dim: bool
+
+
+@dataclass(frozen=True)
+class Scaled:
+    """A tensor multiplied or divided by ``factor``; ``kind`` is what the factor is made of."""
+
+    node: ast.AST
+    tensor: Tensor
+    factor: ast.expr
+    kind: str
+
+
+@dataclass(frozen=True)
+class Reshape:
+    call: ast.Call
+    kind: str  # "view" or "reshape"
+    tensor: Tensor
+    target: Optional[list[Target]]
+
+
+@dataclass(frozen=True)
+class MaskedFill:
+    call: ast.Call
+    receiver: Optional[ast.expr]
+    tensor: Optional[Value]
+    mask: Optional[ast.expr]
+    fill: Optional[ast.expr]
+
+
+@dataclass(frozen=True)
+class Discarded:
+    """An expression statement: a call whose result nobody keeps."""
+
+    call: ast.Call
+
+
+@dataclass(frozen=True)
+class FunctionalDropout:
+    call: ast.Call
+    name: str
+
+
+@dataclass(frozen=True)
+class FusedAttention:
+    """``F.scaled_dot_product_attention`` or a flash-attn function; ``dropout`` is its probability argument."""
+
+    call: ast.Call
+    name: str
+    dropout: Optional[ast.expr]
+
+
+@dataclass(frozen=True)
+class Construct:
+    """A call of ``nn.<Layer>(...)`` or of a class named like one."""
+
+    call: ast.Call
+    layer: str
+
+
+@dataclass(frozen=True)
+class MaskAdded:
+    """``tensor + mask``: an additive mask (a name with ``mask`` in it) added to a tensor."""
+
+    node: ast.AST
+    tensor: Tensor
+    mask: ast.expr

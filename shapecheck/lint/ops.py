@@ -1,0 +1,207 @@
+"""What shape-changing operations do to tracked axes: einsum and einops patterns, indexing, unbind, cat,
+flatten/unflatten, movedim, and the ``-1`` of a view. Pure functions over ``tracking`` values; an axis
+they cannot name is ``None`` and the rules stay silent about it."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import Counter
+from typing import Optional, Sequence
+
+from shapecheck.lint.tracking import WILD, Axis, Label, Target, Tensor, fresh, matmul_scale, quotient
+
+_EINOPS_TOKEN = re.compile(r"\(|\)|\.\.\.|[A-Za-z_][A-Za-z0-9_]*|\d+")
+
+
+def resolve_wild(src: Optional[Sequence[Axis]], target: list[Target]) -> list[Target]:
+    """``view(B, T, -1)``: the ``-1`` is whatever the source has left over, when every size is named."""
+    if src is None or target.count(WILD) != 1 or any(a is None for a in src):
+        return target
+    if not all(isinstance(t, Label) or t is WILD for t in target):
+        return target
+    rest = Counter(a for axis in src for a in axis.atoms)  # type: ignore[union-attr]
+    rest.subtract(a for t in target if isinstance(t, Label) for a in t.atoms)
+    if any(n < 0 for n in rest.values()) or not +rest:
+        return target
+    atoms = tuple(sorted(rest.elements()))
+    text = "d_model" if atoms == ("d_head", "heads") else "*".join(atoms)
+    return [Label(atoms, text) if t is WILD else t for t in target]
+
+
+def einsum(equation: str, operands: Sequence[Optional[Tensor]]) -> Tensor:
+    """``torch.einsum("bhid,bhjd->bhij", q, k)``: the output's axes; Q·Kᵀ when the contracted letter is
+    the last axis of both operands (the scores, keys on the output letter only the second has)."""
+    eq = equation.replace(" ", "")
+    if "->" not in eq or "." in eq:
+        return Tensor(scale="unknown")
+    left, out = eq.split("->")
+    inputs = left.split(",")
+    if len(inputs) != len(operands):
+        return Tensor(scale="unknown")
+    letters: dict[str, Axis] = {}
+    for spec, t in zip(inputs, operands):
+        for i, ch in enumerate(spec):
+            known = t.axes[i] if t is not None and t.axes is not None and len(t.axes) == len(spec) else None
+            if known is not None and letters.get(ch) is None:
+                letters[ch] = known
+    axes = tuple(letters.get(ch) for ch in out)
+    tensors = [t if t is not None else Tensor(scale="unknown") for t in operands]
+    scale, scale_at = matmul_scale(tensors)
+    fields: dict = {"scale": scale, "scale_at": scale_at}
+    if len(inputs) == 2:
+        a, b = inputs
+        summed = [ch for ch in a if ch in b and ch not in out]
+        keys = [ch for ch in out if ch in b and ch not in a]
+        if len(summed) == 1 and a[-1] == b[-1] == summed[0] and len(keys) == 1:
+            fields.update(role="scores", key_pos=out.index(keys[0]))
+    return Tensor(axes=axes, order=None, **fields)
+
+
+def einops(pattern: str, t: Optional[Tensor], sizes: dict[str, Optional[Label]]) -> Tensor:
+    """``rearrange``/``repeat``/``reduce`` with ``pattern`` and named sizes (``h=self.heads``)."""
+    parsed = _einops_sides(pattern)
+    if parsed is None:
+        return Tensor(scale="unknown")
+    src, dst = parsed
+    letters: dict[str, Axis] = dict(sizes)
+    if t is not None and t.axes is not None and len(t.axes) == len(src):
+        for group, axis in zip(src, t.axes):
+            _name_group(group, axis, letters)
+    axes = tuple(_group_label(g, letters) for g in dst)
+    scale = t.scale if t is not None else "unknown"
+    return Tensor(axes=axes, order=None, scale=scale)
+
+
+def _einops_sides(pattern: str) -> Optional[tuple[list[list[str]], list[list[str]]]]:
+    if pattern.count("->") != 1 or "..." in pattern:
+        return None
+    sides = []
+    for side in pattern.split("->"):
+        groups: list[list[str]] = []
+        current: Optional[list[str]] = None
+        for token in _EINOPS_TOKEN.findall(side):
+            if token == "(":
+                current = []
+            elif token == ")":
+                if current is None:
+                    return None
+                groups.append(current)
+                current = None
+            elif current is not None:
+                current.append(token)
+            else:
+                groups.append([token])
+        sides.append(groups)
+    return sides[0], sides[1]
+
+
+def _name_group(group: list[str], axis: Axis, letters: dict[str, Axis]) -> None:
+    if axis is None:
+        return
+    unknown = [g for g in group if letters.get(g) is None and not g.isdigit()]
+    if len(unknown) != 1:
+        return
+    rest: Axis = axis
+    for g in group:
+        if g != unknown[0]:
+            rest = quotient(rest, letters.get(g) if not g.isdigit() else _int(g))
+    letters[unknown[0]] = rest
+
+
+def _group_label(group: list[str], letters: dict[str, Axis]) -> Axis:
+    return product_of([_int(g) if g.isdigit() else letters.get(g) for g in group])
+
+
+def product_of(labels: Sequence[Axis]) -> Axis:
+    """One axis made of several (a merge); None when any of them is unnamed."""
+    if any(a is None for a in labels):
+        return None
+    if len(labels) == 1:
+        return labels[0]
+    atoms = tuple(sorted(a for label in labels for a in label.atoms))  # type: ignore[union-attr]
+    text = "d_model" if atoms == ("d_head", "heads") else "*".join(l.text for l in labels if l.atoms)  # type: ignore[union-attr]
+    return Label(atoms, text or "1")
+
+
+def _int(text: str) -> Label:
+    return Label((), "1") if text == "1" else Label((text,), text)
+
+
+def index(t: Tensor, index: ast.expr) -> Tensor:
+    """``x[i]``, ``x[:, :, :n]``, ``x[..., 0]``: integers drop axes, slices keep them (unnamed when cut)."""
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+    unknown = Tensor(scale=t.scale, scale_at=t.scale_at)
+    if t.axes is None:
+        return unknown
+    if any(isinstance(p, ast.Constant) and p.value is Ellipsis for p in parts):
+        if sum(isinstance(p, ast.Constant) and p.value is Ellipsis for p in parts) > 1:
+            return unknown
+        at = next(i for i, p in enumerate(parts) if isinstance(p, ast.Constant) and p.value is Ellipsis)
+        fill = len(t.axes) - (len(parts) - 1)
+        if fill < 0:
+            return unknown
+        parts = [*parts[:at], *[ast.Slice() for _ in range(fill)], *parts[at + 1:]]
+    if len(parts) > len(t.axes):
+        return unknown
+    axes: list[Axis] = []
+    for k, axis in enumerate(t.axes):
+        part = parts[k] if k < len(parts) else ast.Slice()
+        if _int_index(part):
+            continue
+        if not isinstance(part, ast.Slice):
+            return unknown  # a tensor index, None (a new axis), a name...
+        whole = part.lower is None and part.upper is None and part.step is None
+        axes.append(axis if whole else None)
+    return Tensor(axes=tuple(axes), order=None, scale=t.scale, scale_at=t.scale_at, role=None)
+
+
+def _int_index(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) is int or (
+        isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant)
+        and type(node.operand.value) is int)
+
+
+def drop_axis(t: Tensor, dim: int) -> Tensor:
+    """``x[i]`` / ``x.unbind(dim)`` / ``x.select(dim, i)``: the axis is gone."""
+    if t.axes is None or not -len(t.axes) <= dim < len(t.axes):
+        return Tensor(scale=t.scale, scale_at=t.scale_at)
+    axes = list(t.axes)
+    del axes[dim % len(axes)]
+    return fresh(axes, scale=t.scale, scale_at=t.scale_at)
+
+
+def cat(pieces: Sequence[Tensor], dim: int) -> Tensor:
+    """``torch.cat(pieces, dim)`` of the pieces whose axes are known (cat needs the others equal in size):
+    the other axes as they agree; the joined one unnamed."""
+    ranks = {p.rank for p in pieces}
+    first = pieces[0]
+    if len(ranks) != 1 or first.axes is None or not -len(first.axes) <= dim < len(first.axes):
+        return Tensor(scale=first.scale)
+    axes = [a if all(p.axes[i] == a for p in pieces) else None  # type: ignore[index]
+            for i, a in enumerate(first.axes)]
+    axes[dim % len(axes)] = None
+    return fresh(axes, scale=first.scale, scale_at=first.scale_at)
+
+
+def flatten(t: Tensor, start: int, end: int) -> Tensor:
+    if t.axes is None:
+        return Tensor(scale=t.scale)
+    n = len(t.axes)
+    if not (-n <= start < n and -n <= end < n):
+        return Tensor(scale=t.scale)
+    s, e = start % n, end % n
+    merged = product_of(t.axes[s:e + 1])
+    return fresh(t.axes[:s] + (merged,) + t.axes[e + 1:], scale=t.scale, scale_at=t.scale_at)
+
+
+def movedim(t: Tensor, source: int, destination: int) -> Optional[list[int]]:
+    """The permutation ``movedim`` makes, for ``tracking.permute``; None when the rank is unknown."""
+    if t.axes is None:
+        return None
+    n = len(t.axes)
+    if not (-n <= source < n and -n <= destination < n):
+        return None
+    order = [i for i in range(n) if i != source % n]
+    order.insert(destination % n, source % n)
+    return order

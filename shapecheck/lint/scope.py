@@ -1,0 +1,159 @@
+"""What the checker knows at a point of the module: names' values, the class and function it is in.
+
+``Scope`` is the base of the one checker: it holds the state, reports findings
+through ``report`` and hands each event to the checks registered for it
+(``shapecheck.lint.checks``), as pyflakes hands each node to its handler.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+from shapecheck.lint import messages as msg
+from shapecheck.lint import names as nm
+from shapecheck.lint.tracking import Axis, Tensor, Value, int_label, name_label
+
+Position = Union[ast.AST, tuple[int, int]]
+_CALLEE_KIND = {"Softmax": "softmax", "Dropout": "all", "LayerNorm": "all", "RMSNorm": "all", "GELU": "all",
+                "ReLU": "all", "Identity": "all", "Linear": "lead", "Conv1D": "lead", "LazyLinear": "lead",
+                "Rearrange": "einops", "Reduce": "einops"}
+
+
+@dataclass
+class ClassInfo:
+    """A class of the module: ``self.x = ...`` assignments of its methods (first one wins)."""
+
+    attrs: dict[str, ast.expr]
+    has_forward: bool
+    methods: dict[str, Union[ast.FunctionDef, ast.AsyncFunctionDef]] = field(default_factory=dict)
+
+
+@dataclass
+class FunctionInfo:
+    node: Union[ast.FunctionDef, ast.AsyncFunctionDef]
+    method_of: Optional[ClassInfo]
+    params: frozenset[str]
+    _assigned: Optional[frozenset[str]] = field(default=None)
+
+    @property
+    def assigned(self) -> frozenset[str]:
+        if self._assigned is None:
+            self._assigned = frozenset(
+                n.id for n in ast.walk(self.node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            )
+        return self._assigned
+
+
+class Scope:
+    """State and context of one module's analysis; ``findings`` holds the results in the order found."""
+
+    def __init__(self, tree: ast.Module, path: str) -> None:
+        self.path = path
+        self.tree = tree
+        self.memo: dict[str, object] = {}  # facts about the whole module, computed once by the checks
+        self.findings: list[msg.Finding] = []
+        self._seen: set[tuple[str, int, int]] = set()
+        self.env: dict[str, Optional[Value]] = {}
+        self.values: dict[int, Value] = {}
+        self.scalars: dict[str, ast.expr] = {}
+        self.cls: Optional[ClassInfo] = None
+        self.func: Optional[FunctionInfo] = None
+        self.in_class = False
+        self.targets: tuple[str, ...] = ()
+        self.following: list[ast.AST] = []  # helpers being run with a caller's tensors, innermost last
+        self.uid = itertools.count(1)
+        self.functional = nm.functional_imports(tree)
+        self.einops_names = nm.imports_from(tree, "einops")
+
+    def report(self, message: type[msg.Message], node: Position, *args: object) -> None:
+        if self.following and message not in msg.LAYOUT_RULES:
+            return  # inside a helper run with the caller's tensors only layout is trusted; the rest it may mean
+        line, col = node if isinstance(node, tuple) else (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+        if (message.code, line, col) not in self._seen:
+            self._seen.add((message.code, line, col))
+            self.findings.append(message.finding(self.path, line, col + 1, *args))
+
+    def emit(self, event: object) -> None:
+        """Run every check registered for the event's type."""
+        from shapecheck.lint.checks import CHECKS  # the checks import this module for typing
+
+        for check in CHECKS.get(type(event), ()):
+            check(self, event)
+
+    # ---- context the checks ask about ---------------------------------------------------
+    def class_attr(self, name: str) -> Optional[ast.expr]:
+        return None if self.cls is None else self.cls.attrs.get(name)
+
+    def in_module_method(self) -> Optional[str]:
+        """The method's name inside a class that has a ``forward`` (an nn.Module), else None."""
+        f = self.func
+        return f.node.name if f is not None and f.method_of is not None and f.method_of.has_forward else None
+
+    def is_untouched_param(self, name: str) -> bool:
+        f = self.func
+        return f is not None and name in f.params and name not in f.assigned
+
+    def module_of(self, attr: str) -> tuple[Optional[str], Optional[ast.Call]]:
+        """What ``self.attr(x)`` does to its input ("softmax", "all", "lead" or None), and the call that made it."""
+        made = self.class_attr(attr)
+        if isinstance(made, ast.Call):
+            callee = (nm.dotted(made.func) or "").split(".")[-1]
+            kind = _CALLEE_KIND.get(callee) or nm.module_kind(callee)
+            if kind is not None:
+                return kind, made
+        return nm.module_kind(attr), None
+
+    def bind_scope(self, args: ast.arguments) -> None:
+        for a in all_args(args):
+            if a.arg in ("self", "cls"):
+                continue
+            axes = jaxtyping_axes(a.annotation)
+            self.env[a.arg] = Tensor(axes=axes, param=axes is None, uid=next(self.uid))
+            self.scalars.pop(a.arg, None)
+
+
+def all_args(args: ast.arguments) -> list[ast.arg]:
+    found = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    return found + [a for a in (args.vararg, args.kwarg) if a is not None]
+
+
+def class_info(node: ast.ClassDef) -> ClassInfo:
+    attrs: dict[str, ast.expr] = {}
+    methods: dict[str, Union[ast.FunctionDef, ast.AsyncFunctionDef]] = {}
+    has_forward = False
+    for stmt in node.body:
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        has_forward = has_forward or stmt.name == "forward"
+        if stmt.name != "forward" and not stmt.decorator_list:
+            methods[stmt.name] = stmt
+        for sub in ast.walk(stmt):
+            if isinstance(sub, ast.Assign) and len(sub.targets) == 1:
+                attr = nm.self_attr(sub.targets[0])
+                if attr is not None:
+                    attrs.setdefault(attr, sub.value)
+    return ClassInfo(attrs, has_forward, methods)
+
+
+def jaxtyping_axes(annotation: Optional[ast.expr]) -> Optional[tuple[Axis, ...]]:
+    """The axes of ``Float[Tensor, "batch seq d_model"]`` (inside Optional[...] too); None if variadic."""
+    node = annotation
+    while isinstance(node, ast.Subscript) and (nm.dotted(node.value) or "").split(".")[-1] == "Optional":
+        node = node.slice
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        node = node.left
+    if not (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Tuple) and len(node.slice.elts) == 2):
+        return None
+    spec = node.slice.elts[1]
+    if not (isinstance(spec, ast.Constant) and isinstance(spec.value, str)):
+        return None
+    axes: list[Axis] = []
+    for token in spec.value.split():
+        token = token.lstrip("#")
+        if token.startswith(("*", "...")) or "=" in token:
+            return None
+        axes.append(None if token == "_" else int_label(int(token)) if token.isdigit() else name_label(token))
+    return tuple(axes)

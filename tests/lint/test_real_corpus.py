@@ -1,0 +1,50 @@
+"""The real corpus (installed packages' attention code, read in place) gives no error or warning, except the
+real bugs listed here; a package that is not installed is skipped."""
+
+from __future__ import annotations
+
+import pytest
+
+from shapecheck.lint import lint_file
+
+from .real_corpus import PACKAGES, files, package_dir
+
+# Findings on the installed sources that are real bugs, each checked by reading the code:
+# (package, path inside it, code, why it is right).
+KNOWN_BUGS = {
+    ("vit_pytorch", "simple_flash_attn_vit.py", "SC111"): "einsum is called but never imported (non-flash path)",
+    ("vit_pytorch", "simple_flash_attn_vit_3d.py", "SC111"): "einsum is called but never imported",
+    ("x_transformers", "continuous.py", "SC111"): "'inp' is read but never assigned when lens is given",
+    ("vit_pytorch", "vivit.py", "SC114"): "SDPA's dropout_p=self.dropout_p has no training check",
+    ("vit_pytorch", "vivit_with_moss.py", "SC114"): "SDPA's dropout_p=self.dropout_p has no training check",
+}
+ALLOWED_INFO = {"SC002"}  # an empty module is not a problem
+
+
+SHARDS = 6  # each package's files are split so that the workers share the large ones
+
+
+def _findings(package: str, shard: int) -> list[tuple[str, int, str, str]]:
+    root = package_dir(package)
+    found = []
+    for path in files(package)[shard::SHARDS]:
+        for f in lint_file(str(path)):
+            if f.severity != "info" or f.code not in ALLOWED_INFO:
+                found.append((str(path.relative_to(root)), f.line, f.code, f.message))  # type: ignore[union-attr]
+    return found
+
+
+@pytest.mark.parametrize("shard", range(SHARDS))
+@pytest.mark.parametrize("package", sorted(PACKAGES))
+def test_installed_attention_code_has_no_finding_but_its_known_bugs(package, shard):
+    if not files(package)[shard::SHARDS]:
+        pytest.skip(f"{package} is not installed (or has fewer than {shard + 1} files)")
+    unexpected = [f for f in _findings(package, shard) if (package, f[0], f[2]) not in KNOWN_BUGS]
+    assert unexpected == []
+
+
+def test_the_corpus_is_large_enough_to_mean_something():
+    installed = [p for p in PACKAGES if files(p)]
+    if "transformers" not in installed:
+        pytest.skip("transformers is not installed")
+    assert len(files("transformers")) > 300 and sum(len(files(p)) for p in installed) > 400

@@ -1,0 +1,146 @@
+"""Tracking by provenance on small snippets: each operation keeps what the rules need, and silence where unsure."""
+
+from __future__ import annotations
+
+from shapecheck.lint import messages as m
+
+from .helpers import assert_lint, codes
+
+HEADER = "import math, torch\nimport torch.nn.functional as F\nfrom torch import nn\n"
+
+
+def test_sizes_are_read_from_where_they_are_bound_not_their_names():
+    # 'e' and 'count' are no axis names; splitting e into (self.h, e // self.h) makes them heads and d_head
+    src = HEADER + """
+class A(nn.Module):
+    def __init__(self, width, count):
+        super().__init__()
+        self.h = count
+        self.proj = nn.Linear(width, width)
+    def forward(self, x):
+        y = self.proj(x)
+        b, t, e = y.shape
+        per_head = e // self.h
+        return y.view(b, self.h, t, per_head)
+"""
+    assert_lint(src, m.SplitWithoutTranspose)
+
+
+def test_the_minus_one_of_a_merge_is_resolved_from_the_other_sizes():
+    src = HEADER + """
+def f(x, n_head):
+    B, T, C = x.shape
+    q = x.view(B, T, n_head, C // n_head).transpose(1, 2)
+    y = F.scaled_dot_product_attention(q, q, q)
+    return y.reshape(B, T, -1)
+"""
+    assert_lint(src, m.MergeWithoutTranspose)
+    assert codes(src.replace("y.reshape(B, T, -1)", "y.transpose(1, 2).reshape(B, T, -1)")) == []
+
+
+def test_einsum_scores_know_their_key_axis():
+    src = HEADER + """
+def f(x, heads):
+    B, T, C = x.shape
+    q = x.view(B, T, heads, C // heads)
+    s = torch.einsum("bqhd,bkhd->bhqk", q, q) / math.sqrt(C // heads)
+    return s.softmax(dim={dim})
+"""
+    assert codes(src.format(dim=-1)) == []
+    assert_lint(src.format(dim=2), m.SoftmaxAxis)
+
+
+def test_unbind_of_a_packed_qkv_keeps_the_head_layout():
+    src = HEADER + """
+def f(x, qkv, heads):
+    B, N, C = x.shape
+    q, k, v = qkv(x).reshape(B, N, 3, heads, C // heads).permute(2, 0, 3, 1, 4).unbind(0)
+    y = F.scaled_dot_product_attention(q, k, v)
+    return y.reshape(B, N, C)
+"""
+    assert_lint(src, m.MergeWithoutTranspose)
+
+
+def test_a_followed_helper_returns_the_callers_layout():
+    src = HEADER + """
+def split_heads(t, heads):
+    b, n, w = t.shape
+    return t.view(b, n, heads, w // heads).transpose(1, 2)
+
+def f(x, heads):
+    B, T, C = x.shape
+    q = split_heads(x, heads)
+    y = q @ q.transpose(-2, -1) / math.sqrt(C // heads)
+    return (y.softmax(dim=-1) @ q).reshape(B, T, C)
+"""
+    assert_lint(src, m.MergeWithoutTranspose)
+
+
+def test_matching_code_that_normalises_both_axes_on_purpose_is_silent():
+    src = HEADER + """
+def f(a, b):
+    sim = a @ b.transpose(-1, -2) / 0.1
+    return F.softmax(sim, 1) * F.softmax(sim, 2)
+"""
+    assert codes(src) == []
+
+
+def test_a_mask_passed_under_another_value_is_not_judged_by_its_name():
+    src = """
+def attend(scores, attention_mask):
+    return scores.masked_fill(attention_mask, -1e9)
+
+def caller(scores, causal, attention_mask):
+    return attend(scores, attention_mask=causal)
+"""
+    assert codes(src) == []
+    assert codes(src.replace("attention_mask=causal", "attention_mask=attention_mask")) == ["SC109"]
+
+
+def test_a_layer_made_in_forward_and_kept_on_self_is_lazy_set_up_not_a_bug():
+    src = HEADER + """
+class A(nn.Module):
+    def forward(self, x):
+        if not hasattr(self, "proj"):
+            self.proj = nn.Linear(4, 4)
+        layer = nn.Linear(4, 4)
+        self.extra = layer
+        return self.proj(x)
+"""
+    assert codes(src) == []
+
+
+def test_sdpa_from_an_unrelated_function_of_the_same_name_is_not_checked():
+    src = """
+from my_kernels import scaled_dot_product_attention
+from torch import nn
+class A(nn.Module):
+    def forward(self, q, k, v):
+        return scaled_dot_product_attention(q, k, v, self.p, self.p)
+"""
+    assert codes(src) == []
+
+
+EINOPS = HEADER + """from einops import rearrange
+
+class Attention(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.to_qkv = nn.Linear(dim, dim * 3, bias=False)
+        self.norm = nn.LayerNorm(dim // heads)
+
+    def forward(self, x):
+        q, k, v = map(lambda t: rearrange(t, "b n (h d) -> b h n d", h=self.heads), self.to_qkv(x).chunk(3, dim=-1))
+        {line}
+        return torch.matmul(q, k.transpose(-1, -2)).softmax(dim=-1)
+"""
+
+
+def test_map_of_a_lambda_over_qkv_keeps_the_pieces_unscaled():
+    assert_lint(EINOPS.format(line="pass"), m.UnscaledScores)
+
+
+def test_query_key_norms_set_their_own_temperature():
+    assert codes(EINOPS.format(line="q, k = self.norm(q), self.norm(k)")) == []
+    assert codes(EINOPS.format(line="q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)")) == []
