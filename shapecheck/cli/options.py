@@ -153,9 +153,9 @@ def text(*names: str, help: str, default: Optional[str] = None, metavar: str = "
 
 
 def output_format(choices: Sequence[str] = FORMATS, default: str = "table") -> Any:
+    described = {"table": "table (for people; 'text' is the same)", "json": "json (with 'ok' and 'exit_code')"}
     return choice("--format", choices=choices, default=default, aliases=FORMAT_ALIASES,
-                  help="Output: table (for people; 'text' is the same), json (with 'ok' and 'exit_code'), "
-                       "markdown, csv" + (", sarif" if "sarif" in choices else "") + ".")
+                  help="Output: " + ", ".join(described.get(name, name) for name in choices) + ".")
 
 
 def d_model(help: str = "Model width d_model (default: the constructor's or preset's own).") -> Any:
