@@ -21,7 +21,7 @@ from hypothesis.reporting import with_reporter
 
 from shapecheck.errors import UsageError
 from shapecheck.testing.hints import hint
-from shapecheck.testing.properties import PROPERTIES, PROPERTY_NAMES, Property
+from shapecheck.testing.properties import PROPERTIES, PROPERTY_NAMES, WARNING, Property
 from shapecheck.testing.strategies import AttentionCase, attention_cases
 from shapecheck.target import Target
 from shapecheck.testing.subject import Subject, VerifyOptions, as_target
@@ -87,7 +87,7 @@ def _strategy(subject: Subject, prop: Property) -> st.SearchStrategy[AttentionCa
     return attention_cases(
         cross=subject.conv.cross, mask=prop.mask, fully_masked=prop.fully_masked,
         max_heads=o.max_heads, max_d_head=o.max_d_head, min_batch=min(prop.min_batch, o.max_batch), max_batch=o.max_batch,
-        min_seq=min(prop.min_seq, o.max_seq), max_seq=o.max_seq,
+        min_seq=min(prop.min_seq, o.max_seq), max_seq=o.max_seq, d_head_multiple=subject.d_head_multiple, grouped=subject.grouped,
     )
 
 
@@ -142,8 +142,11 @@ def run_property(subject: Subject, prop: Property, passed: frozenset[str] = froz
 
 def _failure(subject: Subject, prop: Property, last: dict[str, Any], passed: frozenset[str]) -> PropertyResult:
     found = counterexample(last["case"], dict(last["extras"]), subject.has_mask)
+    reason: str = last["reason"]
+    if reason.startswith(WARNING):  # a declared deviation (a module that does not scale by 1/√d_head): never a failure
+        return PropertyResult(prop.name, "warning", reason[len(WARNING):], found, "")
     status: Status = "warning" if prop.warning and not subject.options.strict else "failed"
-    return PropertyResult(prop.name, status, last["reason"], found, hint(prop.name, found, last["reason"], passed))
+    return PropertyResult(prop.name, status, reason, found, hint(prop.name, found, reason, passed))
 
 
 def verify(factory: Any, options: Optional[VerifyOptions] = None, *, progress: Optional[Progress] = None) -> VerifyReport:
@@ -169,7 +172,7 @@ def _verify(target: Target, options: VerifyOptions, progress: Optional[Progress]
         if options.fail_fast and results[-1].status == "failed":
             break
     construction = subject.construction.describe() if subject.construction else target.name
-    notes = subject.conv.notes + (subject.reference_note,)
+    notes = subject.notes + subject.conv.notes + (subject.reference_note,)
     return VerifyReport(target.spec, construction, notes, tuple(results))
 
 
