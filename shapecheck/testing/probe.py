@@ -56,8 +56,11 @@ def discover(module: nn.Module, d_model: int, *, mask: MaskOption = "auto", layo
     query, key = _inputs(conv, d_model)
     conv = _causal_in_mask(module, conv)
     conv, plain = _choose_supplied(module, conv, query, key, sizes)
-    if isinstance(plain, str):
-        return replace(conv, could_not_run=_could_not_run(module, conv, query, key, sizes, plain))
+    if isinstance(plain, str):  # a layout or length bug may only show at batch != seq: try the smallest call
+        small, tiny = _choose_supplied(module, conv, query[:1, :1], key[:1, :1], sizes)
+        if isinstance(tiny, str):
+            return replace(conv, could_not_run=_could_not_run(module, conv, query, key, sizes, plain))
+        conv = replace(small, notes=small.notes + (f"probe: the call at batch=3, seq=4 {plain}",))
     conv = _probe_mask(module, conv, query, key, sizes, fixed=mask != "auto")
     conv = _probe_causal(module, conv, query, sizes)
     if conv.causal_name is None and not conv.causal_always and _looks_causal(module, conv, query, sizes):
@@ -100,11 +103,20 @@ def _choose_supplied(module: nn.Module, conv: Convention, query: Tensor, key: Te
             continue
         seen.append(supplied)
         trial = replace(conv, supplied=supplied, extra={**conv.extra, **{n: None for n in required if n not in supplied}})
-        out = attempt(module, trial, query, key, sizes=sizes, keep=_all_visible(trial, query, key))
-        if not isinstance(out, str):
-            return _with_supplied_note(trial), out
-        first = first or out
+        for shape in _shapes(trial):
+            out = attempt(module, replace(trial, mask_shape=shape), query, key, sizes=sizes, keep=_all_visible(trial, query, key))
+            if not isinstance(out, str):
+                return _with_supplied_note(replace(trial, mask_shape=shape)), out
+            first = first or out
     return _with_supplied_note(replace(conv, supplied=everything)), first
+
+
+def _shapes(conv: Convention) -> tuple[str, ...]:
+    if conv.mask_name in PADDING_MASKS:
+        return ("bs",)
+    if conv.mask_name is None:
+        return (conv.mask_shape,)
+    return ("b1ts", "bts") if conv.causal_in_mask else MASK_SHAPES
 
 
 def _all_visible(conv: Convention, query: Tensor, key: Tensor) -> Optional[Tensor]:
@@ -134,7 +146,7 @@ def _probe_mask(module: nn.Module, conv: Convention, query: Tensor, key: Tensor,
         return conv
     strict = fixed or conv.mask_name in PADDING_MASKS
     kinds = (conv.mask_kind,) if strict else (conv.mask_kind,) + tuple(k for k in _KINDS if k != conv.mask_kind)
-    shapes = ("bs",) if conv.mask_name in PADDING_MASKS else (("b1ts", "bts") if conv.causal_in_mask else MASK_SHAPES)
+    shapes = _shapes(conv)
     for kind in kinds:
         for shape in shapes:
             trial = replace(conv, mask_kind=kind, mask_shape=shape)

@@ -106,8 +106,9 @@ class Subject:
     def _check_larger(self, conv: Convention, heads: int, d_head: int) -> Convention:
         """``conv`` unless a call at head size ``d_head`` raises (rotary tables that only fit even sizes)."""
         shape = self._shape(heads, d_head)
-        query = torch.randn(3, 4, shape.d_model, generator=torch.Generator().manual_seed(0))  # (batch, seq, d_model)
-        out = attempt(self.module(shape), conv, query, query, sizes=Sizes(heads, d_head))
+        query = torch.randn(1, 1, shape.d_model, generator=torch.Generator().manual_seed(0))  # (batch, seq, d_model)
+        keep = torch.ones(1, 1, dtype=torch.bool) if conv.mask_name else None  # all visible
+        out = attempt(self.module(shape), conv, query, query, sizes=Sizes(heads, d_head), keep=keep)
         return replace(conv, could_not_run=f"could not run at head size {d_head}: {out}") if isinstance(out, str) else conv
 
     def module(self, shape: AttentionShape) -> nn.Module:
