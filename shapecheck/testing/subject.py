@@ -13,7 +13,7 @@ from torch import Tensor, nn
 from shapecheck.errors import UsageError
 from shapecheck.projections import STYLES
 from shapecheck.target import Construction, Target, build, has_role, probe_constraints
-from shapecheck.testing.adapt import Convention, Layout, MaskOption, Outcome, Sizes, call
+from shapecheck.testing.adapt import Convention, Layout, MaskOption, Outcome, Sizes, call, module_size
 from shapecheck.testing.probe import attempt, discover
 from shapecheck.testing.strategies import AttentionCase, AttentionShape
 from shapecheck.testing.weights import Projections, find_projections, unexplained_parameters
@@ -80,6 +80,7 @@ class Subject:
         extra = unexplained_parameters(probe, proj) if proj else []
         self.uses_reference = proj is not None and not extra
         self.internal_positions = None if self.conv.positional else internal_positions(probe)
+        self.notes += _scale_note(probe, options.scale)
         self.reference_note = _reference_note(proj, extra)
 
     def _runnable(self, multiple: int) -> tuple[int, nn.Module, Convention]:
@@ -157,6 +158,18 @@ def internal_positions(module: nn.Module) -> Optional[str]:
     """The name of a submodule or buffer through which the module adds positions itself (``rotary_emb``), or None."""
     names = [n for n, _ in module.named_modules()] + [n for n, _ in module.named_buffers()]
     return next((n for n in names if any(part in n.rsplit(".", 1)[-1].lower() for part in _POSITIONAL_PARTS)), None)
+
+
+def _scale_note(module: nn.Module, given: Optional[float]) -> tuple[str, ...]:
+    if given is not None:
+        return (f"scale: {given:g} (--scale)",)
+    from shapecheck.testing.properties import SCALE_NAMES, declared_scale  # properties import this module
+
+    scale = declared_scale(module)
+    if scale is None:
+        return ()
+    name = next(n for n in SCALE_NAMES if hasattr(module, n))
+    return (f"scale: {type(module).__name__} declares {name}={scale:g} at head size {module_size(module, 'd_head')}; the reference uses it",)
 
 
 def _reference_note(proj: Optional[Projections], extra: list[str]) -> str:
