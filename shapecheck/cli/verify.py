@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from typing import Any, Optional
 
 import typer
@@ -12,7 +13,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn
 from rich.table import Table
 
-from shapecheck.cli.common import EXIT_FINDINGS, EXIT_OK, require_at_least, require_choice
+from shapecheck.cli.common import require_at_least, require_choice, usage_error
 from shapecheck.target import load_target, parse_init
 from shapecheck.testing.properties import PROPERTY_NAMES
 from shapecheck.testing.runner import VerifyReport, verify
@@ -43,12 +44,12 @@ def _options(layout: Optional[str], mask: str, causal: bool, max_examples: int, 
 
 def _run_with_progress(target: Any, options: VerifyOptions) -> VerifyReport:
     console = Console(file=sys.stderr)
-    columns = (TextColumn("{task.description:<20}"), BarColumn(), TextColumn("{task.completed}/{task.total}"))
+    columns = (TextColumn("{task.description:<20}"), BarColumn(), TextColumn("{task.completed}/{task.total} examples"))
     with Progress(*columns, console=console, transient=True) as progress:
         task = progress.add_task("verify", total=None)
 
-        def advance(name: str, index: int, total: int) -> None:
-            progress.update(task, description=name, completed=index, total=total)
+        def advance(name: str, done: int, total: int) -> None:
+            progress.update(task, description=name, completed=done, total=total)
 
         return verify(target, options, progress=advance)
 
@@ -79,6 +80,8 @@ def render_table(report: VerifyReport) -> None:
     console.print(table)
     counts = {s: sum(r.status == s for r in report.results) for s in _STYLE}
     console.print(", ".join(f"{n} {s}" for s, n in counts.items()), highlight=False)
+    if report.interrupted:
+        console.print("interrupted: the properties above finished; the rest did not run", highlight=False)
 
 
 def verify_command(
@@ -95,6 +98,8 @@ def verify_command(
     only: Optional[list[str]] = typer.Option(None, "--property", help=f"Run only these properties ({', '.join(PROPERTY_NAMES)})."),
     fail_fast: bool = typer.Option(False, "--fail-fast", help="Stop at the first failing property."),
     max_seq: int = typer.Option(5, "--max-seq", help="Longest query/key length drawn."),
+    scale: Optional[float] = typer.Option(None, "--scale", help="The softmax scale the module uses by design (e.g. 1 for T5, GPT-Neo); default: its declared scale, else 1/√d_head."),
+    d_head_multiple: Optional[int] = typer.Option(None, "--d-head-multiple", help="Head sizes the constructor accepts are multiples of this (default: probed)."),
 ) -> None:
     """Property-test an attention module across head counts, widths, batch sizes and sequence lengths.
 
@@ -102,14 +107,21 @@ def verify_command(
     """
     require_choice("--format", output_format, FORMATS)
     options = _options(layout, mask, causal, max_examples, seed, strict, init, masked_rows, only, fail_fast, max_seq)
+    require_at_least("--d-head-multiple", d_head_multiple, 1)
+    if scale is not None and scale <= 0:
+        usage_error(f"--scale {scale:g} must be positive")
+    options = replace(options, scale=scale, d_head_multiple=d_head_multiple)
     loaded = load_target(target)
+    try:
+        report = verify(loaded, options) if output_format == "json" else _run_with_progress(loaded, options)
+    except KeyboardInterrupt:
+        typer.echo("shapecheck: interrupted before any property finished", err=True)
+        raise typer.Exit(130) from None
     if output_format == "json":
-        report = verify(loaded, options)
         typer.echo(json.dumps(report.as_dict(), indent=2, default=str))
     else:
-        report = _run_with_progress(loaded, options)
         render_table(report)
-    raise typer.Exit(EXIT_OK if report.passed else EXIT_FINDINGS)
+    raise typer.Exit(report.exit_code)
 
 
 def register(app: typer.Typer) -> None:

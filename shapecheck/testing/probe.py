@@ -199,7 +199,7 @@ def _looks_causal(module: nn.Module, conv: Convention, query: Tensor, sizes: Siz
     start = query.clone()
     start[:, 0] = start[:, 0] * -2 + 1  # change only the first token
     first, second, third = (attempt(module, conv, x, x, sizes=sizes) for x in (query, edited, start))
-    if any(isinstance(o, str) for o in (first, second, third)):
+    if any(isinstance(o, str) or tuple(o.output.shape) != tuple(query.shape) for o in (first, second, third)):
         return False
     same_first = torch.allclose(first.output[:, 0], second.output[:, 0], atol=1e-5)  # type: ignore[union-attr]
     last_moves = not torch.allclose(first.output[:, -1], third.output[:, -1], atol=1e-5)  # type: ignore[union-attr]

@@ -27,7 +27,7 @@ from shapecheck.target import Target
 from shapecheck.testing.subject import Subject, VerifyOptions, as_target
 
 Status = Literal["passed", "failed", "skipped", "warning"]
-Progress = Callable[[str, int, int], None]  # (property name, index, total), called before each property
+Progress = Callable[[str, int, int], None]  # (property name, examples run, examples planned), called per example
 
 
 @dataclass(frozen=True)
@@ -49,13 +49,20 @@ class VerifyReport:
     construction: str  # the constructor call with the mapping chosen
     notes: tuple[str, ...]  # calling convention and reference choices
     results: tuple[PropertyResult, ...] = field(default_factory=tuple)
+    interrupted: bool = False  # Ctrl-C: ``results`` holds the properties that finished
 
     @property
     def passed(self) -> bool:
         return not any(r.status == "failed" for r in self.results)
 
+    @property
+    def exit_code(self) -> int:
+        """0 nothing failed, 1 a property failed, 130 interrupted (the shell's code for Ctrl-C)."""
+        return 130 if self.interrupted else (0 if self.passed else 1)
+
     def as_dict(self) -> dict[str, Any]:
-        return {"target": self.target, "passed": self.passed, "construction": self.construction,
+        return {"target": self.target, "ok": self.exit_code == 0, "exit_code": self.exit_code, "passed": self.passed,
+                "interrupted": self.interrupted, "construction": self.construction,
                 "notes": list(self.notes), "properties": [r.as_dict() for r in self.results]}
 
 
@@ -103,8 +110,9 @@ def _reason(subject: Subject, prop: Property, case: AttentionCase, draw: Any) ->
         return f"raised {type(error).__name__}: {lines[0] if lines else ''}"[:300]
 
 
-def run_property(subject: Subject, prop: Property, passed: frozenset[str] = frozenset()) -> PropertyResult:
-    """One property under hypothesis: passed, skipped, or failed/warning with the shrunk counterexample."""
+def run_property(subject: Subject, prop: Property, passed: frozenset[str] = frozenset(),
+                 tick: Callable[[], None] = lambda: None) -> PropertyResult:
+    """One property under hypothesis: passed, skipped, or failed/warning with the shrunk counterexample; ``tick`` per example."""
     skip = prop.applies(subject)
     if skip:
         return PropertyResult(prop.name, "skipped", skip)
@@ -112,6 +120,7 @@ def run_property(subject: Subject, prop: Property, passed: frozenset[str] = froz
 
     @given(st.data())
     def test(data: st.DataObject) -> None:
+        tick()
         case = data.draw(_strategy(subject, prop))
         extras: dict[str, Any] = {}
 
@@ -165,15 +174,25 @@ def _verify(target: Target, options: VerifyOptions, progress: Optional[Progress]
     subject = Subject(target, options)
     chosen = [p for p in PROPERTIES if options.properties is None or p.name in options.properties]
     results: list[PropertyResult] = []
+    planned, done = len(chosen) * options.max_examples, [0]
+    interrupted = False
     for index, prop in enumerate(chosen):
-        if progress:
-            progress(prop.name, index, len(chosen))
-        results.append(run_property(subject, prop, frozenset(r.name for r in results if r.status == "passed")))
+        def tick(name: str = prop.name) -> None:
+            done[0] += 1
+            if progress:
+                progress(name, min(done[0], planned), planned)
+
+        try:
+            results.append(run_property(subject, prop, frozenset(r.name for r in results if r.status == "passed"), tick))
+        except KeyboardInterrupt:
+            interrupted = True
+            break
+        done[0] = (index + 1) * options.max_examples  # shrinking and early stops: resynchronise per property
         if options.fail_fast and results[-1].status == "failed":
             break
     construction = subject.construction.describe() if subject.construction else target.name
     notes = subject.notes + subject.conv.notes + (subject.reference_note,)
-    return VerifyReport(target.spec, construction, notes, tuple(results))
+    return VerifyReport(target.spec, construction, notes, tuple(results), interrupted)
 
 
 def _validate(options: VerifyOptions) -> None:
