@@ -50,6 +50,7 @@ class Convention:
     mask_shape: str = "b1ts"
     mask_required: bool = False  # no default: an all-visible mask when a call has no key mask
     causal_in_mask: bool = False  # a decoder taking transformers-style 4-D masks: the causal triangle goes in the mask
+    mask_window: Optional[int] = None  # with it, the config's sliding window
     causal_name: Optional[str] = None
     causal_always: bool = False  # --causal, or detected: the module is causal without a flag
     weights_name: Optional[str] = None
@@ -230,6 +231,8 @@ def _allowed(conv: Convention, keep: Tensor, q_pos: Tensor, k_pos: Tensor) -> Op
     if not conv.causal_in_mask:
         return None
     triangle = k_pos[None, :] <= q_pos[:, None]  # (seq_q, seq_k)
+    if conv.mask_window is not None:
+        triangle = triangle & (k_pos[None, :] > q_pos[:, None] - conv.mask_window)  # a sliding window, as the model's mask has it
     return keep[:, None, :] & triangle[None]
 
 
@@ -243,6 +246,11 @@ def _rotary_of(module: nn.Module) -> Optional[nn.Module]:
     if module not in _ROTARY:
         _ROTARY[module] = pos.own_rotary(module)
     return _ROTARY[module]
+
+
+def window_of(module: nn.Module) -> Optional[int]:
+    """The sliding window the module (or its config) declares, or None."""
+    return module_size(module, "window")
 
 
 def module_size(module: nn.Module, role: str) -> Optional[int]:
@@ -268,6 +276,8 @@ def supply(module: nn.Module, conv: Convention, role: str, name: str, query: Ten
     d_head = sizes.d_head or module_size(module, "d_head") or query.size(-1) // heads
     if role == "positions":
         return q_pos[None].expand(query.size(0), -1)
+    if role == "start_pos":
+        return int(q_pos[0]) if q_pos.numel() else 0
     if role == "cache_position":
         return q_pos
     if role == "rotary" and name == "freqs_cis":
@@ -281,7 +291,7 @@ def supply(module: nn.Module, conv: Convention, role: str, name: str, query: Ten
         return bias if bias is not None else torch.zeros(1, heads, q_pos.numel(), k_pos.numel(), dtype=query.dtype)
     if role == "residual":
         return torch.zeros_like(_layout_in(query, conv.batch_first))
-    return 0  # start_pos
+    return 0
 
 
 def _layout_in(x: Tensor, batch_first: bool) -> Tensor:
@@ -290,8 +300,11 @@ def _layout_in(x: Tensor, batch_first: bool) -> Tensor:
 
 def arguments(module: nn.Module, conv: Convention, query: Tensor, key: Optional[Tensor] = None, value: Optional[Tensor] = None, *,
               keep: Optional[Tensor] = None, causal: bool = False, weights: bool = False, positions: Optional[Tensor] = None,
-              sizes: Sizes = Sizes()) -> dict[str, Any]:
-    """The keyword arguments of one call (batch-first inputs in, the module's layout and conventions out)."""
+              sizes: Sizes = Sizes(), key_positions: Optional[Tensor] = None) -> dict[str, Any]:
+    """The keyword arguments of one call (batch-first inputs in, the module's layout and conventions out).
+
+    ``key_positions`` (decoding with a cache) are the positions of every key, cached ones included.
+    """
     kwargs: dict[str, Any] = dict(conv.extra)
     kwargs[conv.query_name] = _layout_in(query, conv.batch_first)
     source = query if key is None else key
@@ -301,9 +314,9 @@ def arguments(module: nn.Module, conv: Convention, query: Tensor, key: Optional[
         kwargs[conv.key_name] = _layout_in(source, conv.batch_first)
         kwargs[conv.value_name] = _layout_in(source if value is None else value, conv.batch_first)
     q_pos = torch.arange(query.size(1)) if positions is None else positions
-    k_pos = torch.arange(source.size(1)) if conv.cross else q_pos
+    k_pos = key_positions if key_positions is not None else (torch.arange(source.size(1)) if conv.cross else q_pos)
     if keep is None and (conv.mask_required or conv.causal_in_mask) and conv.mask_name is not None:
-        keep = torch.ones(query.size(0), source.size(1), dtype=torch.bool)  # all visible
+        keep = torch.ones(query.size(0), k_pos.numel(), dtype=torch.bool)  # all visible
     if keep is not None:
         if conv.mask_name is None or conv.mask_kind is None:
             raise UsageError(f"{type(module).__name__} takes no mask argument")

@@ -19,7 +19,7 @@ from torch import Tensor, nn
 
 from shapecheck.testing.adapt import (
     MASK_SHAPES, Convention, Layout, MaskKind, MaskOption, Outcome, Sizes, arguments, call, forward_parameters, read_signature,
-    takes_transformers_masks,
+    takes_transformers_masks, window_of,
 )
 from shapecheck.testing.positions import describe
 from shapecheck.vocabulary import MASK_TEXT, PADDING_MASKS
@@ -87,7 +87,9 @@ def _causal_in_mask(module: nn.Module, conv: Convention) -> Convention:
     if conv.mask_name is None or conv.cross or not decoder or not takes_transformers_masks(module):
         return conv
     note = "causal: is_causal=True with transformers-style masks; the causal triangle goes into the 4-D mask"
-    return replace(conv, causal_in_mask=True, causal_always=True, mask_shape="b1ts", notes=conv.notes + (note,))
+    window = window_of(module)
+    note += f", with the sliding window {window}" if window else ""
+    return replace(conv, causal_in_mask=True, causal_always=True, mask_shape="b1ts", mask_window=window, notes=conv.notes + (note,))
 
 
 def _choose_supplied(module: nn.Module, conv: Convention, query: Tensor, key: Tensor, sizes: Sizes) -> tuple[Convention, Union[Outcome, str]]:

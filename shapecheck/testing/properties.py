@@ -16,14 +16,14 @@ import torch
 from hypothesis import strategies as st
 from torch import Tensor
 
-from shapecheck.testing.adapt import Sizes, supply
+from shapecheck.testing import modern
+from shapecheck.testing.adapt import Sizes, supply, window_of
+from shapecheck.testing.compare import Draw, diff as _diff
 from shapecheck.testing.strategies import AttentionCase, random_inputs
 from shapecheck.testing.subject import Subject
 from shapecheck.testing.weights import Rotary, reference_attention, rotate_half, rotate_pairs
 
-Draw = Callable[[st.SearchStrategy, str], Any]
 Check = Callable[[Subject, AttentionCase, Draw], Optional[str]]
-ATOL, RTOL = 1e-4, 1e-3
 WARNING = "warning: "  # a reason starting with it is reported as a warning, not a failure
 SCALE_NAMES = ("scaling", "scale", "softmax_scale", "scale_factor", "attn_scale", "sm_scale")
 
@@ -39,6 +39,7 @@ class Property:
     min_batch: int = 1
     min_seq: int = 1
     warning: bool = False  # a warning unless --strict
+    fewer_kv_heads: bool = False  # shapes with kv_heads < heads (grouped-query attention)
 
 
 def _always(subject: Subject) -> Optional[str]:
@@ -47,19 +48,6 @@ def _always(subject: Subject) -> Optional[str]:
 
 def _needs_mask(subject: Subject) -> Optional[str]:
     return None if subject.has_mask else "no mask argument (or --mask none)"
-
-
-def _diff(actual: Tensor, expected: Tensor) -> Optional[str]:
-    """None when close; else 'max |Δ| = 0.31 at [1, 2, 0]'."""
-    actual, expected = actual.detach().double(), expected.detach().double()
-    if actual.shape != expected.shape:
-        return f"shape {tuple(actual.shape)} != {tuple(expected.shape)}"
-    bad = ~torch.isclose(actual, expected, rtol=RTOL, atol=ATOL, equal_nan=False)
-    if not bad.any():
-        return None
-    delta = (actual - expected).abs().nan_to_num(float("inf"))
-    where = [int(i) for i in torch.unravel_index((delta * bad).flatten().argmax(), delta.shape)] if delta.dim() else []
-    return f"max |Δ| = {delta[bad].max().item():.3g} at {where}"
 
 
 def _use_mask(subject: Subject, draw: Draw) -> bool:
@@ -247,7 +235,7 @@ def reference(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
 
     def compare(with_scale: Optional[float]) -> Optional[str]:
         expected = reference_attention(proj, case.shape.heads, case.query, case.key, case.value, keep, is_causal,
-                                       scale=with_scale, rotary=rotary_of(s, module, case))
+                                       scale=with_scale, rotary=rotary_of(s, module, case), window=window_of(module) if is_causal else None)
         return _diff(out[rows], expected[rows])  # rows with no visible key belong to fully_masked_rows
 
     diff = compare(scale)
@@ -374,5 +362,10 @@ PROPERTIES: tuple[Property, ...] = (
     Property("gradients", gradients, _always, "every parameter gets a finite gradient", mask=True),
     Property("fully_masked_rows", fully_masked_rows, _needs_mask, "a row with every key masked: policy kept, no NaN leaks", mask=True, fully_masked=True, min_batch=2, warning=True),
     Property("low_precision", low_precision, _always, "float16 / bfloat16 outputs stay finite", mask=True),
+    Property("kv_cache", modern.kv_cache, modern._cache_applies, "prefill then decode through the cache equals one full forward", min_seq=2),
+    Property("rotary", modern.rotary, modern._rotary_applies, "shifting every position by an offset changes nothing"),
+    Property("grouped_heads", modern.grouped_heads, modern._grouped_applies, "each kv head serves its group of query heads", mask=True,
+             fewer_kv_heads=True),
+    Property("sliding_window", modern.sliding_window, modern._window_applies, "query i sees exactly keys i - w < j <= i", min_seq=2),
 )
 PROPERTY_NAMES: tuple[str, ...] = tuple(p.name for p in PROPERTIES)

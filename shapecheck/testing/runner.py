@@ -95,6 +95,7 @@ def _strategy(subject: Subject, prop: Property) -> st.SearchStrategy[AttentionCa
         cross=subject.conv.cross, mask=prop.mask, fully_masked=prop.fully_masked,
         max_heads=o.max_heads, max_d_head=o.max_d_head, min_batch=min(prop.min_batch, o.max_batch), max_batch=o.max_batch,
         min_seq=min(prop.min_seq, o.max_seq), max_seq=o.max_seq, d_head_multiple=subject.d_head_multiple, grouped=subject.grouped,
+        fewer_kv_heads=prop.fewer_kv_heads,
     )
 
 

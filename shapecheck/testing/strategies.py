@@ -80,6 +80,7 @@ def attention_shapes(
     cross: bool = False,
     d_head_multiple: int = 1,
     grouped: bool = False,
+    fewer_kv_heads: bool = False,
 ) -> st.SearchStrategy[AttentionShape]:
     """Sizes with ``d_model = heads * d_head``; ``cross=True`` draws ``seq_k`` independently of ``seq_q``.
 
@@ -97,21 +98,24 @@ def attention_shapes(
     ):
         _bounds(name, low, high)
     _bounds("d_head_multiple", d_head_multiple, d_head_multiple)
+    if fewer_kv_heads:
+        min_heads, max_heads, grouped = max(2, min_heads), max(2, max_heads), True
     return _attention_shapes((min_heads, max_heads), (min_d_head, max_d_head), (min_batch, max_batch), (min_seq, max_seq), cross,
-                             d_head_multiple, grouped)
+                             d_head_multiple, grouped, fewer_kv_heads)
 
 
 @st.composite
 def _attention_shapes(
     draw: st.DrawFn, heads_range: tuple[int, int], d_head_range: tuple[int, int], batch_range: tuple[int, int],
-    seq_range: tuple[int, int], cross: bool, d_head_multiple: int = 1, grouped: bool = False,
+    seq_range: tuple[int, int], cross: bool, d_head_multiple: int = 1, grouped: bool = False, fewer_kv_heads: bool = False,
 ) -> AttentionShape:
     heads = draw(st.integers(*heads_range))
     d_head = draw(st.integers(*d_head_range)) * d_head_multiple
     batch = draw(st.integers(*batch_range))
     seq_q = draw(st.integers(*seq_range))
     seq_k = draw(st.integers(*seq_range)) if cross else seq_q
-    kv_heads = draw(st.sampled_from([k for k in range(heads, 0, -1) if heads % k == 0])) if grouped else None
+    divisors = [k for k in range(heads - 1 if fewer_kv_heads else heads, 0, -1) if heads % k == 0]
+    kv_heads = draw(st.sampled_from(divisors)) if grouped else None
     return AttentionShape(heads, d_head, heads * d_head, batch, seq_q, seq_k, kv_heads)
 
 
@@ -157,7 +161,7 @@ def random_inputs(shape: AttentionShape, seed: int, *, cross: bool) -> tuple[Ten
     return query, key, value
 
 
-_BOUND_NAMES = tuple(f"{end}_{name}" for name in ("heads", "d_head", "batch", "seq") for end in ("min", "max")) + ("d_head_multiple", "grouped")
+_BOUND_NAMES = tuple(f"{end}_{name}" for name in ("heads", "d_head", "batch", "seq") for end in ("min", "max")) + ("d_head_multiple", "grouped", "fewer_kv_heads")
 
 
 def attention_cases(

@@ -13,7 +13,10 @@ from torch import Tensor, nn
 from shapecheck.errors import UsageError
 from shapecheck.projections import STYLES
 from shapecheck.target import Construction, Target, build, has_role, probe_constraints
-from shapecheck.testing.adapt import Convention, Layout, MaskOption, Outcome, Sizes, call, module_size
+from shapecheck.testing.adapt import (
+    Convention, Layout, MaskOption, Outcome, Sizes, arguments, call, forward_parameters, module_size, read_outcome,
+)
+from shapecheck.vocabulary import pick
 from shapecheck.testing.probe import attempt, discover
 from shapecheck.testing.strategies import AttentionCase, AttentionShape
 from shapecheck.testing.weights import Projections, find_projections, unexplained_parameters
@@ -86,6 +89,7 @@ class Subject:
     def _runnable(self, multiple: int) -> tuple[int, nn.Module, Convention]:
         """The smallest head-size multiple (from the constructor's) at which ordinary calls run, at it and at three times it."""
         first: Optional[str] = None
+        runnable: Optional[tuple[int, nn.Module, Convention]] = None
         heads = min(2, self.options.max_heads)
         for factor in (1, 2, 4, 8):
             shape = self._shape(heads, multiple * factor)
@@ -94,12 +98,29 @@ class Subject:
                             sizes=Sizes(shape.heads, shape.d_head))
             if conv.could_not_run is None:
                 conv = self._check_larger(conv, heads, 3 * multiple * factor)
-            if conv.could_not_run is None:
+            if conv.could_not_run is None and all(self._rotary_consistent(conv, heads, k * shape.d_head) for k in (1, 2, 3)):
                 if factor > 1:
-                    self.notes += (f"constraint found: forward rejects head size {multiple}; head sizes drawn as multiples of {multiple * factor}",)
+                    why = "rejects or mis-rotates"
+                    self.notes += (f"constraint found: forward {why} head size {multiple}; head sizes drawn as multiples of {multiple * factor}",)
                 return multiple * factor, probe, conv
+            if conv.could_not_run is None:
+                runnable = runnable or (multiple * factor, probe, conv)
             first = first or conv.could_not_run
+        if runnable is not None:  # rotary differs under a shift at every size: the rotary property will say so
+            return runnable
         raise CouldNotRun(f"{self.target.spec}: {first}")
+
+    def _rotary_consistent(self, conv: Convention, heads: int, d_head: int) -> bool:
+        """Rotary modules only: a shift of all positions changes nothing at this head size (partial rotary needs even widths)."""
+        if conv.positional != "rotary":
+            return True
+        shape = self._shape(heads, d_head)
+        module = self.module(shape)
+        query = torch.randn(2, 3, shape.d_model, generator=torch.Generator().manual_seed(1))  # (batch, seq, d_model)
+        sizes = Sizes(shape.heads, shape.d_head)
+        base = attempt(module, conv, query, query, sizes=sizes)
+        moved = attempt(module, conv, query, query, sizes=sizes, positions=torch.arange(3) + 5)
+        return not isinstance(base, str) and not isinstance(moved, str) and torch.allclose(base.output, moved.output, atol=1e-5)
 
     def _shape(self, heads: int, d_head: int) -> AttentionShape:
         return AttentionShape(heads, d_head, heads * d_head, 1, 1, 1, heads if self.grouped else None)
@@ -141,6 +162,26 @@ class Subject:
         sizes = Sizes(case.shape.heads, case.shape.d_head)
         return call(module, self.conv, query, key, value, keep=keep, causal=causal, weights=weights, positions=positions, sizes=sizes)
 
+    def run_cached(self, module: nn.Module, case: AttentionCase, start: int, stop: int, cache: Any) -> tuple[Tensor, Any]:
+        """Tokens ``start:stop`` of the case's query through the module's KV cache; returns (output, the cache to pass on)."""
+        name, switch = self.cache_arguments
+        kwargs = arguments(module, self.conv, case.query[:, start:stop].contiguous(), positions=torch.arange(start, stop),
+                           key_positions=torch.arange(stop), sizes=Sizes(case.shape.heads, case.shape.d_head))
+        kwargs[name] = new_cache(module, name) if cache is None else cache
+        if switch:
+            kwargs[switch] = True
+        result = module(**kwargs)
+        output = read_outcome(result, self.conv.batch_first, stop - start, stop).output
+        if _is_cache_object(kwargs[name]):
+            return output, kwargs[name]  # transformers' Cache objects are updated in place
+        return output, result[1] if isinstance(result, (tuple, list)) and len(result) > 1 else None
+
+    @property
+    def cache_arguments(self) -> tuple[str, Optional[str]]:
+        """(the cache argument, the use_cache switch or None); ('', None) when forward takes no cache."""
+        names = [p.name for p in forward_parameters(self.module(self._shape(1, self.d_head_multiple)))]
+        return pick(names, "cache") or "", pick(names, "use_cache")
+
     @property
     def has_mask(self) -> bool:
         return self.conv.mask_name is not None
@@ -149,6 +190,21 @@ class Subject:
     def causal_mode(self) -> Optional[str]:
         """'flag' (passes causal=True), 'always' (--causal, detected, or in the 4-D mask), or None."""
         return "flag" if self.conv.causal_name else ("always" if self.conv.causal_always else None)
+
+
+def _is_cache_object(value: Any) -> bool:
+    return value is not None and type(value).__name__.endswith("Cache") and hasattr(value, "update")
+
+
+def new_cache(module: nn.Module, name: str) -> Any:
+    """An empty cache: transformers' ``DynamicCache`` for layers that take Cache objects, else None (the module makes one)."""
+    params = {p.name: p for p in forward_parameters(module)}
+    annotation = str(params[name].annotation) if name in params else ""
+    if "Cache" in annotation or type(module).__module__.startswith("transformers."):
+        from transformers import DynamicCache
+
+        return DynamicCache()
+    return None
 
 
 _POSITIONAL_PARTS = ("rotary", "rope", "freqs", "alibi", "rel_pos", "relative", "pos_emb", "position")
