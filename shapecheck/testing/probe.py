@@ -204,8 +204,8 @@ def _looks_causal(module: nn.Module, conv: Convention, query: Tensor, sizes: Siz
     if any(isinstance(o, str) or tuple(o.output.shape) != tuple(query.shape) for o in (first, second, third)):
         return False
     same_first = torch.allclose(first.output[:, 0], second.output[:, 0], atol=1e-5)  # type: ignore[union-attr]
-    last_moves = not torch.allclose(first.output[:, -1], third.output[:, -1], atol=1e-5)  # type: ignore[union-attr]
-    return same_first and last_moves
+    later_moves = not torch.allclose(first.output[:, 1:], third.output[:, 1:], atol=1e-5)  # type: ignore[union-attr]
+    return same_first and later_moves
 
 
 def _probe_causal(module: nn.Module, conv: Convention, query: Tensor, sizes: Sizes) -> Convention:

@@ -99,7 +99,7 @@ def attention_shapes(
         _bounds(name, low, high)
     _bounds("d_head_multiple", d_head_multiple, d_head_multiple)
     if fewer_kv_heads:
-        min_heads, max_heads, grouped = max(2, min_heads), max(2, max_heads), True
+        min_heads, max_heads, grouped = max(2, min_heads), max(4, max_heads), True  # 4 heads, 2 kv heads: order matters
     return _attention_shapes((min_heads, max_heads), (min_d_head, max_d_head), (min_batch, max_batch), (min_seq, max_seq), cross,
                              d_head_multiple, grouped, fewer_kv_heads)
 
