@@ -55,6 +55,8 @@ CONSTRUCTOR_ROLES: dict[str, frozenset[str]] = {
         "max_len", "max_length", "seq_len", "n_ctx", "max_batch_seq", "context_size",
     }),
     "bias": frozenset({"bias", "use_bias", "qkv_bias", "proj_bias", "add_bias", "attn_bias", "attention_bias", "with_bias"}),
+    "layers": frozenset({"n_layer", "n_layers", "num_hidden_layers", "num_layers", "depth", "layers", "n_blocks"}),
+    "vocab": frozenset({"vocab_size", "n_vocab", "vocab", "num_tokens", "ntoken"}),
     "layer_index": frozenset({"layer_idx", "layer_id", "layer_number", "layer_index", "block_idx"}),
     "attention_type": frozenset({"attention_type"}),
 }

@@ -29,6 +29,9 @@ _BY_PROPERTY = {
     "rotary": "rotary must depend on relative positions only: rotate q and k (not v) with the same cos/sin, in one layout",
     "grouped_heads": "each kv head serves heads // kv_heads consecutive query heads: repeat_interleave over the head axis "
     "(transformers' repeat_kv), never tile, sum or average query groups",
+    "padding_right": "a padding mask built on the query axis, or not passed down to every layer: the key mask is (batch, 1, 1, seq_k)",
+    "padding_left": "with left padding, position ids must count real tokens only, and the mask must hide the pads on the key axis",
+    "future_independence": "the model's causal mask is missing, flipped or off by one, or it is combined wrongly with the padding mask",
     "sliding_window": "the window keeps keys j with i - w < j <= i: check the off-by-one in the band mask",
 }
 

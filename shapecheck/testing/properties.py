@@ -387,4 +387,5 @@ PROPERTIES: tuple[Property, ...] = (
              fewer_kv_heads=True),
     Property("sliding_window", modern.sliding_window, modern._window_applies, "query i sees exactly keys i - w < j <= i", min_seq=2),
 )
-PROPERTY_NAMES: tuple[str, ...] = tuple(p.name for p in PROPERTIES)
+MODEL_PROPERTY_NAMES = ("padding_right", "padding_left", "future_independence")  # whole models: see shapecheck.testing.models
+PROPERTY_NAMES: tuple[str, ...] = tuple(p.name for p in PROPERTIES) + MODEL_PROPERTY_NAMES

@@ -24,6 +24,7 @@ from shapecheck.testing.hints import hint
 from shapecheck.testing.properties import PROPERTIES, PROPERTY_NAMES, WARNING, Property
 from shapecheck.testing.strategies import AttentionCase, attention_cases
 from shapecheck.target import Target
+from shapecheck.testing.models import ModelSubject, model_properties, takes_token_ids
 from shapecheck.testing.subject import Subject, VerifyOptions, as_target
 
 Status = Literal["passed", "failed", "skipped", "warning"]
@@ -77,8 +78,10 @@ def describe_mask(keep: Optional[torch.Tensor]) -> str:
     return "/".join("".join("1" if v else "0" for v in row) for row in keep.tolist())
 
 
-def counterexample(case: AttentionCase, extras: dict[str, Any], has_mask: bool = True) -> dict[str, Any]:
+def counterexample(case: Any, extras: dict[str, Any], has_mask: bool = True) -> dict[str, Any]:
     """The minimal configuration as plain data: sizes, mask rows, dtype and anything else the property drew."""
+    if hasattr(case, "describe"):  # a whole model's case
+        return {**case.describe(), **extras}
     shape = case.shape
     found = {"heads": shape.heads, "d_head": shape.d_head, "d_model": shape.d_model, "batch": shape.batch,
              "seq_q": shape.seq_q, "seq_k": shape.seq_k, "mask": describe_mask(case.keep), "dtype": "float32"}
@@ -89,7 +92,9 @@ def counterexample(case: AttentionCase, extras: dict[str, Any], has_mask: bool =
     return found
 
 
-def _strategy(subject: Subject, prop: Property) -> st.SearchStrategy[AttentionCase]:
+def _strategy(subject: Any, prop: Property) -> st.SearchStrategy[Any]:
+    if isinstance(subject, ModelSubject):
+        return subject.cases(prop)
     o = subject.options
     return attention_cases(
         cross=subject.conv.cross, mask=prop.mask, fully_masked=prop.fully_masked,
@@ -123,7 +128,7 @@ def run_property(subject: Subject, prop: Property, passed: frozenset[str] = froz
     def test(data: st.DataObject) -> None:
         tick()
         case = data.draw(_strategy(subject, prop))
-        if subject.conv.memory_name is not None:
+        if isinstance(subject, Subject) and subject.conv.memory_name is not None:
             case = case._replace(value=case.key)  # one memory tensor gives keys and values
         extras: dict[str, Any] = {}
 
@@ -153,7 +158,7 @@ def run_property(subject: Subject, prop: Property, passed: frozenset[str] = froz
 
 
 def _failure(subject: Subject, prop: Property, last: dict[str, Any], passed: frozenset[str]) -> PropertyResult:
-    found = counterexample(last["case"], dict(last["extras"]), subject.has_mask)
+    found = counterexample(last["case"], dict(last["extras"]), getattr(subject, "has_mask", False))
     reason: str = last["reason"]
     if reason.startswith(WARNING):  # a declared deviation (a module that does not scale by 1/√d_head): never a failure
         return PropertyResult(prop.name, "warning", reason[len(WARNING):], found, "")
@@ -174,8 +179,10 @@ def verify(factory: Any, options: Optional[VerifyOptions] = None, *, progress: O
 
 
 def _verify(target: Target, options: VerifyOptions, progress: Optional[Progress]) -> VerifyReport:
-    subject = Subject(target, options)
-    chosen = [p for p in PROPERTIES if options.properties is None or p.name in options.properties]
+    model = takes_token_ids(target)
+    subject: Any = ModelSubject(target, options) if model else Subject(target, options)
+    suite = model_properties() if model else PROPERTIES
+    chosen = [p for p in suite if options.properties is None or p.name in options.properties]
     results: list[PropertyResult] = []
     planned, done = len(chosen) * options.max_examples, [0]
     interrupted = False
@@ -194,7 +201,7 @@ def _verify(target: Target, options: VerifyOptions, progress: Optional[Progress]
         if options.fail_fast and results[-1].status == "failed":
             break
     construction = subject.construction.describe() if subject.construction else target.name
-    notes = subject.notes + subject.conv.notes + (subject.reference_note,)
+    notes = subject.notes if model else subject.notes + subject.conv.notes + (subject.reference_note,)
     return VerifyReport(target.spec, construction, notes, tuple(results), interrupted)
 
 

@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from shapecheck.cli import app
-from shapecheck.testing.properties import PROPERTY_NAMES
+from shapecheck.testing.properties import PROPERTIES
 
 from .conftest import EXAMPLES, mutant
 
@@ -23,7 +23,7 @@ def test_correct_module_exits_0_with_every_property_in_json():
     result, data = _json("reference_models.attention:MultiHeadAttention")
     assert result.exit_code == 0, result.output
     assert data["target"] == "reference_models.attention:MultiHeadAttention" and data["passed"] is True
-    assert [p["name"] for p in data["properties"]] == list(PROPERTY_NAMES)
+    assert [p["name"] for p in data["properties"]] == [p.name for p in PROPERTIES]
     assert set(data["properties"][0]) >= {"name", "status", "counterexample", "message"}
 
 
