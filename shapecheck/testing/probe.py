@@ -62,6 +62,7 @@ def discover(module: nn.Module, d_model: int, *, mask: MaskOption = "auto", layo
             return replace(conv, could_not_run=_could_not_run(module, conv, query, key, sizes, plain))
         conv = replace(small, notes=small.notes + (f"probe: the call at batch=3, seq=4 {plain}",))
     conv = _probe_mask(module, conv, query, key, sizes, fixed=mask != "auto")
+    conv = _drop_switch_mask(module, conv, query, key, sizes)
     conv = _probe_causal(module, conv, query, sizes)
     if conv.causal_name is None and not conv.causal_always and _looks_causal(module, conv, query, sizes):
         conv = replace(conv, causal_always=True, notes=conv.notes + ("causal: the first output ignores later tokens; treated as --causal",))
@@ -157,6 +158,19 @@ def _probe_mask(module: nn.Module, conv: Convention, query: Tensor, key: Tensor,
     trial = replace(conv, mask_shape=next((s for s in shapes if _accepts_shape(module, replace(conv, mask_shape=s), query, key, sizes)), shapes[0]))
     note = f"mask: the probe found no convention under which {conv.mask_name} hides a key; using {MASK_TEXT[conv.mask_kind]}"
     return replace(_with_mask_note(trial, False), notes=_with_mask_note(trial, False).notes + (note,))
+
+
+def _drop_switch_mask(module: nn.Module, conv: Convention, query: Tensor, key: Tensor, sizes: Sizes) -> Convention:
+    """An optional mask that changes the output with every key visible is a switch (whisper's causal mask), not a padding mask."""
+    if conv.mask_name is None or conv.mask_required or conv.causal_in_mask:
+        return conv
+    plain = attempt(module, conv, query, key, sizes=sizes)
+    visible = attempt(module, conv, query, key, sizes=sizes, keep=torch.ones(query.size(0), key.size(1), dtype=torch.bool))
+    if isinstance(plain, str) or isinstance(visible, str) or torch.allclose(plain.output, visible.output, atol=1e-5):
+        return conv
+    note = f"mask: {conv.mask_name} changes the output even with every key visible, so it is not a padding mask; not passed"
+    notes = tuple(n for n in conv.notes if not n.startswith("mask: ")) + (note,)
+    return replace(conv, mask_name=None, mask_kind=None, notes=notes)
 
 
 def _with_mask_note(conv: Convention, changed: bool) -> Convention:

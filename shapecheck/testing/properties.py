@@ -232,12 +232,19 @@ def reference(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
         return None
     window = window_of(module) if is_causal else None
     rows = _visible_rows(keep, is_causal, case.shape.batch, case.shape.seq_q, case.shape.seq_k, window)
+    if keep is not None and not s.conv.cross:
+        rows = rows & keep  # self-attention: a padding token's own output is unspecified (some modules zero it)
     scale = s.options.scale if s.options.scale is not None else declared_scale(module)
 
     def compare(with_scale: Optional[float]) -> Optional[str]:
-        expected = reference_attention(proj, case.shape.heads, case.query, case.key, case.value, keep, is_causal,
-                                       scale=with_scale, rotary=rotary_of(s, module, case), window=window)
-        return _diff(out[rows], expected[rows])  # rows with no visible key belong to fully_masked_rows
+        found = None
+        for tiled in (False, True):  # kv heads shared by consecutive query heads, or tiled: either order, the same for k and v
+            expected = reference_attention(proj, case.shape.heads, case.query, case.key, case.value, keep, is_causal,
+                                           scale=with_scale, rotary=rotary_of(s, module, case), window=window, tiled=tiled)
+            found = _diff(out[rows], expected[rows])  # rows with no visible key belong to fully_masked_rows
+            if found is None or case.shape.kv_heads in (None, case.shape.heads):
+                return found
+        return found
 
     diff = compare(scale)
     if diff and scale is None and compare(1.0) is None and _scale_one_everywhere(s):

@@ -135,12 +135,13 @@ def reference_attention(
     scale: Optional[float] = None,
     rotary: Optional[Rotary] = None,
     window: Optional[int] = None,
+    tiled: bool = False,
 ) -> Float[Tensor, "batch seq_q d_model"]:
     """softmax(s·QKᵀ)V in float64 with the module's own weights (Vaswani et al. 2017, eq. 1 and section 3.2.2).
 
     ``s`` is ``scale`` or 1/√d_k. Grouped key/value heads (fewer k/v rows than q rows) serve
     ``heads / kv_heads`` consecutive query heads each (Ainslie et al. 2023, GQA; transformers'
-    ``repeat_kv`` order). ``rotary`` rotates q and k after the split; ``window`` keeps keys
+    ``repeat_kv`` order), or with ``tiled`` every kv_heads-th query head. ``rotary`` rotates q and k after the split; ``window`` keeps keys
     j with i − window < j ≤ i (with ``causal``).
     """
     batch, seq_q, seq_k = query.size(0), query.size(1), key.size(1)
@@ -151,7 +152,10 @@ def reference_attention(
     if rotary is not None:
         q, k = rotary(q, "q"), rotary(k, "k")
     group = heads // k.size(1)
-    k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)  # (batch, heads, seq_k, d)
+    if tiled:  # kv head h % kv_heads serves query head h (einops' "(r h)", x-transformers)
+        k, v = k.repeat(1, group, 1, 1), v.repeat(1, group, 1, 1)  # (batch, heads, seq_k, d)
+    else:
+        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)  # (batch, heads, seq_k, d)
     scores = q @ k.transpose(-2, -1) * (scale if scale is not None else 1 / math.sqrt(d_k))  # (batch, heads, seq_q, seq_k)
     allowed = torch.ones(batch, 1, seq_q, seq_k, dtype=torch.bool)
     if keep is not None:
