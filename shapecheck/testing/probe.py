@@ -162,8 +162,8 @@ def _probe_mask(module: nn.Module, conv: Convention, query: Tensor, key: Tensor,
 
 def _drop_switch_mask(module: nn.Module, conv: Convention, query: Tensor, key: Tensor, sizes: Sizes) -> Convention:
     """An optional mask that changes the output with every key visible is a switch (whisper's causal mask), not a padding mask."""
-    if conv.mask_name is None or conv.mask_required or conv.causal_in_mask:
-        return conv
+    if conv.mask_name is None or conv.mask_required or conv.causal_in_mask or conv.mask_name in PADDING_MASKS:
+        return conv  # a padding mask's name is its contract: an all-visible mask that changes the output is a bug to report
     plain = attempt(module, conv, query, key, sizes=sizes)
     visible = attempt(module, conv, query, key, sizes=sizes, keep=torch.ones(query.size(0), key.size(1), dtype=torch.bool))
     if isinstance(plain, str) or isinstance(visible, str) or torch.allclose(plain.output, visible.output, atol=1e-5):
