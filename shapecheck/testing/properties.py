@@ -175,7 +175,8 @@ def padding(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
     diff = _diff(out[rows], base.output[rows])
     if diff:
         return f"changing the contents of masked keys changed the output: {diff}"
-    reason = None if window_of(module) else _removal(s, module, case, base.output)  # a window counts positions: no removal
+    # a window or positions the module adds itself count token indices: removing keys would move the rest
+    reason = None if window_of(module) or s.internal_positions else _removal(s, module, case, base.output)
     if reason or base.weights is None:
         return reason
     leak = _masked_weight(base.weights, keep, seen)

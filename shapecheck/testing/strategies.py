@@ -109,7 +109,8 @@ def _attention_shapes(
     draw: st.DrawFn, heads_range: tuple[int, int], d_head_range: tuple[int, int], batch_range: tuple[int, int],
     seq_range: tuple[int, int], cross: bool, d_head_multiple: int = 1, grouped: bool = False, fewer_kv_heads: bool = False,
 ) -> AttentionShape:
-    heads = draw(st.integers(*heads_range))
+    # grouped-query cases: 4 heads over 2 kv heads first (where repeat and tile orders differ), then 6 and 2
+    heads = draw(st.sampled_from([4, 6, 2]) if fewer_kv_heads else st.integers(*heads_range))
     d_head = draw(st.integers(*d_head_range)) * d_head_multiple
     batch = draw(st.integers(*batch_range))
     seq_q = draw(st.integers(*seq_range))

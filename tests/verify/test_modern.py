@@ -16,6 +16,7 @@ from .conftest import EXAMPLES, HERE, SMALL
 MODERN = os.path.join(HERE, "modern")
 CAUGHT_BY = {
     "kv_cache_mask_length": {"kv_cache"},
+    "rotary_offset_ignored": {"kv_cache"},
     "kv_repeat_order": {"grouped_heads"},  # 4 heads over 2 kv heads: tiling and repeating differ
     "query_groups_summed": {"reference", "grouped_heads"},
     "scale_by_heads": {"reference"},
