@@ -20,7 +20,7 @@ RESEARCH = os.path.join(HERE, "research")
 
 
 def _report(spec: str):
-    return verify(load_target(spec), VerifyOptions(max_examples=min(EXAMPLES, 10)))
+    return verify(load_target(spec), VerifyOptions(max_examples=min(EXAMPLES, 8)))
 
 
 def _statuses(report) -> dict:
