@@ -74,11 +74,12 @@ class Subject:
     def __init__(self, target: Target, options: VerifyOptions) -> None:
         self.target, self.options = target, options
         self._modules: dict[tuple[int, int, int, Optional[int]], nn.Module] = {}
-        self.construction: Optional[Construction] = None
+        self._constructions: dict[tuple[int, int, int, Optional[int]], Construction] = {}
         constraints = probe_constraints(target, init=options.init, d_head_multiple=options.d_head_multiple)
         self.grouped = has_role(target, "kv_heads")
         self.notes: tuple[str, ...] = constraints.notes
         self.d_head_multiple, probe, self.conv = self._runnable(constraints.d_head_multiple)
+        self.construction = next(c for k, c in self._constructions.items() if self._modules[k] is probe)  # the size that runs
         proj = find_projections(probe)
         extra = unexplained_parameters(probe, proj) if proj else []
         self.uses_reference = proj is not None and not extra
@@ -141,7 +142,7 @@ class Subject:
             with torch.random.fork_rng(devices=[]):
                 torch.default_generator.manual_seed(self.options.seed)  # CPU only: cheap, no CUDA calls
                 module, construction = build(self.target, sizes, keep_defaults=False, init=self.options.init)
-            self.construction = self.construction or construction
+            self._constructions[key] = construction
             self._modules[key] = module.eval()
         return self._modules[key]
 
