@@ -19,7 +19,8 @@ from shapecheck.testing.adapt import (
 from shapecheck.vocabulary import pick
 from shapecheck.testing.probe import attempt, discover
 from shapecheck.testing.strategies import AttentionCase, AttentionShape
-from shapecheck.testing.weights import Projections, find_projections, unexplained_parameters
+from shapecheck.testing.dataflow import trace_roles
+from shapecheck.testing.weights import Projections, find_projections, projections_named, unexplained_parameters
 
 _FAMILIES = ", ".join(style.pattern for style in STYLES if style.verifiable)
 
@@ -80,7 +81,8 @@ class Subject:
         self.notes: tuple[str, ...] = constraints.notes
         self.d_head_multiple, probe, self.conv = self._runnable(constraints.d_head_multiple)
         self.construction = next(c for k, c in self._constructions.items() if self._modules[k] is probe)  # the size that runs
-        proj = find_projections(probe)
+        self.flow = None if find_projections(probe) else self._trace(probe)
+        proj = self._find(probe)
         extra = unexplained_parameters(probe, proj) if proj else []
         self.uses_reference = proj is not None and not extra
         self.internal_positions = None if self.conv.positional else internal_positions(probe)
@@ -150,7 +152,18 @@ class Subject:
         return copy.deepcopy(self.module(shape))
 
     def projections(self, module: nn.Module) -> Optional[Projections]:
-        return find_projections(module) if self.uses_reference else None
+        return self._find(module) if self.uses_reference else None
+
+    def _find(self, module: nn.Module) -> Optional[Projections]:
+        """By name (``shapecheck/projections.py``), else by the data flow traced on the probe module."""
+        return find_projections(module) or (projections_named(module, **self.flow) if self.flow else None)
+
+    def _trace(self, module: nn.Module) -> Optional[dict[str, str]]:
+        d_model = next((p.size(-1) for p in module.parameters() if p.dim() == 2), None)
+        if d_model is None or self.conv.cross:
+            return None
+        query = torch.randn(2, 3, d_model, generator=torch.Generator().manual_seed(2))  # (batch, seq, d_model)
+        return trace_roles(module, lambda: call(module, self.conv, query, sizes=Sizes(2, d_model // 2)))
 
     def run(self, module: nn.Module, case: AttentionCase, *, query: Optional[Tensor] = None, key: Optional[Tensor] = None,
             value: Optional[Tensor] = None, keep: Optional[Tensor] = None, use_mask: bool = True, causal: bool = False,

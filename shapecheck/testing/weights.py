@@ -86,6 +86,18 @@ def find_projections(module: nn.Module) -> Optional[Projections]:
     return next((p for p in (_from_style(module, s) for s in STYLES if s.verifiable) if p is not None), None)
 
 
+def projections_named(module: nn.Module, q: str, k: str, v: str, o: str = "") -> Optional[Projections]:
+    """Projections read from four named Linear submodules (found by data flow, ``shapecheck.testing.dataflow``)."""
+    parts = [_linear(lookup(module, name)) for name in (q, k, v)]
+    out = _linear(lookup(module, o)) if o else None
+    if any(p is None for p in parts) or (o and out is None):
+        return None
+    (wq, bq, pq), (wk, bk, pk), (wv, bv, pv) = parts  # type: ignore[misc]
+    params = pq + pk + pv + (out[2] if out else [])
+    pattern = f"{q}/{k}/{v}" + (f" + {o}" if o else "") + " (by data flow)"
+    return Projections(pattern, wq, bq, wk, bk, wv, bv, out[0] if out else None, out[1] if out else None, frozenset(map(id, params)))
+
+
 def unexplained_parameters(module: nn.Module, proj: Projections) -> list[str]:
     """Names of trainable parameters outside the projections (they make the reference inapplicable)."""
     return [n for n, p in module.named_parameters() if p.requires_grad and id(p) not in proj.owned]

@@ -75,3 +75,12 @@ def test_other_package_attention_passes(spec, module):
 def test_vit_pytorch_attention_loaded_from_its_file():
     report = _report(f"{_vit_pytorch_file()}:Attention")
     assert report.passed and _statuses(report)["permutation"] == "passed"
+
+
+def test_projections_with_unlisted_names_are_found_by_data_flow():
+    report = _report(os.path.join(RESEARCH, "odd_names.py:Attention"))
+    assert report.passed and _statuses(report)["reference"] == "passed"
+    assert "reference built from make_q/make_k/make_v + mix (by data flow)" in report.notes
+    scaled = verify(load_target(os.path.join(RESEARCH, "odd_names.py:Scaled")), VerifyOptions(max_examples=EXAMPLES, fail_fast=True))
+    failed = next(r for r in scaled.results if r.status == "failed")
+    assert failed.name == "reference" and failed.counterexample["heads"] >= 2  # one head: √d_model == √d_head

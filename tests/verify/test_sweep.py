@@ -78,3 +78,10 @@ def test_decoder_layer_is_fed_a_memory_longer_or_shorter_than_the_target():
     report = _report("torch.nn:TransformerDecoderLayer")
     assert any("memory=memory" in note for note in report.notes)
     assert _statuses(report)["padding"] == "passed"  # memory_key_padding_mask, on the memory's axis
+
+
+def test_phi_projections_are_found_by_data_flow_and_partial_rotary_agrees():
+    pytest.importorskip("transformers")
+    report = _report(T + "phi.modeling_phi:PhiAttention")
+    assert _statuses(report)["reference"] == "passed"
+    assert any("dense (by data flow)" in note for note in report.notes)
