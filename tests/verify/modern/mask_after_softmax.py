@@ -1,5 +1,4 @@
 """The padding mask zeroes probabilities after the softmax: the remaining weights no longer sum to 1."""
-import torch
 from _llama import Llama
 
 

@@ -1,5 +1,4 @@
 """Attention whose projections have names no table lists; ``Scaled`` scales by √d_model (a bug only the reference sees)."""
-import torch
 from torch import nn
 
 
