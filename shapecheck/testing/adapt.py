@@ -149,7 +149,7 @@ def read_signature(module: nn.Module, *, mask: MaskOption = "auto", layout: Opti
         query_name=query, key_name=key, value_name=value, memory_name=memory, optional_memory=optional, keys_required=bool(required & {key, value, memory}),
         mask_name=mask_name, mask_kind=kind, mask_required=mask_name in required, causal_name=pick(names, "causal"),
         causal_always=causal, weights_name=pick(names, "weights"), batch_first=batch_first, supplied=supplied, extra=extra,
-        notes=_notes(query, key, value, memory or optional, mask_name, kind, mask, batch_first, layout, supplied),
+        notes=_notes(query, key, value, memory, optional, mask_name, kind, mask, batch_first, layout, supplied),
     )
 
 
@@ -162,12 +162,14 @@ def _mask_name(names: list[str], memory: Optional[str]) -> Optional[str]:
     return pick(names, "mask")
 
 
-def _notes(query: str, key: Optional[str], value: Optional[str], memory: Optional[str], mask_name: Optional[str],
+def _notes(query: str, key: Optional[str], value: Optional[str], memory: Optional[str], optional: Optional[str], mask_name: Optional[str],
            kind: Optional[MaskKind], mask: MaskOption, batch_first: bool, layout: Optional[Layout], supplied: dict[str, str]) -> tuple[str, ...]:
     if key:
         first = f"forward: query={query}, key={key}, value={value}"
     elif memory:
         first = f"forward: query={query}, memory={memory} (cross-attention, seq_k != seq_q)"
+    elif optional:
+        first = f"forward: query={query} (self-attention; the optional memory {optional} is not passed)"
     else:
         first = f"forward: query={query} (self-attention only)"
     if mask_name is not None and kind is not None:

@@ -32,6 +32,7 @@ _BY_PROPERTY = {
     "padding_right": "a padding mask built on the query axis, or not passed down to every layer: the key mask is (batch, 1, 1, seq_k)",
     "padding_left": "with left padding, position ids must count real tokens only, and the mask must hide the pads on the key axis",
     "future_independence": "the model's causal mask is missing, flipped or off by one, or it is combined wrongly with the padding mask",
+    "cross_attention": "keys and values come from the memory: reshape them with its length (memory.size(1)), not the query's",
     "sliding_window": "the window keeps keys j with i - w < j <= i: check the off-by-one in the band mask",
 }
 

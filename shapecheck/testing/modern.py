@@ -6,17 +6,19 @@ Same contract as ``properties.py``: ``check(subject, case, draw)`` returns a rea
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional
 
 import torch
 from hypothesis import strategies as st
 from torch import Tensor
 
-from shapecheck.testing.adapt import window_of
+from shapecheck.testing.adapt import Convention, Sizes, call, window_of
 from shapecheck.testing.compare import Draw, diff
 from shapecheck.testing.probe import first_line
 from shapecheck.testing.strategies import AttentionCase
 from shapecheck.testing.subject import Subject
+from shapecheck.testing.weights import reference_attention
 
 # ---------------------------------------------------------------- kv_cache
 
@@ -142,3 +144,48 @@ def _window_applies(s: Subject) -> Optional[str]:
         return "cross-attention: windows apply to self-attention"
     return None
 
+
+
+# ---------------------------------------------------------------- cross-attention from an optional memory
+
+
+def _cross_conv(s: Subject) -> Convention:
+    return replace(s.conv, memory_name=s.conv.optional_memory, optional_memory=None, causal_name=None)
+
+
+def cross_attention(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
+    """Fed a memory of another length: output (batch, seq_q, d_model); permuting the memory changes nothing; the reference agrees."""
+    from shapecheck.testing.properties import declared_scale
+
+    module, conv, shape = s.module(case.shape), _cross_conv(s), case.shape
+    seq_k = draw(st.integers(1, s.options.max_seq), "memory_length")
+    memory = torch.randn(shape.batch, seq_k, shape.d_model, generator=torch.Generator().manual_seed(case.seed + 4))  # (batch, seq_k, d_model)
+    sizes = Sizes(shape.heads, shape.d_head)
+    out = call(module, conv, case.query, memory, memory, sizes=sizes).output
+    if tuple(out.shape) != (shape.batch, shape.seq_q, shape.d_model):
+        return f"with a memory of length {seq_k}: output shape {tuple(out.shape)}, expected {(shape.batch, shape.seq_q, shape.d_model)}"
+    order = torch.tensor(draw(st.permutations(range(seq_k)), "memory_permutation"))
+    found = diff(call(module, conv, case.query, memory[:, order], memory[:, order], sizes=sizes).output, out)
+    if found:
+        return f"permuting the memory changed the output: {found}"
+    proj = s.projections(module)
+    if proj is None:
+        return None
+    expected = reference_attention(proj, shape.heads, case.query, memory, memory, scale=s.options.scale or declared_scale(module))
+    found = diff(out, expected)
+    return f"with a memory of length {seq_k}: differs from the float64 reference ({proj.pattern}): {found}" if found else None
+
+
+def _cross_applies(s: Subject) -> Optional[str]:
+    if s.conv.optional_memory is None:
+        return "forward takes no optional memory (encoder_hidden_states, key_value_states, memory, context)"
+    if s.conv.positional or s.conv.causal_in_mask:
+        return "positional or causal-mask inputs: the memory has no positions to give"
+    shape = s._shape(2, s.d_head_multiple)
+    query = torch.randn(1, 2, shape.d_model, generator=torch.Generator().manual_seed(0))  # (batch, seq_q, d_model)
+    memory = torch.randn(1, 2, shape.d_model, generator=torch.Generator().manual_seed(1))  # the query's length: only the protocol
+    try:
+        call(s.module(shape), _cross_conv(s), query, memory, memory, sizes=Sizes(2, shape.d_head))
+    except Exception as error:  # noqa: BLE001 - built for self-attention only (GPT-2 without is_cross_attention): no verdict
+        return f"the module as built does not take {s.conv.optional_memory}: {first_line(error)}"
+    return None

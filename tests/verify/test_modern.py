@@ -24,6 +24,7 @@ CAUGHT_BY = {
     "mask_after_softmax": {"padding", "weights_normalised"},
     "window_off_by_one": {"reference", "sliding_window"},
     "cross_keys_query_length": {"output_shape"},
+    "optional_context_keys": {"cross_attention"},  # self-attention is right; only a context of another length shows it
     "fill_not_masking": {"permutation", "causal", "padding"},  # nothing is masked: not even causal any more
 }
 

@@ -85,3 +85,9 @@ def test_phi_projections_are_found_by_data_flow_and_partial_rotary_agrees():
     report = _report(T + "phi.modeling_phi:PhiAttention")
     assert _statuses(report)["reference"] == "passed"
     assert any("dense (by data flow)" in note for note in report.notes)
+
+
+@pytest.mark.parametrize("name", ["bart.modeling_bart:BartAttention", "t5.modeling_t5:T5Attention", "whisper.modeling_whisper:WhisperAttention"])
+def test_an_optional_memory_is_exercised_with_another_length(name):
+    pytest.importorskip("transformers")
+    assert _statuses(_report(T + name, properties=("cross_attention",)))["cross_attention"] == "passed"
