@@ -21,3 +21,10 @@ class ConfigError(ShapecheckError, ValueError):
 
 class UsageError(ShapecheckError, ValueError):
     """A command-line or API argument that cannot be acted on (bad target, bad option)."""
+
+
+def first_line(error: BaseException) -> str:
+    """``ValueError: the first line of the message`` (the type alone for an empty message): how every
+    one-line report names an exception the user's code raised."""
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__

@@ -25,11 +25,11 @@ import torch
 
 from shapecheck.counting import formulas as f
 from shapecheck.counting.dispatch import DispatchCount, count_flops
-from shapecheck.counting.models import MODELS, ModelKind, Sizes
+from shapecheck.catalog import FAMILIES, FAMILY_DEFAULTS, PRESETS, Sizes, family
+from shapecheck.counting.models import MODELS, ModelKind
 from shapecheck.counting.peers import fvcore_macs, own_count
 from shapecheck.counting.params import assign_parameters, count_parameters, on_meta, tied_parameters
 from shapecheck.counting.repeats import Stack, count_with_repeats
-from shapecheck.counting.presets import FAMILIES, FAMILY_DEFAULTS, PRESETS, family
 from shapecheck.counting.rows import RowSpec
 from shapecheck.errors import ConfigError, UsageError
 
@@ -114,8 +114,8 @@ def _check_choices(model: Optional[str], preset: Optional[str], impl: Optional[s
         raise UsageError(f"unknown preset {preset!r}; choose one of: {_choices(PRESETS)}")
     if impl is not None and impl not in IMPLS:
         raise UsageError(f"unknown attention path --impl {impl!r}; choose one of: {_choices(IMPLS)}")
-    if model is not None and preset is not None and family(model) != family(PRESETS[preset][0]):
-        fits = FAMILIES[family(PRESETS[preset][0])]
+    if model is not None and preset is not None and family(model) != family(PRESETS[preset].kind):
+        fits = FAMILIES[family(PRESETS[preset].kind)]
         raise UsageError(f"--preset {preset} contradicts --model {model}; with this preset use --model {' or '.join(fits)}")
 
 
@@ -167,7 +167,7 @@ def resolve_config(
 ) -> ReportConfig:
     """Defaults (the paper's base encoder), then the preset, then explicit values; validated."""
     _check_choices(model, preset, impl)
-    model = model or (PRESETS[preset][0] if preset else "encoder")
+    model = model or (PRESETS[preset].kind if preset else "encoder")
     kind = MODELS[model]
     flags = dict(d_model=d_model, heads=heads, layers=layers, d_ff=d_ff, d_k=d_k, d_v=d_v, vocab=vocab,
                  max_seq=max_seq, impl=impl)
@@ -179,7 +179,7 @@ def resolve_config(
         _require_size("batch", batch)
     values: dict[str, Any] = dict(d_model=512, heads=8, layers=6, segments=2, **FAMILY_DEFAULTS[family(model)])
     if preset:
-        values.update(PRESETS[preset][1]())
+        values.update(PRESETS[preset].values())
     values.update({k: v for k, v in flags.items() if v is not None and k != "impl"})
     values.setdefault("d_ff", 4 * values["d_model"])
     seq_len = 128 if seq_len is None else seq_len

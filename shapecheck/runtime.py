@@ -2,7 +2,9 @@
 
 The jaxtyping annotations on a signature are the contract. ``checked`` compiles
 them once into ``ArraySpec`` matchers (a few microseconds a call), binds axis
-sizes from the module's config (``self.config``) before looking at any
+sizes from the module's config (``self.config``) and its own size attributes
+(``self.embed_dim``, ``self.num_heads``, ``self.head_dim`` ...: the vocabulary's
+names for d_model, heads, d_head, d_k, d_v, d_ff, d_in, vocab) before looking at any
 argument, and hands every non-array parameter to beartype. A failure raises
 ``ShapeError`` whose first line is the diagnosis::
 
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 
 from beartype import beartype
 
-from shapecheck.axes import AXES
+from shapecheck.axes import AXES, SYNONYMS, canonical
 from shapecheck.errors import ShapeError
 from shapecheck.shapes import ArraySpec, erase, return_specs, spec_of
 
@@ -57,6 +59,14 @@ def checks_enabled() -> bool:
     return _STATE.enabled and not DISABLED_BY_ENV
 
 
+# Axes a module's own size attributes fix (never sequence lengths: an attribute like max_seq_len is a bound, not a size).
+_WEIGHT_AXES = frozenset({"d_model", "heads", "d_head", "d_k", "d_v", "d_ff", "d_in", "vocab"})
+_ATTRIBUTES: tuple[tuple[str, str], ...] = tuple(
+    (name, canonical(name)) for name in sorted({*AXES, *SYNONYMS})
+    if canonical(name) in _WEIGHT_AXES and len(name) > 2
+)
+
+
 def config_axes(owner: object) -> dict[str, int]:
     """Axis sizes fixed by ``owner.config``: its fields named in the axis vocabulary."""
     config = getattr(owner, "config", None)
@@ -74,6 +84,43 @@ def config_axes(owner: object) -> dict[str, int]:
     if hasattr(config, "__dict__"):
         config.__dict__["_shapecheck_axes"] = sizes  # frozen dataclasses allow this write
     return sizes
+
+
+def attribute_axes(owner: object) -> dict[str, tuple[int, str]]:
+    """Axis sizes fixed by the module's own attributes (``self.embed_dim``, ``self.num_heads``, ``self.head_dim``):
+    ``{axis: (size, "self.embed_dim")}``, read once per instance."""
+    state = getattr(owner, "__dict__", None)
+    if state is None:
+        return {}
+    cached = state.get("_shapecheck_attribute_axes")
+    if cached is not None:
+        return cached
+    found: dict[str, tuple[int, str]] = {}
+    for name, axis in _ATTRIBUTES:
+        value = state.get(name)
+        if isinstance(value, int) and not isinstance(value, bool) and axis not in found:
+            found[axis] = (value, f"self.{name}")
+    state["_shapecheck_attribute_axes"] = found
+    return found
+
+
+def owner_axes(owner: object) -> dict[str, tuple[int, str]]:
+    """Every size the owner fixes before any argument is read: its config's, then its own attributes'."""
+    sizes = {axis: (value, "the config") for axis, value in config_axes(owner).items()}
+    for axis, entry in attribute_axes(owner).items():
+        sizes.setdefault(axis, entry)
+    return sizes
+
+
+def _owner_sizes(owner: object) -> dict[str, int]:
+    """``owner_axes`` without the origins, cached on the instance (the per-call fast path)."""
+    state = getattr(owner, "__dict__", None)
+    cached = state.get("_shapecheck_sizes") if state is not None else None
+    if cached is None:
+        cached = {axis: value for axis, (value, _) in owner_axes(owner).items()}
+        if state is not None:
+            state["_shapecheck_sizes"] = cached
+    return cached
 
 
 @dataclass(frozen=True)
@@ -124,10 +171,10 @@ def _bound_text(memo: dict[str, object]) -> str:
 class _Failure:
     """Replays a failing call with origin tracking to say where each axis was bound."""
 
-    def __init__(self, qualname: str, config: dict[str, int]) -> None:
+    def __init__(self, qualname: str, bound: dict[str, tuple[int, str]]) -> None:
         self.qualname = qualname
-        self.memo: dict[str, object] = dict(config)
-        self.origin = {name: "the config" for name in config}
+        self.memo: dict[str, object] = {axis: value for axis, (value, _) in bound.items()}
+        self.origin = {axis: origin for axis, (_, origin) in bound.items()}
 
     def feed(self, name: str, spec: ArraySpec, value: object) -> str | None:
         before = set(self.memo)
@@ -166,7 +213,7 @@ def _returned(out: object, returns: list) -> Iterator[tuple[str, ArraySpec, obje
 
 def _diagnose(sig: _Signature, qualname: str, args: tuple, kwargs: dict, out: object = None) -> ShapeError:
     """The readable error for a call known to fail (slow path, run once)."""
-    failure = _Failure(qualname, config_axes(args[0]) if sig.is_method and args else {})
+    failure = _Failure(qualname, owner_axes(args[0]) if sig.is_method and args else {})
     for p in sig.params:
         value = args[p.index] if p.index < len(args) else kwargs.get(p.name, p.default)
         if value is None and p.spec.optional:
@@ -192,7 +239,7 @@ def _wrap(fn: Callable[..., typing.Any]) -> Callable[..., typing.Any]:
             return fn(*args, **kwargs)
         if sig is None:
             sig = _Signature(fn)
-        memo = dict(config_axes(args[0])) if sig.is_method and args else {}
+        memo = dict(_owner_sizes(args[0])) if sig.is_method and args else {}
         for p in sig.params:
             value = args[p.index] if p.index < len(args) else kwargs.get(p.name, p.default)
             if value is None and p.spec.optional:

@@ -2,7 +2,9 @@
 
     from shapecheck.auditing import audit
     result = audit(model)            # AuditResult: components, shared, frozen, dead, totals
-    result.clean                     # no formula mismatch and no dead parameter
+    result.clean                     # True: every check ran and passed; None: counts clean, liveness not run;
+                                     # False: a formula mismatch or a dead parameter
+    audit_target("attn.py:MyAttention")   # built with its constructor's own defaults, probed small
 
 The package is ``auditing`` so that ``shapecheck.audit`` can be the function.
 """
@@ -10,6 +12,7 @@ The package is ``auditing`` so that ``shapecheck.audit`` can be the function.
 from shapecheck.auditing.api import LIVENESS_LIMIT, audit
 from shapecheck.auditing.inputs import Inputs
 from shapecheck.auditing.result import AuditResult, Component, Difference, Liveness, Parameter, SharedGroup, Totals
+from shapecheck.auditing.targets import audit_preset, audit_target
 
 __all__ = [
     "LIVENESS_LIMIT",
@@ -22,4 +25,6 @@ __all__ = [
     "SharedGroup",
     "Totals",
     "audit",
+    "audit_preset",
+    "audit_target",
 ]

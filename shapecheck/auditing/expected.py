@@ -6,9 +6,12 @@ sections 3.2.2 and 3.3): ``attention_projections`` for W_Q, W_K, W_V, W_O,
 feed-forward (3·d_model·d_ff, Shazeer 2020 "GLU Variants", eq. 5) and the
 weight-only norm (RMSNorm, Zhang & Sennrich 2019: d_model) are added here.
 
-A block's bias convention is the majority of its projections (a tie counts as
-biased), so one projection that lacks a bias is reported against the rest:
-``k_proj has no bias: −d_model``. ``expected + Σ differences == counted`` always
+A block's bias convention is what its config or family declares per role
+(``conventions.py``: Whisper's bias-free key projection, Qwen2's output projection
+without a bias are clean); roles nobody declares follow the majority of the block's
+projections (a tie counts as biased), so one projection that lacks a bias is reported
+against the rest: ``k_proj has no bias: −d_model``. A model with two widths keeps
+two symbols: ALBERT's embeddings are ``E`` wide, its layers ``d_model`` (H). ``expected + Σ differences == counted`` always
 holds: what the named differences do not explain is reported as "unexplained".
 """
 
@@ -21,7 +24,8 @@ import sympy
 from shapecheck.auditing.projections import Projection
 from shapecheck.auditing.recognize import Match
 from shapecheck.auditing.result import Component, Difference
-from shapecheck.auditing.symbolic import ALL_SYMBOLS, Dims, h_kv, hd_k, hd_v, kdim, show, signed, vdim
+from shapecheck.auditing.symbolic import ALL_SYMBOLS, Dims, h_kv, hd_k, hd_v, kdim, vdim
+from shapecheck.display import show, signed
 from shapecheck.counting import formulas as F
 
 ROLE_WORDS = {"q": "query", "k": "key", "v": "value", "o": "out", "qkv": "fused q/k/v"}
@@ -32,14 +36,26 @@ def _bias_expected(parts: list[Projection]) -> bool:
     return 2 * with_bias >= len(parts)
 
 
-def _component(match: Match, formula: sympy.Expr, dims: Dims, values: dict[str, int], diffs: list[Difference]) -> Component:
+def _role_biases(match: Match) -> dict[str, bool]:
+    """Role -> whether the formula gives it a bias: declared by config or family, else the majority of the rest."""
+    declared: dict[str, bool] = dict(match.info.get("declared_bias") or {})  # type: ignore[call-overload]
+    if "qkv" in match.parts and "q" in declared:
+        declared["qkv"] = declared["q"]
+    roles = [r for r in match.parts if r in ("q", "k", "v", "o", "qkv")]
+    free = [match.parts[r] for r in roles if r not in declared]
+    majority = _bias_expected(free) if free else True
+    return {role: declared.get(role, majority) for role in ("q", "k", "v", "o", "qkv")}
+
+
+def _component(match: Match, formula: sympy.Expr, dims: Dims, values: dict[str, int], diffs: list[Difference],
+               note: str = "") -> Component:
     expected = int(sympy.sympify(formula).subs({ALL_SYMBOLS[k]: v for k, v in values.items()}))
     counted = sum(p.numel() for _, p in match.all_params())
     gap = counted - expected - sum(d.amount for d in diffs)
     if gap:
         diffs.append(Difference("unexplained", gap, signed(gap)))
     names = tuple(match.full_name(n) for n, _ in match.all_params())
-    return Component(match.path, match.kind, match.style, show(formula), values, expected, counted, tuple(diffs), names)
+    return Component(match.path, match.kind, match.style, show(formula), values, expected, counted, tuple(diffs), names, note)
 
 
 # ---------------------------------------------------------------- attention
@@ -89,11 +105,13 @@ class _AttentionSizes:
         return {F.d_k: hd_k / F.h, F.d_v: hd_v / F.h}, {**values, "h·d_k": self.w_qk, "h·d_v": self.w_v}
 
 
-def _role_terms(match: Match, sizes: _AttentionSizes, bias: bool) -> dict[str, tuple[sympy.Expr, sympy.Expr]]:
+def _role_terms(match: Match, sizes: _AttentionSizes, biases: dict[str, bool]) -> dict[str, tuple[sympy.Expr, sympy.Expr]]:
     """(weights, biases) of each projection the formula has, in config symbols."""
     weights = {role: cost.params for role, cost in F.attention_projections(bias=False).items()}
     full = {role: cost.params for role, cost in F.attention_projections(bias=True).items()}
-    terms = {role: (weights[role], (full[role] - weights[role]) if bias else sympy.Integer(0)) for role in weights}
+    fused = "qkv" in match.parts
+    terms = {role: (weights[role], (full[role] - weights[role]) if biases["qkv" if fused and role != "o" else role] else sympy.Integer(0))
+             for role in weights}
     for role, symbol in (("k", kdim), ("v", vdim)):  # cross-attention with other input widths (kdim/vdim)
         part = match.parts.get(role)
         if part is not None and part.d_in != sizes.d_model:
@@ -120,7 +138,7 @@ def _role_difference(role: str, part: Optional[Projection], term: tuple[sympy.Ex
         return Difference(f"{part.name} is {part.d_out}×{part.d_in}, the formula has {want:,} weights", amount, signed(amount)) if amount else None
     if part.has_bias and not bias:
         out_symbol = sympy.Symbol(_width_name(part, values))
-        return Difference(f"{part.name} has a bias (the other projections have none)", part.d_out, signed(out_symbol))
+        return Difference(f"{part.name} has a bias (the block's convention has none there)", part.d_out, signed(out_symbol))
     if bias and not part.has_bias:
         return Difference(f"{part.name} has no bias", -expected_out, signed(-bias_term))
     return None
@@ -155,22 +173,29 @@ def _shape_expr(shape: tuple[int, ...], dims: Dims) -> sympy.Expr:
 def attention(match: Match, dims: Dims) -> Component:
     sizes = _AttentionSizes(match)
     subs, values = sizes.substitutions()
-    projections = [p for role, p in match.parts.items() if role in ("q", "k", "v", "o", "qkv")]
-    bias = _bias_expected(projections)
-    terms = _role_terms(match, sizes, bias)
+    biases = _role_biases(match)
+    terms = _role_terms(match, sizes, biases)
     for role, symbol, part in (("k", "kdim", match.parts.get("k")), ("v", "vdim", match.parts.get("v"))):
         if part is not None and part.d_in != sizes.d_model:
             values[symbol] = part.d_in
     formula = sympy.expand(sum((w + b for w, b in terms.values()), sympy.Integer(0)).subs(subs))
     if "bias_k" in match.parts:  # nn.MultiheadAttention(add_bias_kv=True): bias_k and bias_v, d_model each
         formula += 2 * F.d_model
-    diffs = [d for role, term in terms.items() if (d := _role_difference(role, match.parts.get(role), term, bias, subs, values))]
+    diffs = [d for role, term in terms.items() if (d := _role_difference(role, match.parts.get(role), term, biases[role], subs, values))]
     out = match.parts.get("o")
     for dup in match.duplicates:
         expr = _shape_expr((dup.d_out, dup.d_in), dims) + (dims.symbol(dup.d_out) if dup.has_bias else 0)
         diffs.append(Difference(f"{dup.name} duplicates the output projection {out.name if out else ''}".rstrip(), dup.numel, signed(expr)))
     diffs += _extras(match, dims)
-    return _component(match, formula, dims, values, diffs)
+    return _component(match, formula, dims, values, diffs, _bias_note(match, biases))
+
+
+def _bias_note(match: Match, biases: dict[str, bool]) -> str:
+    """``bias on q, k, v (the Qwen2 family)``: the roles the formula gives a bias, and who declared them."""
+    roles = [r for r in ("qkv", "q", "k", "v", "o") if r in match.parts and biases[r]]
+    note = f"bias on {', '.join(roles)}" if roles else "no biases"
+    declared = match.info.get("declared_by")
+    return f"{note} ({declared})" if declared else note
 
 
 # ---------------------------------------------------------------- feed-forward, norms, tables, single layers
@@ -194,30 +219,55 @@ def feed_forward(match: Match, dims: Dims) -> Component:
     return _component(match, formula, dims, values, diffs)
 
 
+def _width_symbol(width: int, dims: Dims) -> tuple[sympy.Expr, str]:
+    """The symbol a width is known by (``d_model``, or ALBERT's embedding width ``E``); d_model when unnamed."""
+    name = dims.names.get(int(width), "d_model")
+    return ALL_SYMBOLS[name], name
+
+
 def norm(match: Match, dims: Dims) -> Component:
     widths = [p.numel() for _, p in match.params]
-    width = widths[0]
+    symbol, name = _width_symbol(widths[0], dims)
     formula = F.layer_norm().params if len(widths) == 2 else sympy.Integer(len(widths)) * F.d_model
-    return _component(match, formula, dims, {"d_model": width}, [])
+    return _component(match, formula.subs(F.d_model, symbol), dims, {name: widths[0]}, [])
 
 
 def embedding(match: Match, dims: Dims) -> Component:
     (name, table), *rest = match.params
     rows, width = table.shape[0], table.shape[-1]
-    symbol = _table_symbol(match.path)
-    formula = F.embedding(ALL_SYMBOLS.get(symbol, sympy.Symbol(symbol)), F.d_model).params
+    symbol = _table_symbol(match)
+    width_symbol, width_name = _width_symbol(width, dims) if symbol != "buckets" else (F.h, "h")
+    formula = F.embedding(ALL_SYMBOLS.get(symbol, sympy.Symbol(symbol)), width_symbol).params
     for _, param in rest:
         formula += param.numel()
-    return _component(match, formula, dims, {symbol: int(rows), "d_model": int(width)}, [])
+    return _component(match, formula, dims, {symbol: int(rows), width_name: int(width)}, [])
 
 
-def _table_symbol(path: str) -> str:
-    last = path.rpartition(".")[2].lower()
-    if any(w in last for w in ("pos", "wpe")):
-        return "max_seq"
-    if any(w in last for w in ("type", "segment")):
-        return "segments"
-    return "vocab"
+def _table_symbol(match: Match) -> str:
+    """The rows' symbol: vocab, max_seq, segments, or T5's relative-position ``buckets`` (h wide)."""
+    table = str(match.info.get("table", "vocab"))
+    return "buckets" if table == "relative" else table
+
+
+def projection(match: Match, dims: Dims) -> Component:
+    """ALBERT's factorised embedding projection E -> H (Lan et al. 2020, section 3.1): E·d_model + d_model."""
+    part = match.parts["linear"]
+    formula = F.linear(ALL_SYMBOLS["E"], F.d_model, 1, part.has_bias).params
+    return _component(match, formula, dims, {"E": part.d_in, "d_model": part.d_out}, [])
+
+
+def moe_router(match: Match, dims: Dims) -> Component:
+    """The router: one (experts × d_model) matrix (Shazeer et al. 2017, eq. 3), plus a bias when it has one."""
+    formula = ALL_SYMBOLS["experts"] * F.d_model + (ALL_SYMBOLS["experts"] if len(match.params) == 2 else 0)
+    return _component(match, formula, dims, {"experts": int(match.info["experts"]), "d_model": int(match.info["d_model"])}, [])
+
+
+def moe_experts(match: Match, dims: Dims) -> Component:
+    """Grouped experts: each a gated (3·d_model·d_ff) or plain (2·d_model·d_ff) feed-forward without biases."""
+    info = match.info
+    per_expert = (3 if info["gated"] else 2) * F.d_model * F.d_ff
+    values = {"experts": int(info["experts"]), "d_model": int(info["d_model"]), "d_ff": int(info["d_ff"])}  # type: ignore[call-overload]
+    return _component(match, ALL_SYMBOLS["experts"] * per_expert, dims, values, [])
 
 
 def single(match: Match, dims: Dims) -> Component:
@@ -233,7 +283,8 @@ def other(match: Match, dims: Dims) -> Component:
 
 BUILDERS = {
     "attention": attention, "feed_forward": feed_forward, "norm": norm, "embedding": embedding,
-    "pooler": single, "linear": single, "other": other,
+    "pooler": single, "head": single, "linear": single, "other": other, "projection": projection,
+    "moe_router": moe_router, "moe_experts": moe_experts,
 }
 
 
@@ -247,9 +298,12 @@ def dims_of(matches: list[Match]) -> Dims:
         if match.kind == "feed_forward":
             dims.add("d_model", match.parts["up"].d_in)
             dims.add("d_ff", match.parts["up"].d_out)
-        elif match.kind == "embedding":
+        elif match.kind == "projection":
+            dims.add("E", match.parts["linear"].d_in)
+    for match in matches:
+        if match.kind == "embedding" and match.info.get("table") != "relative":
             dims.add("d_model", match.params[0][1].shape[-1])
-            dims.add(_table_symbol(match.path), match.params[0][1].shape[0])
+            dims.add(_table_symbol(match), match.params[0][1].shape[0])
     return dims
 
 

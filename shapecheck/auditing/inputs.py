@@ -40,7 +40,7 @@ class Inputs:
 def _describe(value: Any) -> str:
     if isinstance(value, Tensor):
         return f"{'ids' if not value.is_floating_point() else 'float'} {tuple(value.shape)}"
-    return type(value).__name__
+    return repr(value) if isinstance(value, (bool, int, float, type(None))) else type(value).__name__
 
 
 def _width(module: nn.Module) -> int:
@@ -75,12 +75,26 @@ def _parameters(module: nn.Module) -> list[inspect.Parameter]:
     return [p for p in params if p.kind in kinds]
 
 
+def _planned(module: nn.Module) -> Optional[Inputs]:
+    """prove's input plan at batch 2, length 3 (with ``use_cache=False``), or None when it cannot plan one."""
+    from shapecheck.prove.inputs import plan_inputs
+
+    try:
+        plan = plan_inputs(module)
+    except UsageError:
+        return None
+    return Inputs((), plan.call(plan.examples({"batch": BATCH, "seq": SEQ, "seq_q": SEQ, "seq_k": SEQ})))
+
+
 def synthesize(module: nn.Module, generator: Optional[torch.Generator] = None) -> Inputs:
     """Arguments for one forward pass; raises UsageError when the signature asks for what it cannot make."""
     generator = generator or torch.Generator().manual_seed(0)
     params = _parameters(module)
     required = [p for p in params if p.default is inspect.Parameter.empty]
-    if not required:
+    if not required:  # transformers: every argument optional; the inputs prove would build (ids, pixels, audio, decoder ids)
+        planned = _planned(module)
+        if planned is not None:
+            return planned
         ids = [p for p in params if _wants_ids(p, module)]
         required = ids[:1] or params[:1]
     if not required:

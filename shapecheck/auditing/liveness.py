@@ -20,7 +20,7 @@ from torch import Tensor, nn
 
 from shapecheck.auditing.inputs import Inputs, synthesize
 from shapecheck.auditing.result import Liveness, Parameter
-from shapecheck.errors import ShapecheckError
+from shapecheck.errors import ShapecheckError, first_line
 
 
 def _tensors(value: Any) -> Iterator[Tensor]:
@@ -48,11 +48,6 @@ def _loss(outputs: list[Tensor]) -> Tensor:
     return total
 
 
-def _first_line(error: BaseException) -> str:
-    lines = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
-
-
 def unused_parameters(probe: nn.Module, inputs: Inputs) -> list[str]:
     """Names (in ``probe``) of the parameters the forward pass on ``inputs`` does not reach."""
     named = list(probe.named_parameters())
@@ -78,10 +73,12 @@ def check(probe: nn.Module, model: nn.Module, inputs: Optional[Inputs] = None, l
     try:
         inputs = inputs or synthesize(probe)
         unused = unused_parameters(probe, inputs)
+    except KeyboardInterrupt:
+        return Liveness(False, "not run: interrupted (Ctrl-C)", interrupted=True)
     except ShapecheckError as error:
         return Liveness(False, f"not run: {error}")
     except Exception as error:  # noqa: BLE001 - the user's forward raises anything
-        return Liveness(False, f"not run: the forward pass raised {_first_line(error)}")
+        return Liveness(False, f"not run: the forward pass raised {first_line(error)}")
     sizes = {name: (p.numel(), not p.requires_grad) for name, p in model.named_parameters()}
     probe_sizes = dict((n, p.numel()) for n, p in probe.named_parameters())
     dead = tuple(Parameter(n, *sizes.get(n, (probe_sizes[n], False))) for n in unused)

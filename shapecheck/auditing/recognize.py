@@ -7,8 +7,19 @@ least two of a style's q/k/v projections (or its fused or packed projection);
 its output projection is looked up in the module, then in its parent (BERT
 keeps ``output.dense`` next to ``self``). Every parameter is claimed once, in
 this order: attention projections, norms, embeddings, parameters left inside
-an attention block (extras), feed-forward pairs (d_model -> d_ff -> d_model),
-then single projections (pooler, heads) and anything else.
+an attention block (extras), mixture-of-experts routers and grouped experts,
+feed-forward pairs (d_model -> d_ff -> d_model) and gated triples (SwiGLU),
+then single projections (pooler, heads, ALBERT's factorised embedding
+projection E -> H) and anything else.
+
+Each match says what it is in ``info`` (``describe.py``): an attention block's
+``h``, ``h_kv``, ``d_head`` and which of q/k/v/o have a bias (and what its config
+or family declares); a feed-forward's ``d_ff`` and ``gated``; a norm's ``type``
+(LayerNorm or RMSNorm); an embedding's ``rows``, ``width`` and the projection that
+factorises it; a router's and the experts' ``experts`` count.
+
+Kinds: attention | feed_forward | norm | embedding | projection | moe_router |
+moe_experts | pooler | head | linear | other.
 """
 
 from __future__ import annotations
@@ -19,6 +30,8 @@ from typing import Optional
 
 from torch import nn
 
+from shapecheck.auditing.describe import describe
+from shapecheck.auditing.moe import grouped_expert_info, moe_parts
 from shapecheck.auditing.projections import Projection, as_projection, is_linear, packed_projection
 from shapecheck.projections import STYLES, Style, lookup
 from shapecheck.target import HEAD_NAMES
@@ -32,7 +45,7 @@ OUTPUT_NAMES = ("out_proj", "o_proj", "fuse_heads", "dense", "output.dense", "c_
 class Match:
     """A recognised submodule: what it is, where, and the parameters it owns (paths relative to ``path``)."""
 
-    kind: str  # attention | feed_forward | norm | embedding | pooler | linear | other
+    kind: str  # attention | feed_forward | norm | embedding | projection | moe_router | moe_experts | pooler | head | linear | other
     path: str
     style: str
     parts: dict[str, Projection] = field(default_factory=dict)  # role -> projection
@@ -40,6 +53,7 @@ class Match:
     duplicates: list[Projection] = field(default_factory=list)  # second output projections
     heads: Optional[int] = None
     module: Optional[nn.Module] = None
+    info: dict[str, object] = field(default_factory=dict)  # what it is: see describe.py
 
     def all_params(self) -> list[tuple[str, nn.Parameter]]:
         """Every parameter of the match as (path relative to the block, parameter)."""
@@ -210,9 +224,38 @@ def _singles(modules: list[tuple[str, nn.Module]], claimed: set[int]) -> Iterato
         proj = as_projection("", module) if is_linear(module) else None
         if proj is not None and not any(id(p) in claimed for _, p in proj.params):
             params = tuple((name.lstrip("."), p) for name, p in proj.params)
-            kind = "pooler" if "pooler" in path.split(".") or path.endswith("pooler.dense") else "linear"
+            kind = _single_kind(path)
             claimed.update(id(p) for _, p in params)
             yield Match(kind, path, type(module).__name__, {"linear": Projection("", proj.d_in, proj.d_out, params, proj.has_bias)}, module=module)
+
+
+HEAD_WORDS = ("head", "classifier", "score", "qa_outputs", "proj_out")
+
+
+def _single_kind(path: str) -> str:
+    parts = path.split(".")
+    if "pooler" in parts:
+        return "pooler"
+    return "head" if any(w in parts[-1] for w in HEAD_WORDS) else "linear"
+
+
+def _moe(path: str, module: nn.Module, claimed: set[int]) -> Iterator[Match]:
+    """The router and grouped experts of a mixture-of-experts block (a ModuleList of experts is left to the feed-forward pass)."""
+    found = moe_parts(module)
+    if found is None:
+        return
+    name, router, experts = found
+    router_path = f"{path}.{name}" if path else name
+    own = [(n, p) for n, p in router.named_parameters() if id(p) not in claimed]
+    if own:
+        claimed.update(id(p) for _, p in own)
+        yield Match("moe_router", router_path, type(router).__name__, params=own, module=router)
+    info = grouped_expert_info(experts)
+    params = [(n, p) for n, p in experts.named_parameters() if id(p) not in claimed]
+    if info is not None and params:
+        claimed.update(id(p) for _, p in params)
+        experts_path = f"{path}.experts" if path else "experts"
+        yield Match("moe_experts", experts_path, type(experts).__name__, params=params, module=experts, info=info)
 
 
 def _others(modules: list[tuple[str, nn.Module]], claimed: set[int]) -> Iterator[Match]:
@@ -230,10 +273,12 @@ def recognize(model: nn.Module) -> list[Match]:
     attention = [m for path, module in modules if (m := _attention(model, path, module, claimed)) is not None]
     leaves = list(_leaf_matches(modules, claimed))
     _attach_extras(attention, claimed)
+    experts = [m for path, module in modules for m in _moe(path, module, claimed)]
     deepest_first = sorted(modules, key=lambda item: -item[0].count(".") - bool(item[0]))
     ffn = [m for path, module in deepest_first for m in _feed_forward(path, module, claimed)]
     singles = list(_singles(modules, claimed))
-    return _in_model_order(model, attention + leaves + ffn + singles + list(_others(modules, claimed)))
+    found = _in_model_order(model, attention + leaves + experts + ffn + singles + list(_others(modules, claimed)))
+    return describe(model, found)
 
 
 def _in_model_order(model: nn.Module, matches: list[Match]) -> list[Match]:

@@ -1,6 +1,6 @@
-"""Audit results as rows and text: repeated layers folded (``encoder.layer.*.attention ×12``), markdown.
+"""Audit results as rows and lines: repeated layers folded (``encoder.layer.*.attention ×12``), totals, the verdict.
 
-Library code: returns strings and rows, prints nothing (the CLI prints).
+Library code: returns strings and rows, prints nothing (``shapecheck/render/audit.py`` draws them).
 """
 
 from __future__ import annotations
@@ -52,11 +52,11 @@ def values_text(component: Component) -> str:
 
 
 def verdict(result: AuditResult) -> str:
-    """One line: clean, or what was found."""
-    if result.clean and result.liveness.ran:
-        return "clean: every parameter matches its formula and receives a gradient"
+    """One line: clean only when every check ran; "liveness not checked (why)" when it could not run."""
     if result.clean:
-        return "clean: every parameter matches its formula (dead parameters not checked: see liveness)"
+        return "clean: every parameter matches its formula and receives a gradient"
+    if result.clean is None:
+        return f"parameters accounted for; liveness not checked ({result.liveness.detail.removeprefix('not run: ')})"
     parts = []
     if result.mismatches:
         parts.append(f"{len(result.mismatches)} submodule(s) differ from their formula")
@@ -65,10 +65,16 @@ def verdict(result: AuditResult) -> str:
     return "; ".join(parts)
 
 
+def rows_sum(result: AuditResult) -> int:
+    """Σ counted × multiplicity over the rows: the total, plus what tied parameters add once per extra holder."""
+    return sum(row.component.counted * row.repeats for row in rows(result))
+
+
 def total_lines(result: AuditResult) -> list[tuple[str, int]]:
-    """(label, value) for the totals block, both "non-embedding" conventions named."""
+    """(label, value) for the totals block, both "non-embedding" conventions named, and the rows' sum."""
     t = result.totals
-    lines = [("total (shared parameters counted once)", t.total), ("embedding tables", t.embedding_tables)]
+    lines = [("rows × their multiplicity", rows_sum(result)), ("total (shared parameters counted once)", t.total),
+             ("embedding tables", t.embedding_tables)]
     lines.append(("non-embedding, tables removed (Kaplan et al. 2020)", t.non_embedding))
     lines.append(("non-embedding, tables + their norms + pooler removed", t.non_embedding_strict))
     if t.shared_once:
@@ -88,16 +94,3 @@ def finding_lines(result: AuditResult) -> list[str]:
         lines.append(f"dead: {param.name} ({param.numel:,}) receives no gradient" + (" (also frozen)" if param.frozen else ""))
     lines.append(f"liveness: {result.liveness.detail}")
     return lines + list(result.notes)
-
-
-def markdown(result: AuditResult) -> str:
-    """The audit as a markdown document: a table of components, findings, totals, verdict."""
-    out = [f"## audit: {result.name}", "", "| submodule | kind | formula | values | counted | expected | differences |",
-           "|---|---|---|---|---:|---:|---|"]
-    for row in rows(result):
-        c = row.component
-        diffs = "<br>".join(d.describe() for d in c.differences) or "—"
-        out.append(f"| `{row.label}` | {c.kind} | {c.formula} | {values_text(c)} | {c.counted:,} | {c.expected:,} | {diffs} |")
-    out += ["", *(f"- {line}" for line in finding_lines(result)), "", "| total | parameters |", "|---|---:|"]
-    out += [f"| {label} | {value:,} |" for label, value in total_lines(result)]
-    return "\n".join(out + ["", f"**{verdict(result)}**", ""])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Optional
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,7 @@ class Component:
     counted: int  # parameters the module holds (a tied one counts in each component that holds it)
     differences: tuple[Difference, ...] = ()
     parameters: tuple[str, ...] = ()  # full names
+    note: str = ""  # what the formula assumes: "bias on q, k, v (the Qwen2 family)"
 
     @property
     def ok(self) -> bool:
@@ -68,6 +69,7 @@ class Liveness:
     ran: bool
     detail: str  # how it ran ("probe: BertModel with d_model=16, heads=2; input_ids (2, 3)") or why not
     dead: tuple[Parameter, ...] = ()
+    interrupted: bool = False  # Ctrl-C during the pass
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,11 @@ class AuditResult:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property
+    def interrupted(self) -> bool:
+        """Ctrl-C stopped the liveness pass (the counts are complete)."""
+        return self.liveness.interrupted
+
+    @property
     def mismatches(self) -> tuple[Component, ...]:
         return tuple(c for c in self.components if not c.ok)
 
@@ -117,9 +124,21 @@ class AuditResult:
         return self.liveness.dead
 
     @property
-    def clean(self) -> bool:
-        """No component differs from its formula and no parameter is dead."""
-        return not self.mismatches and not self.dead
+    def counts_clean(self) -> bool:
+        """Every component matches its formula."""
+        return not self.mismatches
+
+    @property
+    def clean(self) -> Optional[bool]:
+        """True: every check ran and passed; False: a mismatch or a dead parameter; None: counts clean, liveness not run."""
+        if self.mismatches or self.dead:
+            return False
+        return True if self.liveness.ran else None
+
+    @property
+    def exit_code(self) -> int:
+        """1 on findings; 130 when Ctrl-C stopped the liveness pass; 0 when clean, or clean counts without liveness."""
+        return 1 if self.clean is False else 130 if self.interrupted else 0
 
     def component(self, path: str, kind: str | None = None) -> Component:
         """The component at ``path`` (of ``kind`` when several share a path); KeyError if none."""
@@ -132,6 +151,8 @@ class AuditResult:
         """JSON-ready: every field, plus the derived totals and the verdict."""
         data = asdict(self)
         data["totals"].update(non_embedding=self.totals.non_embedding, non_embedding_strict=self.totals.non_embedding_strict)
+        data["liveness"] = "ran" if self.liveness.ran else "not run"
+        data["liveness_detail"] = self.liveness.detail
         data["clean"] = self.clean
         data["mismatches"] = [c.path for c in self.mismatches]
         data["dead"] = [asdict(p) for p in self.dead]

@@ -3,42 +3,20 @@
 The symbols are those of ``shapecheck.counting.formulas`` (``h``, ``d_model``,
 ``d_k``, ``d_v``, ``d_ff``, ``vocab``, ``max_seq``, ``segments``); audit adds
 ``kdim``/``vdim`` (key and value input widths of cross-attention), ``h_kv``
-(key/value heads of grouped-query attention) and the
+(key/value heads of grouped-query attention), ``E`` (a factorised embedding's
+width, ALBERT), ``experts`` (a mixture of experts), ``buckets`` (T5's relative positions) and the
 compound ``h·d_k``/``h·d_v`` for blocks whose head count it cannot read.
 """
 
 from __future__ import annotations
 
-import re
-from typing import Union
-
 import sympy
 
 from shapecheck.counting.formulas import SYMBOLS
 
-kdim, vdim, h_kv = sympy.symbols("kdim vdim h_kv", positive=True, integer=True)
+kdim, vdim, h_kv, E, experts, buckets = sympy.symbols("kdim vdim h_kv E experts buckets", positive=True, integer=True)
 hd_k, hd_v = sympy.Symbol("h·d_k", positive=True, integer=True), sympy.Symbol("h·d_v", positive=True, integer=True)
-ALL_SYMBOLS: dict[str, sympy.Symbol] = {**SYMBOLS, "kdim": kdim, "vdim": vdim, "h_kv": h_kv, "h·d_k": hd_k, "h·d_v": hd_v}
-
-_POWERS = {"2": "²", "3": "³"}
-
-
-def show(expr: Union[sympy.Expr, int]) -> str:
-    """``2*d_model**2 + d_model`` -> ``2·d_model² + d_model``."""
-    text = str(sympy.expand(expr))
-    text = re.sub(r"\*\*(\d)", lambda m: _POWERS.get(m.group(1), "^" + m.group(1)), text)
-    return text.replace("*", "·").replace(" - ", " − ")
-
-
-def signed(expr: Union[sympy.Expr, int]) -> str:
-    """An amount with its sign: ``−d_model``, ``+(d_model² + d_model)``, ``−(3·d_model)``."""
-    expr = sympy.expand(expr)
-    negative = expr.could_extract_minus_sign()
-    body = show(-expr if negative else expr)
-    if " + " in body or " − " in body:
-        body = f"({body})"
-    return ("−" if negative else "+") + body
-
+ALL_SYMBOLS: dict[str, sympy.Symbol] = {**SYMBOLS, "kdim": kdim, "vdim": vdim, "h_kv": h_kv, "E": E, "experts": experts, "buckets": buckets, "h·d_k": hd_k, "h·d_v": hd_v}
 
 class Dims:
     """Names for sizes: a value registered as ``d_model`` is shown as ``d_model`` wherever it appears."""
@@ -47,7 +25,9 @@ class Dims:
         self.names: dict[int, str] = {}
 
     def add(self, name: str, value: int) -> None:
-        self.names.setdefault(int(value), name)
+        """Name ``value``; a name already given to another value keeps it (two widths keep two symbols)."""
+        if name not in self.names.values():
+            self.names.setdefault(int(value), name)
 
     def symbol(self, value: int) -> sympy.Expr:
         name = self.names.get(int(value))

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import importlib
 import sys
+from typing import NoReturn
 
 import typer
+from typer import exceptions as typer_exceptions
+from typer._click import exceptions as click_exceptions
 from typer.core import TyperGroup
 
+from shapecheck import __version__
 from shapecheck.errors import ShapecheckError
 
 # Subcommand modules, in the order ``shapecheck --help`` lists them.
@@ -19,14 +23,79 @@ COMMANDS: tuple[str, ...] = ("report", "prove", "verify", "audit", "lint")
 
 
 class _Group(TyperGroup):
-    """Turns any ShapecheckError a command lets escape into one line and exit code 2."""
+    """One line and exit 2 for every usage error; exit 130 on Ctrl-C.
+
+    A ``ShapecheckError`` a command lets escape, a bad option value (the parsers in
+    ``options``) and click's own usage errors (unknown option, missing argument) are
+    all printed as ``shapecheck: error: <what is wrong>``, never as a box or a traceback.
+    """
 
     def invoke(self, ctx):  # type: ignore[no-untyped-def]
         try:
             return super().invoke(ctx)
         except ShapecheckError as error:
-            typer.echo(f"shapecheck: error: {error}", err=True)
-            raise typer.Exit(2) from None
+            fail(str(error))
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # type: ignore[no-untyped-def]
+        try:
+            code = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False, **extra)
+        except click_exceptions.NoArgsIsHelpError as error:
+            typer.echo(error.ctx.get_help() if error.ctx else str(error))
+            code = 0
+        except click_exceptions.ClickException as error:
+            typer.echo(f"shapecheck: error: {_one_line(error)}", err=True)
+            code = 2
+        except typer_exceptions.Abort:
+            code = 130
+        sys.exit(code if isinstance(code, int) else 0)
+
+    def get_help_option(self, ctx):  # type: ignore[no-untyped-def]
+        return _as_flag(super().get_help_option(ctx))
+
+    def get_command(self, ctx, name):  # type: ignore[no-untyped-def]
+        command = super().get_command(ctx, name)
+        if command is not None:
+            _as_flag(command.get_help_option(ctx))
+            for param in command.params:
+                if getattr(param, "param_type_name", "") == "argument":
+                    param.display_type_rich = _no_type  # the metavar (TARGET, PATH...) says what it takes
+        return command
+
+
+def _as_flag(option):  # type: ignore[no-untyped-def]
+    """``-h/--help`` shown as a flag (no value type) in every command's help."""
+    if option is not None:
+        option.metavar = ""
+    return option
+
+
+def _no_type(ctx: object) -> None:
+    return None
+
+
+def fail(message: str) -> NoReturn:
+    """Print ``message`` as one line on stderr and exit 2."""
+    typer.echo(f"shapecheck: error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def _one_line(error: click_exceptions.ClickException) -> str:
+    """A click error as one line: ``--heads must be ...``, ``no such option: --foo (see 'shapecheck report -h')``."""
+    message = error.format_message().strip().splitlines()[0] if error.format_message().strip() else type(error).__name__
+    missing = isinstance(error, click_exceptions.MissingParameter)
+    if isinstance(error, click_exceptions.BadParameter) and error.param is not None and not missing:
+        names = getattr(error.param, "opts", None) or [error.param.name or "value"]
+        option = max(names, key=len) if getattr(error.param, "param_type_name", "") == "option" else (error.param.name or "").upper()
+        return f"{option} {error.message}"
+    ctx = getattr(error, "ctx", None)
+    where = f" (see '{ctx.command_path} -h')" if ctx is not None else ""
+    return message[0].lower() + message[1:].rstrip(".") + where
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"shapecheck {__version__}")
+        raise typer.Exit(0)
 
 
 def build_app(commands: tuple[str, ...] = COMMANDS) -> typer.Typer:
@@ -38,10 +107,14 @@ def build_app(commands: tuple[str, ...] = COMMANDS) -> typer.Typer:
         no_args_is_help=True,
         pretty_exceptions_enable=False,
         add_completion=False,
+        context_settings={"help_option_names": ["-h", "--help"]},
     )
 
     @cli.callback()
-    def _group() -> None:
+    def _group(
+        version: bool = typer.Option(False, "--version", help="Print the version and exit.", metavar="",
+                                     callback=_version, is_eager=True),
+    ) -> None:
         """Static analysis and shape verification for attention code."""
 
     for name in commands:

@@ -16,7 +16,7 @@ import typer
 
 from shapecheck.cli.common import EXIT_FINDINGS, usage_error
 from shapecheck.counting.models import MODELS
-from shapecheck.counting.presets import PRESETS
+from shapecheck.catalog import PRESETS
 from shapecheck.errors import ShapecheckError
 
 FORMATS = ("table", "json", "markdown", "csv")

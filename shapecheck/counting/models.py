@@ -14,10 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import sympy
-import torch
-from torch import nn
-
+from shapecheck.catalog import KINDS, Kind, Sizes
 from shapecheck.counting import formulas as f
 from shapecheck.counting.rows import (
     RowSpec, attention_rows, embedding_row, ffn_rows, join, linear_row, norm_row, residual_row,
@@ -25,58 +22,21 @@ from shapecheck.counting.rows import (
 
 
 @dataclass(frozen=True)
-class Sizes:
-    """The numbers a model is built from (already validated)."""
-
-    d_model: int
-    heads: int
-    d_k: int
-    d_v: int
-    d_ff: int
-    layers: int
-    vocab: int
-    max_seq: int
-    segments: int = 2
-    impl: str = "sdpa"
-
-    def values(self) -> dict[sympy.Symbol, int]:
-        """Symbol -> value for the formulas (batch and sequence length come from the run)."""
-        return {
-            f.h: self.heads, f.d_model: self.d_model, f.d_k: self.d_k, f.d_v: self.d_v, f.d_ff: self.d_ff,
-            f.vocab: self.vocab, f.max_seq: self.max_seq, f.segments: self.segments,
-        }
-
-
-@dataclass(frozen=True)
 class ModelKind:
-    name: str
-    help: str
-    build: Callable[[Sizes], nn.Module]
-    inputs: Callable[[Sizes, int, int, torch.device], tuple]
+    """A catalogue kind (``shapecheck.catalog.KINDS``) with the rows report lists for it."""
+
+    kind: Kind
     rows: Callable[[Sizes], list[RowSpec]]
     attention_paths: Callable[[Sizes], list[str]]
-    run: Callable[[nn.Module, tuple], Any] = lambda module, inputs: module(*inputs)
-    uses: frozenset = frozenset()  # which of layers, d_ff, vocab, max_seq, d_k, impl the model reads
-    learned_positions: bool = False  # seq_len may not exceed max_seq
     probes: tuple = ("", None)  # row prefixes of the first attention block and the first layer (crossovers)
 
-
-def _hidden(sizes: Sizes, batch: int, seq: int, device: torch.device) -> tuple:
-    return (torch.zeros(batch, seq, sizes.d_model, device=device),)
-
-
-def _ids(sizes: Sizes, batch: int, seq: int, device: torch.device) -> tuple:
-    return (torch.zeros(batch, seq, dtype=torch.long, device=device),)
+    def __getattr__(self, name: str) -> Any:  # name, help, build, inputs, run, uses, learned_positions
+        return getattr(self.kind, name)
 
 
 # --- mha, and the Transformer's encoder / decoder (reference_models.transformer) --------------------
 
 
-def _mha(sizes: Sizes) -> nn.Module:
-    from reference_models.attention import AttentionConfig, MultiHeadAttention
-
-    config = AttentionConfig(sizes.d_model, sizes.heads, d_k=sizes.d_k, d_v=sizes.d_v, impl=sizes.impl)
-    return MultiHeadAttention(config=config)
 
 
 def _mha_rows(prefix: str) -> list[RowSpec]:
@@ -84,31 +44,12 @@ def _mha_rows(prefix: str) -> list[RowSpec]:
     return attention_rows(prefix, names["q"], names["k"], names["v"], join(prefix, "out_proj"))
 
 
-def _transformer_config(sizes: Sizes) -> Any:
-    from reference_models.transformer import TransformerConfig
-
-    return TransformerConfig(
-        vocab=sizes.vocab, d_model=sizes.d_model, layers=sizes.layers, heads=sizes.heads, d_ff=sizes.d_ff,
-        d_k=sizes.d_k, d_v=sizes.d_v, max_seq=sizes.max_seq, impl=sizes.impl,
-    )
 
 
-def _encoder(sizes: Sizes) -> nn.Module:
-    from reference_models.transformer import Encoder
-
-    return Encoder(_transformer_config(sizes))
 
 
-def _decoder(sizes: Sizes) -> nn.Module:
-    from reference_models.transformer import Decoder
-
-    return Decoder(_transformer_config(sizes))
 
 
-def _transformer(sizes: Sizes) -> nn.Module:
-    from reference_models.transformer import Transformer
-
-    return Transformer(_transformer_config(sizes))
 
 
 def encoder_layer_rows(layer: str) -> list[RowSpec]:
@@ -157,25 +98,10 @@ def _transformer_rows(sizes: Sizes) -> list[RowSpec]:
 # --- BERT (reference_models.bert) -----------------------------------------------------------------
 
 
-def _bert_config(sizes: Sizes) -> Any:
-    from reference_models.bert import BertConfig
-
-    return BertConfig(
-        vocab=sizes.vocab, d_model=sizes.d_model, layers=sizes.layers, heads=sizes.heads, d_ff=sizes.d_ff,
-        max_seq=sizes.max_seq, segments=sizes.segments,
-    )
 
 
-def _bert(sizes: Sizes) -> nn.Module:
-    from reference_models.bert import BertModel
-
-    return BertModel(_bert_config(sizes))
 
 
-def _bert_lm(sizes: Sizes) -> nn.Module:
-    from reference_models.bert import BertLM
-
-    return BertLM(_bert_config(sizes))
 
 
 def bert_layer_rows(layer: str) -> list[RowSpec]:
@@ -226,13 +152,6 @@ def _bert_attention(sizes: Sizes, prefix: str = "") -> list[str]:
 # --- GPT-2 (reference_models.gpt2) ----------------------------------------------------------------
 
 
-def _gpt2(sizes: Sizes) -> nn.Module:
-    from reference_models.gpt2 import GPT2Config, GPT2Model
-
-    return GPT2Model(GPT2Config(
-        vocab=sizes.vocab, max_seq=sizes.max_seq, d_model=sizes.d_model, layers=sizes.layers,
-        heads=sizes.heads, d_ff=sizes.d_ff,
-    ))
 
 
 def gpt2_block_rows(block: str) -> list[RowSpec]:
@@ -262,45 +181,25 @@ def gpt2_lm_rows(sizes: Sizes) -> list[RowSpec]:
     ]
 
 
-def _gpt2_lm_run(module: nn.Module, inputs: tuple) -> Any:
-    return module.logits(module(*inputs))
 
 
 # --- the table ----------------------------------------------------------------------------------
 
-_HEADS = frozenset({"impl", "d_k"})
-_STACK = frozenset({"layers", "d_ff"})
 
 MODELS: dict[str, ModelKind] = {
-    kind.name: kind
-    for kind in (
-        ModelKind("mha", "one multi-head self-attention block (reference_models.attention.MultiHeadAttention)",
-                  _mha, _hidden, lambda s: _mha_rows(""), lambda s: [""], uses=_HEADS),
-        ModelKind("encoder", "the Transformer's encoder stack, post-norm, ReLU FFN (Vaswani et al. 2017); the default",
-                  _encoder, _hidden, lambda s: _stack("", s.layers, encoder_layer_rows),
-                  lambda s: _stack_paths("", s.layers, ("self_attn",)), uses=_HEADS | _STACK,
-                  probes=("layers.0.self_attn", "layers.0")),
-        ModelKind("decoder", "the Transformer's decoder stack: masked self-attention, cross-attention to a memory of the same length, FFN",
-                  _decoder, lambda s, b, n, d: _hidden(s, b, n, d) * 2, lambda s: _stack("", s.layers, decoder_layer_rows),
-                  lambda s: _stack_paths("", s.layers, ("self_attn", "cross_attn")), uses=_HEADS | _STACK,
-                  probes=("layers.0.self_attn", "layers.0")),
-        ModelKind("encoder-decoder", "the whole Transformer: shared embeddings, encoder, decoder, tied pre-softmax projection",
-                  _transformer, lambda s, b, n, d: _ids(s, b, n, d) * 2, _transformer_rows,
-                  lambda s: _stack_paths("encoder", s.layers, ("self_attn",))
-                  + _stack_paths("decoder", s.layers, ("self_attn", "cross_attn")),
-                  uses=_HEADS | _STACK | {"vocab"}, probes=("encoder.layers.0.self_attn", "encoder.layers.0")),
-        ModelKind("bert", "BertModel: embeddings, encoder, pooler (Devlin et al. 2019; transformers' names)",
-                  _bert, _ids, bert_rows, _bert_attention, uses=_STACK | {"vocab", "max_seq"}, learned_positions=True,
-                  probes=("encoder.layer.0.attention", "encoder.layer.0")),
-        ModelKind("bert-lm", "BertLM: BertModel (no pooler) plus next-sentence and masked-LM heads (seed 001)",
-                  _bert_lm, _ids, bert_lm_rows, lambda s: _bert_attention(s, "bert"),
-                  uses=_STACK | {"vocab", "max_seq"}, learned_positions=True,
-                  probes=("bert.encoder.layer.0.attention", "bert.encoder.layer.0")),
-        ModelKind("gpt", "GPT2Model: decoder-only, pre-norm, learned positions (Radford et al. 2019); the gpt2 presets",
-                  _gpt2, _ids, gpt2_rows, lambda s: [f"h.{i}.attn" for i in range(s.layers)],
-                  uses=_STACK | {"vocab", "max_seq"}, learned_positions=True, probes=("h.0.attn", "h.0")),
-        ModelKind("gpt-lm", "GPT2Model plus its language-model head, tied to the token embedding",
-                  _gpt2, _ids, gpt2_lm_rows, lambda s: [f"h.{i}.attn" for i in range(s.layers)], run=_gpt2_lm_run,
-                  uses=_STACK | {"vocab", "max_seq"}, learned_positions=True, probes=("h.0.attn", "h.0")),
+    name: ModelKind(KINDS[name], rows, paths, probes)
+    for name, rows, paths, probes in (
+        ("mha", lambda s: _mha_rows(""), lambda s: [""], ("", None)),
+        ("encoder", lambda s: _stack("", s.layers, encoder_layer_rows), lambda s: _stack_paths("", s.layers, ("self_attn",)),
+         ("layers.0.self_attn", "layers.0")),
+        ("decoder", lambda s: _stack("", s.layers, decoder_layer_rows),
+         lambda s: _stack_paths("", s.layers, ("self_attn", "cross_attn")), ("layers.0.self_attn", "layers.0")),
+        ("encoder-decoder", _transformer_rows,
+         lambda s: _stack_paths("encoder", s.layers, ("self_attn",)) + _stack_paths("decoder", s.layers, ("self_attn", "cross_attn")),
+         ("encoder.layers.0.self_attn", "encoder.layers.0")),
+        ("bert", bert_rows, _bert_attention, ("encoder.layer.0.attention", "encoder.layer.0")),
+        ("bert-lm", bert_lm_rows, lambda s: _bert_attention(s, "bert"), ("bert.encoder.layer.0.attention", "bert.encoder.layer.0")),
+        ("gpt", gpt2_rows, lambda s: [f"h.{i}.attn" for i in range(s.layers)], ("h.0.attn", "h.0")),
+        ("gpt-lm", gpt2_lm_rows, lambda s: [f"h.{i}.attn" for i in range(s.layers)], ("h.0.attn", "h.0")),
     )
 }

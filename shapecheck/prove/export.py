@@ -16,7 +16,7 @@ import re
 import time
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 import torch
@@ -24,7 +24,7 @@ from torch import Tensor, nn
 from torch.utils import _pytree as pytree
 
 from shapecheck.runtime import checks_disabled
-from shapecheck.errors import ShapeError
+from shapecheck.errors import ShapeError, first_line
 from shapecheck.prove.inputs import InputPlan
 
 
@@ -77,8 +77,22 @@ def _label(path: tuple) -> str:
     return label
 
 
+def register_caches(module: nn.Module) -> None:
+    """transformers' KV-cache classes as pytree nodes (transformers' own exporter does this), so a cache output is flattened."""
+    inner = next((m for m in module.modules() if type(m).__module__.startswith("transformers.")), None)
+    if inner is None:
+        return
+    try:
+        from transformers.exporters.exporter_dynamo import register_cache_pytrees_for_model
+    except ImportError:  # an older transformers: use_cache=False is what keeps caches out of the output
+        return
+    with contextlib.suppress(Exception):
+        register_cache_pytrees_for_model(inner)
+
+
 def export_module(module: nn.Module, plan: InputPlan, examples: dict[str, Tensor]) -> Exported:
     """Export ``module`` non-strict on ``examples``; raises ``ExportFailure`` with a one-line reason."""
+    register_caches(module)
     start = time.perf_counter()
     try:
         program, checked_error = _export(module, plan, examples), None
@@ -116,7 +130,7 @@ def _quiet_tracer() -> Iterator[None]:
 def _export(module: nn.Module, plan: InputPlan, examples: dict[str, Tensor]) -> torch.export.ExportedProgram:
     try:
         with _quiet_tracer():
-            return torch.export.export(module, (), examples, dynamic_shapes=plan.dynamic_shapes(), strict=False)
+            return torch.export.export(module, (), plan.call(examples), dynamic_shapes=plan.dynamic_shapes(), strict=False)
     except ShapeError:
         raise
     except Exception as error:  # noqa: BLE001 - any failure inside user code or the tracer
@@ -154,10 +168,5 @@ def input_symbols(plan: InputPlan, examples: dict[str, Tensor]) -> dict[str, tup
     signature += [parameter(arg.name, parameter.KEYWORD_ONLY) for arg in plan.arguments]
     forward.__signature__ = inspect.Signature(signature)  # type: ignore[attr-defined]
     stand_in = type("StandIn", (nn.Module,), {"forward": forward})()
-    return Exported(_export(stand_in, plan, examples), None, 0.0).input_shapes(plan)
-
-
-def first_line(error: BaseException) -> str:
-    """``TypeName: first line of the message`` (export's messages run to pages)."""
-    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
-    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
+    tensors_only = replace(plan, constants=())
+    return Exported(_export(stand_in, tensors_only, examples), None, 0.0).input_shapes(plan)

@@ -5,7 +5,12 @@ seq_q d_model"]``); an unannotated argument with a well-known name (``input_ids`
 ``hidden_states``, ``query``, ...) gets the usual axes. ``batch``, ``seq``,
 ``seq_q`` and ``seq_k`` are exported as dynamic dimensions; every other axis
 takes its size from the module's config (``d_model``, ``heads``, ...) or from
-``sizes``.
+``sizes``. Inputs shaped by a transformers config are built from it: vision
+``pixel_values`` (batch, channels, image, image) and audio ``input_features``
+(batch, mel bins, 2·max_source_positions); an encoder-decoder gets
+``decoder_input_ids`` too, its encoder input along ``seq_k`` and its decoder's
+along ``seq_q``. A forward that takes ``use_cache`` is called with
+``use_cache=False``, so no cache object is returned.
 """
 
 from __future__ import annotations
@@ -37,8 +42,16 @@ KNOWN_ARGUMENTS: dict[str, tuple[tuple[str, ...], str]] = {
     "x": (_STATES, "float"), "query": (("batch", "seq_q", "d_model"), "float"), "hidden_states": (_STATES, "float"),
     "inputs_embeds": (_STATES, "float"), "src": (_STATES, "float"), "tgt": (_STATES, "float"),
     "key": (("batch", "seq_k", "d_model"), "float"), "value": (("batch", "seq_k", "d_model"), "float"),
-    "input": (_STATES, "float"), "inputs": (_STATES, "float"),
+    "input": (_STATES, "float"), "inputs": (_STATES, "float"), "decoder_input_ids": (_TOKENS, "int"),
+    "idx": (_TOKENS, "int"), "ids": (_TOKENS, "int"), "token_ids": (_TOKENS, "int"), "tokens": (_TOKENS, "int"),
 }
+# Arguments whose static sizes come from the module's config: name -> (config fields, a function of them).
+CONFIG_SHAPED: dict[str, tuple[tuple[str, ...], object]] = {
+    "pixel_values": (("num_channels", "image_size"), lambda c, i: ("batch", c, i, i)),
+    "input_features": (("num_mel_bins", "max_source_positions"), lambda m, s: ("batch", m, 2 * s)),
+}
+DECODER_INPUTS = ("decoder_input_ids",)
+CONSTANTS = {"use_cache": False}  # passed when forward takes them: no KV-cache object in the output
 
 Axis = Union[str, int]  # an axis name, or a fixed size
 
@@ -52,13 +65,16 @@ class Argument:
     kind: str  # "float" | "int" | "bool"
     required: bool
 
-    def example(self, sizes: dict[str, int], device: torch.device) -> Tensor:
+    def example(self, sizes: dict[str, int], device: torch.device, ids: tuple[int, int] = (0, 2)) -> Tensor:
+        """Random values; masks all ones (nothing padded); token ids in ``ids`` (no padding or special token)."""
         shape = tuple(a if isinstance(a, int) else sizes[a] for a in self.axes)
         if self.kind == "float":
             return torch.randn(shape, device=device)
         if self.kind == "bool":
             return torch.ones(shape, dtype=torch.bool, device=device)
-        return torch.randint(0, 2, shape, device=device)
+        if "mask" in self.name:
+            return torch.ones(shape, dtype=torch.long, device=device)
+        return torch.randint(ids[0], ids[1], shape, device=device)
 
 
 @dataclass(frozen=True)
@@ -67,6 +83,8 @@ class InputPlan:
 
     arguments: tuple[Argument, ...]
     device: torch.device = torch.device("cpu")  # where the module's parameters live
+    constants: tuple[tuple[str, object], ...] = ()  # non-tensor keyword arguments (use_cache=False)
+    ids: tuple[int, int] = (0, 2)  # token ids drawn from [low, high): no padding or special token
 
     @property
     def dynamic_axes(self) -> list[str]:
@@ -78,11 +96,17 @@ class InputPlan:
 
     def examples(self, sizes: dict[str, int]) -> dict[str, Tensor]:
         """Example tensors, each dynamic axis at ``sizes[axis]``."""
-        return {arg.name: arg.example(sizes, self.device) for arg in self.arguments}
+        return {arg.name: arg.example(sizes, self.device, self.ids) for arg in self.arguments}
 
-    def dynamic_shapes(self) -> dict[str, dict[int, object]]:
+    def call(self, tensors: dict[str, Tensor]) -> dict[str, object]:
+        """Keyword arguments for ``forward``: the tensors and the constants."""
+        return {**tensors, **dict(self.constants)}
+
+    def dynamic_shapes(self) -> dict[str, object]:
         """``torch.export`` dynamic_shapes: every named axis automatic (static or dynamic, as traced)."""
-        return {arg.name: {i: _auto(a) for i, a in enumerate(arg.axes) if isinstance(a, str)} for arg in self.arguments}
+        shapes: dict[str, object] = {arg.name: {i: _auto(a) for i, a in enumerate(arg.axes) if isinstance(a, str)}
+                                     for arg in self.arguments}
+        return {**shapes, **{name: None for name, _ in self.constants}}
 
 
 def _auto(axis: str) -> object:
@@ -108,7 +132,34 @@ def plan_inputs(
     static = {**config_axes(module), **(sizes or {})}
     chosen = _choose(module, params, hints, names, cross)
     arguments = tuple(_argument(module, params[n], hints.get(n), static) for n in chosen)
-    return _self_attention(InputPlan(arguments, module_device(module)))
+    constants = tuple((name, value) for name, value in CONSTANTS.items() if name in params)
+    plan = InputPlan(arguments, module_device(module), constants, token_ids(module))
+    return _self_attention(_encoder_decoder(plan))
+
+
+SPECIAL_TOKENS = ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id", "sep_token_id", "cls_token_id")
+
+
+def token_ids(module: nn.Module) -> tuple[int, int]:
+    """Two consecutive ids that are no special token of the config and fit the largest (vocabulary) table."""
+    config = getattr(module, "config", None)
+    special = {getattr(config, name, None) for name in SPECIAL_TOKENS}
+    rows = max((m.num_embeddings for m in module.modules() if isinstance(m, nn.Embedding)), default=2)  # the vocabulary
+    low = next((k for k in range(rows - 1) if k not in special and k + 1 not in special), 0)
+    return low, min(low + 2, max(rows, 1))
+
+
+def _encoder_decoder(plan: InputPlan) -> InputPlan:
+    """With decoder inputs, the encoder's sequence is ``seq_k`` and the decoder's ``seq_q`` (it gives the output)."""
+    names = [arg.name for arg in plan.arguments]
+    if not any(n in DECODER_INPUTS for n in names) or all(n in DECODER_INPUTS for n in names):
+        return plan
+    return replace(plan, arguments=tuple(_sequence_as(arg, "seq_q" if arg.name in DECODER_INPUTS else "seq_k")
+                                         for arg in plan.arguments))
+
+
+def _sequence_as(arg: Argument, axis: str) -> Argument:
+    return replace(arg, axes=tuple(axis if a == "seq" else a for a in arg.axes))
 
 
 def module_device(module: nn.Module) -> torch.device:
@@ -134,7 +185,17 @@ def _forward_parameters(module: nn.Module) -> dict[str, inspect.Parameter]:
 
 
 def _is_tensor(name: str, hints: dict[str, object]) -> bool:
-    return spec_of(hints.get(name)) is not None or name in KNOWN_ARGUMENTS
+    return spec_of(hints.get(name)) is not None or name in KNOWN_ARGUMENTS or name in CONFIG_SHAPED
+
+
+def config_shaped(module: nn.Module, name: str) -> Optional[tuple[Axis, ...]]:
+    """The axes of a config-shaped argument (``pixel_values``, ``input_features``) from ``module.config``, else None."""
+    fields, shape = CONFIG_SHAPED.get(name, ((), None))
+    config = getattr(module, "config", None)
+    values = [getattr(config, f, None) for f in fields]
+    if shape is None or not all(isinstance(v, int) for v in values):
+        return None
+    return shape(*values)  # type: ignore[operator]
 
 
 def _choose(
@@ -147,8 +208,10 @@ def _choose(
             raise UsageError(f"{label}.forward has no argument {unknown[0]!r} (arguments: {', '.join(params)})")
         return list(names)
     chosen = [n for n, p in params.items() if p.default is inspect.Parameter.empty]
-    if not chosen:  # every argument optional (transformers): the first tensor-like one
-        chosen = [n for n in params if _is_tensor(n, hints)][:1]
+    if not chosen:  # every argument optional (transformers): the first input, and the decoder's when there is one
+        primary = [n for n in params if n in CONFIG_SHAPED and config_shaped(module, n) is not None]
+        chosen = (primary or [n for n in params if _is_tensor(n, hints) and n not in CONFIG_SHAPED])[:1]
+        chosen += [n for n in DECODER_INPUTS if n in params and chosen and n not in chosen]
     if cross:
         extra = [n for n in params if n not in chosen and _is_cross(n, hints)]
         if not extra and not any("seq_k" in _named_axes(n, hints) for n in chosen):
@@ -186,13 +249,18 @@ def _kind(spec: Optional[ArraySpec], name: str) -> str:
 def _argument(module: nn.Module, param: inspect.Parameter, hint: object, static: dict[str, int]) -> Argument:
     spec = spec_of(hint)
     where = f"{type(module).__name__}.forward argument {param.name!r}"
+    shaped = config_shaped(module, param.name) if spec is None else None
     if spec is not None:
         axes = tuple(_axis(d, static, where, spec.text) for d in spec.dims)
+    elif shaped is not None:
+        axes = shaped
     elif param.name in KNOWN_ARGUMENTS:
         axes = tuple(a if a in DYNAMIC_AXES else _static(a, static, where) for a in KNOWN_ARGUMENTS[param.name][0])
     else:
-        raise UsageError(f"{where} has no jaxtyping annotation, so its shape is unknown; annotate it or leave it out")
-    return Argument(param.name, axes, _kind(spec, param.name), param.default is inspect.Parameter.empty)
+        raise UsageError(f"{where} has no jaxtyping annotation, so its shape is unknown; annotate it, "
+                         f"or pass other arguments with --inputs")
+    kind = "float" if shaped is not None else _kind(spec, param.name)
+    return Argument(param.name, axes, kind, param.default is inspect.Parameter.empty)
 
 
 def _axis(dim: object, static: dict[str, int], where: str, text: str) -> Axis:

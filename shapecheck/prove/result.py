@@ -35,6 +35,9 @@ class ProofResult:
     samples: list[Sample] = field(default_factory=list)
     export_seconds: float = 0.0
     seconds: float = 0.0
+    bounds: list[str] = field(default_factory=list)  # confirmed bounds and where they come from
+    unchecked: list[str] = field(default_factory=list)  # checks that did not run, and why
+    interrupted: bool = False
 
     @property
     def output_shape(self) -> Optional[list[Entry]]:
@@ -43,7 +46,22 @@ class ProofResult:
 
     @property
     def ok(self) -> bool:
+        """No problem found (see ``checked`` for whether every check ran)."""
         return not self.problems
+
+    @property
+    def checked(self) -> bool:
+        """Every check ran: samples at both ends, bounds confirmed, nothing interrupted."""
+        return bool(self.samples) and not self.unchecked and not self.interrupted
+
+    @property
+    def verdict(self) -> str:
+        """One line: "shapes check out" only when every check ran and passed."""
+        if self.problems:
+            return f"{len(self.problems)} problem(s) found"
+        if self.checked:
+            return "shapes check out"
+        return "shapes proved symbolically; not checked: " + "; ".join(self.unchecked or ["no size was run"])
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (``shapecheck prove --format json``)."""
@@ -54,7 +72,11 @@ class ProofResult:
             "outputs": self.outputs,
             "constraints": self.constraints,
             "problems": [{"kind": p.kind, "message": p.message} for p in self.problems],
-            "samples": [{"sizes": s.sizes, "ok": s.problem is None} for s in self.samples],
+            "bounds": self.bounds,
+            "samples": [{"sizes": s.sizes, "kind": s.kind, "ok": s.problem is None} for s in self.samples],
+            "checked": self.checked,
+            "unchecked": self.unchecked,
+            "verdict": self.verdict,
             "export_seconds": round(self.export_seconds, 3),
             "seconds": round(self.seconds, 3),
         }

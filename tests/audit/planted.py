@@ -77,3 +77,45 @@ class SharedLayers(nn.Module):
         for layer in self.layers:
             x = layer(x)
         return x
+
+
+class _BiasFreeAttention(_QKV):
+    """q/k/v/o projections without biases (Llama's convention)."""
+
+    def __init__(self, dim: int, heads: int) -> None:
+        super().__init__(dim, heads, k_bias=False)
+        self.q_proj, self.v_proj = nn.Linear(dim, dim, bias=False), nn.Linear(dim, dim, bias=False)
+        self.o_proj = nn.Linear(dim, dim, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.o_proj(self.attend(x))  # (batch, seq, dim)
+
+
+class SwiGLUBlock(nn.Module):
+    """A Llama-style block whose feed-forward width is a constructor default (hidden=1408, a SwiGLU width).
+
+    ``hidden`` is not the model width: audit must keep its default, not map d_model onto it.
+    """
+
+    def __init__(self, dim: int = 512, n_heads: int = 8, hidden: int = 1408) -> None:
+        super().__init__()
+        self.attn = _BiasFreeAttention(dim, n_heads)
+        self.w1, self.w3 = nn.Linear(dim, hidden, bias=False), nn.Linear(dim, hidden, bias=False)  # gate, up
+        self.w2 = nn.Linear(hidden, dim, bias=False)  # down
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(x)  # (batch, seq, dim)
+        gated = torch.nn.functional.silu(self.w1(x)) * self.w3(x)  # (batch, seq, hidden)
+        return x + self.w2(gated)  # (batch, seq, dim)
+
+
+class UnusedHead(nn.Module):
+    """Clean counts, but a head Linear that forward never calls: only the liveness pass can tell."""
+
+    def __init__(self, d_model: int = 16, heads: int = 2) -> None:
+        super().__init__()
+        self.attn = _BiasFreeAttention(d_model, heads)
+        self.head = nn.Linear(d_model, d_model)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.attn(x)  # (batch, seq, d_model); self.head is never called

@@ -18,8 +18,8 @@ def test_preset_bert_base_json_is_clean_with_released_total():
     result = _run("--preset", "bert-base", "--format", "json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["clean"] and data["totals"]["total"] == 109_482_240
-    assert data["liveness"]["ran"] and data["dead"] == []
+    assert data["clean"] is True and data["ok"] and data["exit_code"] == 0 and data["totals"]["total"] == 109_482_240
+    assert data["liveness"] == "ran" and data["dead"] == []
     assert data["totals"]["non_embedding_strict"] < data["totals"]["non_embedding"] < data["totals"]["total"]
 
 
@@ -48,7 +48,7 @@ def test_target_is_counted_at_the_given_size_and_probed_small(planted_path):
     data = json.loads(result.stdout)
     assert data["totals"]["total"] == 5 * (512 * 512 + 512)
     assert {p["name"]: p["numel"] for p in data["dead"]} == {"extra.weight": 512 * 512, "extra.bias": 512}
-    assert "d_model=16 [d_model]" in data["liveness"]["detail"]  # the dead-parameter pass ran small
+    assert "d_model=16 (default" not in data["liveness_detail"] and "d_model=16 [d_model]" in data["liveness_detail"]  # ran small
 
 
 def test_seed002_with_separate_proj_weight_fails_to_construct(seed002_path):
@@ -66,10 +66,10 @@ def test_seed002_as_written_audits_clean(seed002_path):
 
 @pytest.mark.parametrize("args, needle", [
     ((), "either TARGET"),
-    (("--preset", "bert-huge"), "unknown preset 'bert-huge'; choose one of: bert-base"),
-    (("--preset", "gpt2", "--format", "xml"), "--format 'xml' is not one of: table, json, markdown"),
+    (("--preset", "bert-huge"), "unknown preset 'bert-huge'; choose one of: mha, bert-base"),
+    (("--preset", "gpt2", "--format", "xml"), "--format 'xml' is not one of: table, markdown, csv, json"),
     (("no/such/file.py:Model",), "no such file"),
-    (("--preset", "gpt2", "--heads", "0"), "--heads 0 must be at least 1"),
+    (("--preset", "gpt2", "--heads", "0"), "--heads must be a positive integer, got 0"),
     (("--preset", "gpt2", "--heads", "7"), "not divisible"),
 ])
 def test_usage_errors_are_one_line_exit_2(args, needle):
@@ -84,6 +84,6 @@ def test_table_prints_the_target_name_as_written(tmp_path):
     (tmp_path / "attn.py").write_text(
         "from reference_models.attention import MultiHeadAttention\n\n\nclass M(MultiHeadAttention):\n    pass\n")
     spec = f"{tmp_path / 'attn.py'}:M"
-    result = _run(spec, "--d-model", "32", "--heads", "4")
+    result = runner.invoke(app, ["audit", spec, "--d-model", "32", "--heads", "4"], env={"COLUMNS": "300"})  # no folding
     assert result.exit_code == 0, result.output
     assert f"{spec}: M(" in result.stdout and "Ⓜ" not in result.stdout

@@ -60,7 +60,8 @@ def test_seed001_linear_layers_style_without_a_mask_reports_the_seed_bug():
     assert result.exit_code == 0, result.output  # the counts are right; liveness could not run
     data = json.loads(result.stdout)
     assert data["components"][0]["style"] == "linear_layers[0..2] + output_layer (seed 001)"
-    assert not data["liveness"]["ran"] and "UnboundLocalError" in data["liveness"]["detail"]
+    assert data["liveness"] == "not run" and data["clean"] is None and "UnboundLocalError" in data["liveness_detail"]
+    assert "liveness not checked" in result.stderr and "UnboundLocalError" in result.stderr
 
 
 @pytest.mark.parametrize("style", STYLES, ids=lambda s: s.label)

@@ -173,3 +173,41 @@ def test_checker_agrees_with_jaxtyping_and_beartype(b1, s1, d, b2, s2, rank):
     except ShapeError:
         ours_accepts = False
     assert ours_accepts == _jaxtyping_accepts(reference, x, ids)
+
+
+class _NoConfigAttention(nn.Module):
+    """The README's example: sizes kept as attributes, no config object."""
+
+    def __init__(self, embed_dim: int = 64, num_heads: int = 4):
+        super().__init__()
+        self.embed_dim, self.num_heads, self.head_dim = embed_dim, num_heads, embed_dim // num_heads
+        self.max_seq_len = 8  # a bound, not a size: never bound to an axis
+        self.qkv = nn.Linear(embed_dim, 3 * embed_dim)
+
+    @checked
+    def forward(self, x: Float[Tensor, "batch seq d_model"]) -> Float[Tensor, "batch seq d_model"]:
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v)
+
+
+def test_module_attributes_bind_axes_like_a_config():
+    module = _NoConfigAttention()
+    assert module(torch.randn(2, 9, 64)).shape == (2, 9, 64)  # seq 9 > max_seq_len: lengths are not bound
+    with pytest.raises(ShapeError) as info:
+        module(torch.randn(2, 5, 32))
+    assert str(info.value).splitlines() == [
+        "_NoConfigAttention.forward: x.shape[2] is 32, but d_model=64 (bound by self.embed_dim)",
+        '  x: expected "batch seq d_model", got (2, 5, 32)',
+        "  bound: d_model=64, d_head=16, heads=4, batch=2, seq=5",
+    ]
+
+
+def test_config_wins_over_attributes_when_both_name_an_axis():
+    @dataclass(frozen=True)
+    class Config:
+        d_model: int = 8
+
+    module = _NoConfigAttention(embed_dim=8, num_heads=2)
+    module.config = Config()
+    with pytest.raises(ShapeError, match=r"but d_model=8 \(bound by the config\)"):
+        module(torch.randn(1, 3, 4))

@@ -46,7 +46,8 @@ def mha_json():
 def test_json_has_the_issue_fields_and_exit_0(mha_json):
     assert mha_json.exit_code == 0, mha_json.output
     data = json.loads(mha_json.stdout)
-    assert data["target"] == MHA
+    assert data["target"].startswith(MHA) and "heads=2 (default 8)" in data["target"]  # a replaced default is shown
+    assert data["ok"] and data["exit_code"] == 0 and data["checked"] and data["verdict"] == "shapes check out"
     assert data["inputs"] == {"query": ["batch", "seq", 16]}
     assert data["output_shape"] == ["batch", "seq", 16]
     assert "d_model % heads == 0" in data["constraints"]
@@ -83,13 +84,13 @@ def test_prove_accepts_a_target_string(swapped_file):
     "args, expected",
     [
         (["no_such_file.py:Model"], "no such file: no_such_file.py"),
-        (["--preset", "bert-huge"], "unknown preset 'bert-huge' (choices: mha, bert-base"),
+        (["--preset", "bert-huge"], "unknown preset 'bert-huge'; choose one of: mha, bert-base"),
         ([], "give a TARGET"),
-        ([MHA, "--size", "d_in=big"], "--size item 'd_in=big' is not axis=N"),
+        ([MHA, "--size", "d_in=big"], "--size item 'd_in=big': the value must be a positive integer, got 'big'"),
         ([MHA, "--max-size", "seq=0"], "--max-size item 'seq=0'"),
-        ([MHA, "--format", "yaml"], "unknown --format 'yaml' (choices: table, json)"),
-        ([MHA, "--d-model", "0"], "--d-model must be an integer >= 1, got '0'"),
-        ([MHA, "--samples", "few"], "--samples must be an integer >= 0, got 'few'"),
+        ([MHA, "--format", "yaml"], "--format 'yaml' is not one of: table, markdown, csv, json"),
+        ([MHA, "--d-model", "0"], "--d-model must be a positive integer, got 0"),
+        ([MHA, "--samples", "few"], "--samples must be a non-negative integer, got 'few'"),
         ([MHA, "--inputs", "queries"], "has no argument 'queries' (arguments: query, key, value"),
         (["reference_models.attention:AttentionConfig"], "is a class but not a torch.nn.Module"),
         (["reference_models.gpt2:GPT2Model", "--d-model", "16", "--heads", "2", "--cross"], "--cross: GPT2Model.forward has no argument along seq_k"),

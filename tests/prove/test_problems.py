@@ -135,7 +135,8 @@ def test_nested_checked_function_fails_on_symbolic_shapes():
 def test_learned_positions_bound_the_sequence():
     result = _prove(LearnedPositions(), caps={"seq": 100})
     assert "seq <= 32" in result.constraints
-    assert result.samples[-1].sizes["seq"] == 32 and result.ok
+    kinds = {s.kind: s.sizes["seq"] for s in result.samples}
+    assert kinds["top"] == 32 and kinds["past"] == 33 and result.ok and result.checked
 
 
 def test_concatenation_gives_a_sum_of_symbols_that_holds_at_other_sizes():

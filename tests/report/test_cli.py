@@ -99,7 +99,7 @@ def test_terminal_plot():
     (["--d-model", "-512"], "--d-model must be a positive integer"),
     (["--d-ff", "2.5"], "--d-ff must be a positive integer, got '2.5'"),
     (["--seq-len", "1e3"], "neither a positive integer nor a name"),
-    (["--preset", "bert-huge"], "choose one of: bert-base, bert-large, gpt2"),
+    (["--preset", "bert-huge"], "choose one of: mha, bert-base, bert-large, gpt2"),
     (["--model", "rnn"], "choose one of: mha, encoder, decoder"),
     (["--preset", "gpt2", "--model", "bert"], "with this preset use --model gpt or gpt-lm"),
     (["--model", "mha", "--vocab", "100"], "--vocab does not apply to --model mha"),

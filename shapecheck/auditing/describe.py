@@ -1,0 +1,126 @@
+"""What each recognised submodule is, as plain facts in ``Match.info`` (read by audit's formulas and report's rows).
+
+- attention: ``h``, ``h_kv`` (grouped-query key/value heads, Ainslie et al. 2023), ``d_head``,
+  ``bias`` (role -> has one, for q/k/v/o or the fused qkv), ``declared_bias`` and ``declared_by``
+  (what the block's config or family says, ``conventions.py``);
+- feed_forward: ``d_model``, ``d_ff``, ``gated`` (SwiGLU and other GLU variants, Shazeer 2020), ``expert``
+  (its index inside a mixture of experts);
+- norm: ``type`` (``LayerNorm``: gain and bias; ``RMSNorm``: gain only, Zhang & Sennrich 2019), ``width``;
+- embedding: ``table`` (vocab | max_seq | segments | relative), ``rows``, ``width``, ``factorised_by``
+  (ALBERT's E -> H projection, Lan et al. 2020 section 3.1);
+- projection (a factorised embedding's E -> H map): ``d_in`` (E), ``d_out`` (H), ``factorises``;
+- moe_router: ``experts``, ``d_model``; moe_experts: ``experts``, ``d_model``, ``d_ff``, ``gated``;
+- head, pooler, linear: ``d_in``, ``d_out``, ``bias``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import TYPE_CHECKING, Any, Optional
+
+from torch import nn
+
+from shapecheck.auditing.conventions import declared_biases
+from shapecheck.vocabulary import CONSTRUCTOR_ROLES
+
+if TYPE_CHECKING:
+    from shapecheck.auditing.recognize import Match
+
+_EXPERT_INDEX = re.compile(r"(?:^|\.)experts\.(\d+)(?:\.|$)")
+
+
+def _table(path: str) -> str:
+    last = path.rpartition(".")[2].lower()
+    if "relative" in last:
+        return "relative"
+    if any(w in last for w in ("pos", "wpe")):
+        return "max_seq"
+    if any(w in last for w in ("type", "segment")):
+        return "segments"
+    return "vocab"
+
+
+def _config(match: "Match", model: nn.Module) -> Any:
+    return getattr(match.module, "config", None) or getattr(model, "config", None)
+
+
+def _kv_heads(match: "Match", model: nn.Module, d_head: Optional[int]) -> Optional[int]:
+    for owner in (match.module, _config(match, model)):
+        for name in sorted(CONSTRUCTOR_ROLES["kv_heads"]):
+            value = getattr(owner, name, None)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+    k = match.parts.get("k")
+    return k.d_out // d_head if k is not None and d_head and k.d_out % d_head == 0 else None
+
+
+def _attention(match: "Match", model: nn.Module) -> dict[str, Any]:
+    parts, h = match.parts, match.heads
+    first = parts.get("q") or parts.get("qkv")
+    width = first.d_out if first is not None and "q" in parts else (parts["o"].d_in if "o" in parts else None)
+    d_head = width // h if h and width and width % h == 0 else None
+    bias = {role: p.has_bias for role, p in parts.items() if role in ("q", "k", "v", "o", "qkv")}
+    declared, by = declared_biases(match.module, _config(match, model))
+    return {"h": h, "h_kv": _kv_heads(match, model, d_head) or h, "d_head": d_head, "bias": bias,
+            "declared_bias": declared, "declared_by": by}
+
+
+def _feed_forward(match: "Match") -> dict[str, Any]:
+    up = match.parts["up"]
+    info: dict[str, Any] = {"d_model": up.d_in, "d_ff": up.d_out, "gated": "gate" in match.parts}
+    index = _EXPERT_INDEX.search(match.path)
+    if index:
+        info["expert"] = int(index.group(1))
+    return info
+
+
+def _linear(match: "Match") -> dict[str, Any]:
+    part = match.parts["linear"]
+    return {"d_in": part.d_in, "d_out": part.d_out, "bias": part.has_bias}
+
+
+def _model_width(matches: list["Match"]) -> Optional[int]:
+    widths = Counter(p.d_in for m in matches if m.kind == "attention" for role, p in m.parts.items() if role in ("q", "qkv"))
+    return widths.most_common(1)[0][0] if widths else None
+
+
+def _factorise(matches: list["Match"], width: Optional[int]) -> None:
+    """A Linear from the embeddings' width E != H to the model width H is the factorised embedding projection."""
+    tables = [m for m in matches if m.kind == "embedding" and m.info.get("table") == "vocab" and m.info["width"] != width]
+    for match in matches:
+        if match.kind != "linear" or width is None or match.parts["linear"].d_out != width:
+            continue
+        fed = [t for t in tables if t.info["width"] == match.parts["linear"].d_in]
+        if fed:
+            match.kind = "projection"
+            match.info["factorises"] = [t.path for t in fed]
+            for table in fed:
+                table.info["factorised_by"] = match.path
+
+
+def _one(match: "Match", model: nn.Module) -> dict[str, Any]:
+    if match.kind == "attention":
+        return _attention(match, model)
+    if match.kind == "feed_forward":
+        return _feed_forward(match)
+    if match.kind == "norm":
+        widths = [p.numel() for _, p in match.params]
+        return {"type": "LayerNorm" if len(widths) == 2 else "RMSNorm", "width": widths[0]}
+    if match.kind == "embedding":
+        table = match.params[0][1]
+        return {"table": _table(match.path), "rows": int(table.shape[0]), "width": int(table.shape[-1])}
+    if match.kind == "moe_router":
+        weight = next(p for _, p in match.params if p.dim() == 2)
+        return {"experts": int(weight.shape[0]), "d_model": int(weight.shape[1])}
+    if match.kind in ("pooler", "head", "linear"):
+        return _linear(match)
+    return {}
+
+
+def describe(model: nn.Module, matches: list["Match"]) -> list["Match"]:
+    """Fill each match's ``info``; a Linear feeding a narrower embedding into the model width becomes a ``projection``."""
+    for match in matches:
+        match.info = {**_one(match, model), **match.info}
+    _factorise(matches, _model_width(matches))
+    return matches

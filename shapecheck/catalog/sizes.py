@@ -1,0 +1,45 @@
+"""``Sizes``: the numbers a catalogue model is built from, and the small probe sizes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from shapecheck.errors import UsageError
+
+# A small instance of any catalogue model (audit's dead-parameter pass): layer count kept, widths shrunk.
+PROBE: dict[str, int] = dict(d_model=16, heads=2, d_ff=32, vocab=97, max_seq=16)
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The numbers a model is built from (already validated)."""
+
+    d_model: int
+    heads: int
+    d_k: int
+    d_v: int
+    d_ff: int
+    layers: int
+    vocab: int
+    max_seq: int
+    segments: int = 2
+    impl: str = "sdpa"
+
+    def values(self) -> dict[Any, int]:
+        """Symbol -> value for the formulas (batch and sequence length come from the run)."""
+        from shapecheck.counting import formulas as f
+
+        return {
+            f.h: self.heads, f.d_model: self.d_model, f.d_k: self.d_k, f.d_v: self.d_v, f.d_ff: self.d_ff,
+            f.vocab: self.vocab, f.max_seq: self.max_seq, f.segments: self.segments,
+        }
+
+
+def make_sizes(values: dict[str, Any]) -> Sizes:
+    """``Sizes`` from a preset's values, d_k = d_v = d_model / heads unless given."""
+    if values["d_model"] % values["heads"]:
+        raise UsageError(f"--d-model {values['d_model']} is not divisible by --heads {values['heads']}")
+    d_head = values["d_model"] // values["heads"]
+    known = {k: v for k, v in values.items() if k in Sizes.__dataclass_fields__}
+    return Sizes(**{"d_k": d_head, "d_v": d_head, **known})

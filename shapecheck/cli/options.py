@@ -1,0 +1,192 @@
+"""Typed command-line options: one home for every flag's parsing, its help type and its error wording.
+
+Each function returns a ``typer.Option`` whose parser converts the text and fails
+with a ``typer.BadParameter``; the app's group (``shapecheck.cli``) prints every
+such failure as one line, ``shapecheck: error: --heads must be a positive integer,
+got 'abc'``, and exits 2. Flags show no value type in ``--help``; valued options
+show their real one (``N``, ``table|json|...``, ``NAME=VALUE,...``).
+
+Use them as parameter defaults::
+
+    def report(heads: Optional[int] = options.heads(), fmt: str = options.output_format(FORMATS)): ...
+
+The same flag has the same name and meaning in every command: the shared ones
+(``--d-model``, ``--heads``, ``--init``, ``--preset``, ``--format``, ``--seed`` ...)
+are defined once below. ``split_selection`` flattens repeatable, comma-separated
+selections (``--select SC104 --select SC101,SC102``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Optional
+
+import typer
+
+from shapecheck.errors import UsageError
+
+FORMATS: tuple[str, ...] = ("table", "json", "markdown", "csv")
+FORMAT_ALIASES: dict[str, str] = {"text": "table"}
+
+
+# ---------------------------------------------------------------- parsers (each fails with one wording)
+
+
+def parse_int(text: Any, *, minimum: int = 1) -> int:
+    """``'8'`` -> 8; anything that is not an integer >= ``minimum`` raises ``BadParameter``."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        value = text
+    else:
+        try:
+            value = int(str(text).strip())
+        except ValueError:
+            raise typer.BadParameter(f"must be {_int_words(minimum)}, got {str(text)!r}") from None
+    if value < minimum:
+        raise typer.BadParameter(f"must be {_int_words(minimum)}, got {value}")
+    return value
+
+
+def _int_words(minimum: int) -> str:
+    return {1: "a positive integer", 0: "a non-negative integer"}.get(minimum, f"an integer >= {minimum}")
+
+
+def parse_choice(text: Any, choices: Sequence[str], aliases: Optional[dict[str, str]] = None) -> str:
+    """``text`` if it is one of ``choices`` (or an alias of one), else ``BadParameter`` naming them."""
+    value = (aliases or {}).get(str(text), str(text))
+    if value not in choices:
+        raise typer.BadParameter(f"{str(text)!r} is not one of: {', '.join(choices)}")
+    return value
+
+
+def parse_pairs(text: Any, value: Callable[[str], Any]) -> dict[str, Any]:
+    """``'a=1,b=x'`` -> ``{'a': value('1'), 'b': value('x')}``; a malformed item raises ``BadParameter``."""
+    result: dict[str, Any] = {}
+    for item in str(text).split(","):
+        if not item.strip():
+            continue
+        name, sep, raw = item.partition("=")
+        if not sep or not name.strip().isidentifier():
+            raise typer.BadParameter(f"item {item.strip()!r} is not name=value")
+        try:
+            result[name.strip()] = value(raw.strip())
+        except typer.BadParameter as error:
+            raise typer.BadParameter(f"item {item.strip()!r}: the value {error.message}") from None
+    return result
+
+
+def parse_selection(text: Any, choices: Optional[Sequence[str]] = None) -> str:
+    """One occurrence of a repeatable selection: comma-separated items, each checked against ``choices``."""
+    for item in split_selection([str(text)]):
+        if choices is not None:
+            parse_choice(item, choices)
+    return str(text)
+
+
+def split_selection(values: Optional[Iterable[str]]) -> tuple[str, ...]:
+    """``['SC104', 'SC101,SC102']`` -> ``('SC104', 'SC101', 'SC102')`` (order kept, empty items dropped)."""
+    return tuple(item.strip() for value in values or () for item in value.split(",") if item.strip())
+
+
+def parse_value(text: str) -> Any:
+    """``'8'`` -> 8, ``'0.1'`` -> 0.1, ``'true'`` -> True, ``'none'`` -> None, anything else the string."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered == "none":
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text.strip())
+        except ValueError:
+            pass
+    return text.strip().strip("'\"")
+
+
+def usage(option: str, message: str) -> UsageError:
+    """A ``UsageError`` worded as the parsers word theirs: ``--heads must be ...``."""
+    return UsageError(f"{option} {message}")
+
+
+# ---------------------------------------------------------------- option builders
+
+
+def flag(*names: str, help: str, default: bool = False) -> Any:
+    """A boolean flag (``--strict``): no value, no type shown in ``--help``."""
+    return typer.Option(default, *names, help=help, metavar="", show_default=False)
+
+
+def positive(*names: str, help: str, default: Optional[int] = None, minimum: int = 1) -> Any:
+    """An integer option >= ``minimum`` (default 1), shown as ``N``."""
+    return typer.Option(default, *names, help=help, metavar="N", parser=lambda text: parse_int(text, minimum=minimum),
+                        show_default=default is not None)
+
+
+def choice(*names: str, choices: Sequence[str], help: str, default: Optional[str] = None,
+           aliases: Optional[dict[str, str]] = None) -> Any:
+    """One of ``choices``, shown as ``a|b|c``; ``aliases`` map other accepted spellings onto a choice."""
+    return typer.Option(default, *names, help=help, metavar="|".join(choices),
+                        parser=lambda text: parse_choice(text, choices, aliases), show_default=default is not None)
+
+
+def pairs(*names: str, help: str, value: Callable[[str], Any] = parse_value, metavar: str = "NAME=VALUE,...") -> Any:
+    """``name=value,...`` parsed into a dict (values by ``value``: ints, floats, booleans, none, strings)."""
+    return typer.Option(None, *names, help=help, metavar=metavar, parser=lambda text: parse_pairs(text, value))
+
+
+def sizes(*names: str, help: str) -> Any:
+    """``axis=N,...`` with N positive integers."""
+    return pairs(*names, help=help, value=parse_int, metavar="AXIS=N,...")
+
+
+def selection(*names: str, help: str, choices: Optional[Sequence[str]] = None, metavar: str = "NAME") -> Any:
+    """A repeatable, comma-separated selection; flatten the list the command receives with ``split_selection``."""
+    return typer.Option(None, *names, help=help, metavar=f"{metavar}[,{metavar}...]",
+                        parser=lambda text: parse_selection(text, choices))
+
+
+def text(*names: str, help: str, default: Optional[str] = None, metavar: str = "TEXT") -> Any:
+    """A free-text option."""
+    return typer.Option(default, *names, help=help, metavar=metavar, show_default=default is not None)
+
+
+# ---------------------------------------------------------------- the flags every command spells the same way
+
+
+def output_format(choices: Sequence[str] = FORMATS, default: str = "table") -> Any:
+    return choice("--format", choices=choices, default=default, aliases=FORMAT_ALIASES,
+                  help="Output: table (for people; 'text' is the same), json (with 'ok' and 'exit_code'), "
+                       "markdown, csv" + (", sarif" if "sarif" in choices else "") + ".")
+
+
+def d_model(help: str = "Model width d_model (default: the constructor's or preset's own).") -> Any:
+    return positive("--d-model", help=help)
+
+
+def heads(help: str = "Attention heads h (default: the constructor's or preset's own).") -> Any:
+    return positive("--heads", help=help)
+
+
+def init() -> Any:
+    return pairs("--init", help="Constructor arguments by name, 'name=value,...' (ints, floats, true/false, none, text).")
+
+
+def preset(names: Sequence[str]) -> Any:
+    return text("--preset", metavar="NAME", help=f"A released model's sizes: {', '.join(names)}.")
+
+
+def seed() -> Any:
+    return positive("--seed", default=0, minimum=0, help="Random seed; the same seed gives the same run.")
+
+
+# ---------------------------------------------------------------- positional arguments
+
+
+def target(required: bool = True) -> Any:
+    """The module to work on: ``path/to/file.py:Name`` or ``package.module:Name`` (a class or a factory)."""
+    return typer.Argument(... if required else None, metavar="TARGET" if required else "[TARGET]", show_default=False,
+                          help="path/to/file.py:Name or package.module:Name (an nn.Module class or a factory function).")
+
+
+def paths(help: str) -> Any:
+    """Files or directories to read."""
+    return typer.Argument(None, metavar="PATH...", help=help, show_default=False)
