@@ -73,7 +73,7 @@ def test_mask_option_overrides_the_convention():
     (["nowhere.py:X"], "no such file: nowhere.py"),
     (["reference_models.attention:Nope"], "has no name 'Nope'"),
     (["reference_models.attention:MultiHeadAttention", "--layout", "sideways"], "--layout 'sideways' is not one of: batch-first, seq-first"),
-    (["reference_models.attention:MultiHeadAttention", "--mask", "maybe"], "is not one of: auto, keep, ignore, additive, none"),
+    (["reference_models.attention:MultiHeadAttention", "--mask", "maybe"], "is not one of: auto, keep, ignore, additive, keep_float, none"),
     (["reference_models.attention:MultiHeadAttention", "--format", "xml"], "--format 'xml' is not one of: table, json"),
     (["reference_models.attention:MultiHeadAttention", "--init", "oops"], "--init item 'oops' is not name=value"),
     (["reference_models.attention:MultiHeadAttention", "--property", "speed"], "--property 'speed' is not one of"),
