@@ -52,9 +52,9 @@ def _details(result: Any) -> str:
 def render_table(report: VerifyReport) -> None:
     """The mapping and calling convention chosen, then one row per property."""
     console = Console()
-    console.print(f"[bold]{escape(report.target)}[/bold]  built as {escape(report.construction)}", highlight=False, soft_wrap=True)
+    console.print(f"[bold]{escape(report.target)}[/bold]  built as {escape(report.construction)}", highlight=False)
     for note in report.notes:
-        console.print(f"  [dim]{escape(note)}[/dim]", highlight=False, soft_wrap=True)
+        console.print(f"  [dim]{escape(note)}[/dim]", highlight=False)
     table = Table(show_lines=True)
     table.add_column("property")
     table.add_column("status")
