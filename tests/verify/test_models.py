@@ -13,7 +13,7 @@ TINY = os.path.join(HERE, "modern", "tiny_lm.py")
 
 
 def _statuses(spec: str, **options) -> tuple:
-    report = verify(load_target(spec), VerifyOptions(max_examples=min(EXAMPLES, 10), max_seq=4, **options))
+    report = verify(load_target(spec), VerifyOptions(max_examples=min(EXAMPLES, 8), max_seq=4, **options))
     return report, {r.name: r.status for r in report.results}
 
 
