@@ -183,6 +183,10 @@ def _verify(target: Target, options: VerifyOptions, progress: Optional[Progress]
     subject: Any = ModelSubject(target, options) if model else Subject(target, options)
     suite = model_properties() if model else PROPERTIES
     chosen = [p for p in suite if options.properties is None or p.name in options.properties]
+    if not chosen:
+        kind = "a whole model (forward takes input_ids)" if model else "an attention module"
+        raise UsageError(f"{target.spec} is {kind}: none of {', '.join(options.properties or ())} applies "
+                         f"(choose from {', '.join(p.name for p in suite)})")
     results: list[PropertyResult] = []
     planned, done = len(chosen) * options.max_examples, [0]
     interrupted = False

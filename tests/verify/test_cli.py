@@ -130,3 +130,10 @@ def test_progress_counts_examples():
            VerifyOptions(max_examples=4, properties=("output_shape", "permutation")), progress=lambda *a: seen.append(a))
     assert seen[0] == ("output_shape", 1, 8) and seen[-1][1:] == (8, 8)
     assert [s[1] for s in seen] == sorted(s[1] for s in seen)  # monotone
+
+
+def test_a_property_of_the_other_suite_is_a_usage_error_not_a_pass():
+    result = RUN.invoke(app, ["verify", "reference_models.attention:MultiHeadAttention", "--property", "padding_left"])
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert "is an attention module: none of padding_left applies" in line
