@@ -57,13 +57,14 @@ class Style:
 
 STYLES: tuple[Style, ...] = (
     Style("q_proj/k_proj/v_proj + out_proj", ("q_proj", "k_proj", "v_proj"), ("out_proj", "o_proj")),
-    Style("query/key/value + dense (BERT)", ("query", "key", "value"), ("dense", "output.dense", "output"), output_optional=True),
+    Style("query/key/value + dense (BERT)", ("query", "key", "value"), ("dense", "output.dense", "output", "out"), output_optional=True),
     Style("in_proj_weight + out_proj (packed)", ("in_proj_weight",), ("out_proj", "fuse_heads"), bias="in_proj_bias", residual=("fuse_heads",)),
     Style("q/k/v_proj_weight + out_proj (packed, kdim/vdim)", ("q_proj_weight", "k_proj_weight", "v_proj_weight"), ("out_proj",), bias="in_proj_bias"),
     Style("c_attn + c_proj (fused)", ("c_attn",), ("c_proj",)),
     Style("qkv + proj (fused)", ("qkv",), ("proj", "out_proj")),
     Style("query_key_value + dense (fused)", ("query_key_value",), ("dense",), fused="interleaved"),
     Style("to_q/to_k/to_v + to_out", ("to_q", "to_k", "to_v"), ("to_out",)),
+    Style("to_qkv + to_out (fused, einops code)", ("to_qkv",), ("to_out",)),
     Style("wq/wk/wv + wo", ("wq", "wk", "wv"), ("wo",)),
     Style("q/k/v + o", ("q", "k", "v"), ("o",)),
     Style("q_lin/k_lin/v_lin + out_lin", ("q_lin", "k_lin", "v_lin"), ("out_lin",)),

@@ -40,7 +40,7 @@ CONSTRUCTOR_ROLES: dict[str, frozenset[str]] = {
     }),
     "d_ff": frozenset({
         "d_ff", "ffn_dim", "intermediate_size", "dim_feedforward", "mlp_dim", "n_inner", "ff_dim", "hidden_features",
-        "mlp_hidden_dim", "ffn_hidden_size", "d_inner",
+        "mlp_hidden_dim", "ffn_hidden_size", "d_inner", "ffn_embed_dim", "encoder_ffn_embed_dim",
     }),
     "rotary_dim": frozenset({"rotary_dim", "rope_dim", "rotary_emb_dim"}),
     "dropout": frozenset({
@@ -55,6 +55,8 @@ CONSTRUCTOR_ROLES: dict[str, frozenset[str]] = {
         "max_len", "max_length", "seq_len", "n_ctx", "max_batch_seq", "context_size",
     }),
     "bias": frozenset({"bias", "use_bias", "qkv_bias", "proj_bias", "add_bias", "attn_bias", "attention_bias", "with_bias"}),
+    "layers": frozenset({"n_layer", "n_layers", "num_hidden_layers", "num_layers", "depth", "layers", "n_blocks"}),
+    "vocab": frozenset({"vocab_size", "n_vocab", "vocab", "num_tokens", "ntoken"}),
     "layer_index": frozenset({"layer_idx", "layer_id", "layer_number", "layer_index", "block_idx"}),
     "attention_type": frozenset({"attention_type"}),
 }
@@ -103,7 +105,8 @@ FORWARD_ROLES: dict[str, tuple[str, ...]] = {
     "key": ("key", "k", "keys"),
     "value": ("value", "v", "values"),
     "memory": ("encoder_hidden_states", "key_value_states", "memory", "context", "kv", "x_kv", "enc", "encoder_output", "cond"),
-    "mask": ("key_padding_mask", "src_key_padding_mask", "padding_mask", "mask", "attention_mask", "attn_mask", "src_mask"),
+    "mask": ("key_padding_mask", "src_key_padding_mask", "padding_mask", "encoder_padding_mask", "mask", "attention_mask", "attn_mask",
+             "src_mask"),
     "causal": ("causal", "is_causal"),
     "weights": ("need_weights", "output_attentions", "return_attention", "return_attn", "return_weights"),
     "positions": ("position_ids", "positions", "pos", "input_pos", "pos_ids"),
@@ -123,12 +126,13 @@ FORWARD_ROLES: dict[str, tuple[str, ...]] = {
 MaskConvention = Literal["keep", "ignore", "additive"]
 MASK_CONVENTIONS: dict[str, MaskConvention] = {
     "key_padding_mask": "ignore", "src_key_padding_mask": "ignore", "padding_mask": "ignore",  # torch: True = padding
+    "encoder_padding_mask": "ignore",  # fairseq: True = padding
     "attn_mask": "ignore", "src_mask": "keep",  # torch's attn_mask: True = not allowed
     "mask": "keep", "attention_mask": "keep",  # SDPA / most research code: True or 1 = may attend
 }
 """A mask name's usual convention; the module's probed behaviour wins (``shapecheck.testing.adapt``)."""
 MASK_TEXT: dict[MaskConvention, str] = {"keep": "True/1 = may attend", "ignore": "True = ignore", "additive": "additive float"}
-PADDING_MASKS = ("key_padding_mask", "src_key_padding_mask", "padding_mask")  # (batch, seq_k) by convention
+PADDING_MASKS = ("key_padding_mask", "src_key_padding_mask", "padding_mask", "encoder_padding_mask")  # (batch, seq_k) by convention
 
 
 def forward_role(name: str) -> Optional[str]:

@@ -1,19 +1,21 @@
 """Calling conventions of real attention modules: how to feed them and how to read their outputs.
 
-``discover(module, ...)`` reads ``forward``'s signature (self- or cross-attention,
-the mask argument and its convention, causal and weights flags), the layout
-(``batch_first`` where the module has one) and, with one probe call, the mask
-shape the module accepts and whether it returns attention weights.
-``call(module, convention, ...)`` then always takes and returns batch-first
-tensors with a (batch, seq_k) key mask, True = visible.
+``read_signature(module)`` reads ``forward``'s parameters by role (``shapecheck.vocabulary``):
+the query, key and value or one cross-attention memory, the mask, causal and weights
+flags, positional inputs (rotary cos/sin, ``freqs_cis``, ``position_ids``, ALiBi, position
+biases), caches (switched off) and the layout. ``shapecheck.testing.probe.discover`` then
+settles what the names leave open with probe calls. ``call(module, convention, ...)``
+always takes and returns batch-first tensors with a (batch, seq_k) key mask, True = visible,
+and builds every positional input for the positions of the tokens passed.
 """
 
 from __future__ import annotations
 
 import inspect
 import re
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Optional, Union
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Literal, Optional
 
 import torch
 from jaxtyping import Bool, Float
@@ -21,19 +23,16 @@ from torch import Tensor, nn
 
 from shapecheck.axes import canonical
 from shapecheck.errors import UsageError
-from shapecheck.vocabulary import FORWARD_ROLES, MASK_TEXT
+from shapecheck.testing import positions as pos
+from shapecheck.vocabulary import CONSTRUCTOR_ROLES, FORWARD_ROLES, MASK_CONVENTIONS, MASK_TEXT, forward_role, pick
 
-MaskKind = Literal["keep", "ignore", "additive"]
-MaskOption = Literal["auto", "keep", "ignore", "additive", "none"]
+MaskKind = Literal["keep", "ignore", "additive", "keep_float"]
+MaskOption = Literal["auto", "keep", "ignore", "additive", "keep_float", "none"]
 Layout = Literal["batch-first", "seq-first"]
-
-QUERY_NAMES = FORWARD_ROLES["query"]
-KEY_NAMES = FORWARD_ROLES["key"] + FORWARD_ROLES["memory"]
-VALUE_NAMES = FORWARD_ROLES["value"]
-MASK_NAMES = FORWARD_ROLES["mask"]
-CAUSAL_NAMES = FORWARD_ROLES["causal"]
-WEIGHTS_NAMES = FORWARD_ROLES["weights"]
 MASK_SHAPES = ("b1ts", "b11s", "bs", "bts")  # tried in this order by the probe
+POSITIONAL_ROLES = ("positions", "cache_position", "rotary", "alibi", "position_bias")
+SUPPLIED_ROLES = POSITIONAL_ROLES + ("residual", "start_pos")  # built for each call
+OFF_ROLES = {"use_cache": False, "cache": None, "head_mask": None, "encoder_mask": None}  # caches off, no extra masks
 
 
 @dataclass(frozen=True)
@@ -41,23 +40,36 @@ class Convention:
     """How to call one module class; ``notes`` says what was chosen and why (printed by the CLI)."""
 
     query_name: str
-    key_name: Optional[str] = None  # None: self-attention only
+    key_name: Optional[str] = None  # with value_name: forward(query, key, value)
     value_name: Optional[str] = None
+    memory_name: Optional[str] = None  # required cross-attention memory (TransformerDecoderLayer's memory)
+    optional_memory: Optional[str] = None  # an optional one (encoder_hidden_states, key_value_states): the cross_attention property
     keys_required: bool = False  # forward(q, k, v) with no defaults: self-attention passes x three times
     mask_name: Optional[str] = None
     mask_kind: Optional[MaskKind] = None
     mask_shape: str = "b1ts"
+    mask_required: bool = False  # no default: an all-visible mask when a call has no key mask
+    causal_in_mask: bool = False  # a decoder taking transformers-style 4-D masks: the causal triangle goes in the mask
+    mask_window: Optional[int] = None  # with it, the config's sliding window
     causal_name: Optional[str] = None
-    causal_always: bool = False  # --causal: the module is causal without a flag
+    causal_always: bool = False  # --causal, or detected: the module is causal without a flag
     weights_name: Optional[str] = None
     returns_weights: bool = False
     batch_first: bool = True
-    extra: dict[str, Any] = field(default_factory=dict)
+    supplied: dict[str, str] = field(default_factory=dict)  # argument -> role, built per call (positions, rotary, ...)
+    extra: dict[str, Any] = field(default_factory=dict)  # constants: use_cache=False, average_attn_weights=False
     notes: tuple[str, ...] = ()
+    could_not_run: Optional[str] = None  # why no ordinary call worked (reported once, exit 2)
 
     @property
     def cross(self) -> bool:
-        return self.key_name is not None and self.value_name is not None
+        return self.memory_name is not None or (self.key_name is not None and self.value_name is not None)
+
+    @property
+    def positional(self) -> Optional[str]:
+        """The positional input this module takes ('rotary', 'alibi', 'positions', 'position_bias'), or None."""
+        roles = set(self.supplied.values())
+        return next((r for r in ("rotary", "alibi", "position_bias", "positions") if r in roles), None)
 
 
 @dataclass(frozen=True)
@@ -71,7 +83,8 @@ class Outcome:
 # ---------------------------------------------------------------- signature reading
 
 
-def _forward_parameters(module: nn.Module) -> list[inspect.Parameter]:
+def forward_parameters(module: nn.Module) -> list[inspect.Parameter]:
+    """``forward``'s named parameters (no ``*args``/``**kwargs``)."""
     try:
         params = inspect.signature(module.forward).parameters.values()
     except (TypeError, ValueError):
@@ -80,70 +93,107 @@ def _forward_parameters(module: nn.Module) -> list[inspect.Parameter]:
     return [p for p in params if p.kind in kinds]
 
 
-def _pick(names: list[str], candidates: tuple[str, ...]) -> Optional[str]:
-    return next((c for c in candidates if c in names), None)
+def _guess_kind(module: nn.Module, name: str) -> MaskKind:
+    """The name's usual convention; inside transformers-style layers ``attention_mask`` is additive."""
+    if name in ("attention_mask", "mask") and takes_transformers_masks(module):
+        return "additive"
+    return MASK_CONVENTIONS.get(name, "keep")
 
 
-def _auto_mask_kind(module: nn.Module, name: str) -> MaskKind:
-    if name in ("key_padding_mask", "src_key_padding_mask", "padding_mask", "attn_mask"):
-        return "ignore"  # torch's convention: True = padding / not allowed
-    if name == "attention_mask" and type(module).__module__.startswith("transformers."):
-        return "additive"  # inside Hugging Face layers the mask is already additive
-    return "keep"  # mask / attention_mask: True or 1 = may attend
+def takes_transformers_masks(module: nn.Module) -> bool:
+    """A transformers-style layer: a config with an attention implementation, or a class of the transformers package."""
+    config = getattr(module, "config", None)
+    return type(module).__module__.startswith("transformers.") or hasattr(config, "_attn_implementation")
+
+
+def _queries_keys_values(params: list[inspect.Parameter]) -> tuple[str, Optional[str], Optional[str], Optional[str]]:
+    names = [p.name for p in params]
+    positional = [p for p in params if p.kind is not inspect.Parameter.KEYWORD_ONLY]
+    query = pick(names, "query") or positional[0].name
+    rest = [n for n in names if n != query]
+    key, value = pick(rest, "key"), pick(rest, "value")
+    required = {p.name for p in params if p.default is inspect.Parameter.empty}
+    if key is None and value is None and len(positional) >= 3 and positional[0].name == query:
+        unnamed = forward_role(positional[1].name) is None and forward_role(positional[2].name) is None
+        if unnamed and {positional[1].name, positional[2].name} <= required:  # forward(a, b, c) with no defaults: q, k, v
+            key, value = positional[1].name, positional[2].name
+    if not (key and value):
+        key = value = None
+    memory = pick(rest, "memory") if key is None else None
+    return query, key, value, memory
 
 
 def read_signature(module: nn.Module, *, mask: MaskOption = "auto", layout: Optional[Layout] = None, causal: bool = False) -> Convention:
     """The convention implied by ``forward``'s parameter names (before any probe call)."""
-    params = _forward_parameters(module)
-    names = [p.name for p in params]
+    params = forward_parameters(module)
     if not params:
         raise UsageError(f"{type(module).__name__}.forward takes no tensor argument")
-    positional = [p for p in params if p.kind is not inspect.Parameter.KEYWORD_ONLY]
-    query_name = _pick(names, QUERY_NAMES) or positional[0].name
-    rest = [n for n in names if n != query_name]
-    key_name, value_name = _pick(rest, KEY_NAMES), _pick(rest, VALUE_NAMES)
+    names = [p.name for p in params]
     required = {p.name for p in params if p.default is inspect.Parameter.empty}
-    if key_name is None and value_name is None and len(positional) >= 3 and positional[0].name == query_name:
-        if {positional[1].name, positional[2].name} <= required:  # forward(a, b, c) with no defaults: q, k, v
-            key_name, value_name = positional[1].name, positional[2].name
-    mask_name = None if mask == "none" else _pick(names, MASK_NAMES)
-    known = {query_name, key_name, value_name}
+    query, key, value, memory = _queries_keys_values(params)
+    mask_name = None if mask == "none" else _mask_name(names, memory if memory in required else None)
+    supplied = {n: r for n in names if (r := forward_role(n)) in SUPPLIED_ROLES and (r not in ("residual", "start_pos") or n in required)}
+    extra = {n: OFF_ROLES[r] for n in names if (r := forward_role(n)) in OFF_ROLES and n != mask_name}
+    if "average_attn_weights" in names:
+        extra["average_attn_weights"] = False
+    known = {query, key, value, memory, mask_name, *supplied, *extra, pick(names, "causal"), pick(names, "weights")}
     unknown = sorted(required - known)
     if unknown:
-        raise UsageError(f"{type(module).__name__}.forward requires {', '.join(unknown)}, which verify cannot supply")
-    notes = [f"forward: query={query_name}" + (f", key={key_name}, value={value_name}" if key_name else " (self-attention only)")]
-    mask_kind = None
-    if mask_name is not None:
-        mask_kind = _auto_mask_kind(module, mask_name) if mask == "auto" else mask
-        notes.append(f"mask: {mask_name} ({_KIND_TEXT[mask_kind]})")
-    else:
-        notes.append("mask: none" + (" (--mask none)" if mask == "none" else " (no mask argument)"))
+        raise UsageError(f"{type(module).__name__}.forward requires {', '.join(unknown)}, which verify cannot supply "
+                         f"(it supplies: {', '.join(sorted(FORWARD_ROLES))})")
+    kind = None if mask_name is None else (_guess_kind(module, mask_name) if mask == "auto" else mask)
+    optional = memory if memory is not None and memory not in required else None
+    memory = None if optional else memory
     batch_first = _batch_first(module, layout)
-    notes.append(f"layout: {'batch-first' if batch_first else 'seq-first'}" + ("" if layout else " (auto: batch_first, annotations)"))
     return Convention(
-        query_name=query_name, key_name=key_name if value_name else None, value_name=value_name if key_name else None,
-        keys_required=bool(required & {key_name, value_name}), mask_name=mask_name, mask_kind=mask_kind,
-        causal_name=_pick(names, CAUSAL_NAMES), causal_always=causal, weights_name=_pick(names, WEIGHTS_NAMES),
-        batch_first=batch_first, extra={"average_attn_weights": False} if "average_attn_weights" in names else {},
-        notes=tuple(notes),
+        query_name=query, key_name=key, value_name=value, memory_name=memory, optional_memory=optional, keys_required=bool(required & {key, value, memory}),
+        mask_name=mask_name, mask_kind=kind, mask_required=mask_name in required, causal_name=pick(names, "causal"),
+        causal_always=causal, weights_name=pick(names, "weights"), batch_first=batch_first, supplied=supplied, extra=extra,
+        notes=_notes(query, key, value, memory, optional, mask_name, kind, mask, batch_first, layout, supplied),
     )
 
 
-_KIND_TEXT = MASK_TEXT
+def _mask_name(names: list[str], memory: Optional[str]) -> Optional[str]:
+    """The key mask: for cross-attention from a memory tensor, the memory's padding mask where there is one."""
+    if memory is not None:
+        own = next((n for n in ("memory_key_padding_mask", "encoder_attention_mask", "context_mask") if n in names), None)
+        if own is not None:
+            return own
+    return pick(names, "mask")
+
+
+def _notes(query: str, key: Optional[str], value: Optional[str], memory: Optional[str], optional: Optional[str], mask_name: Optional[str],
+           kind: Optional[MaskKind], mask: MaskOption, batch_first: bool, layout: Optional[Layout], supplied: dict[str, str]) -> tuple[str, ...]:
+    if key:
+        first = f"forward: query={query}, key={key}, value={value}"
+    elif memory:
+        first = f"forward: query={query}, memory={memory} (cross-attention, seq_k != seq_q)"
+    elif optional:
+        first = f"forward: query={query} (self-attention; the optional memory {optional} is not passed)"
+    else:
+        first = f"forward: query={query} (self-attention only)"
+    if mask_name is not None and kind is not None:
+        second = f"mask: {mask_name} ({MASK_TEXT[kind]})"
+    else:
+        second = "mask: none" + (" (--mask none)" if mask == "none" else " (no mask argument)")
+    notes = [first, second, f"layout: {'batch-first' if batch_first else 'seq-first'}" + ("" if layout else " (auto: batch_first, annotations)")]
+    if supplied:
+        notes.append("supplied: " + ", ".join(f"{n} ({r})" for n, r in supplied.items()))
+    return tuple(notes)
 
 
 def _batch_first(module: nn.Module, layout: Optional[Layout]) -> bool:
-    """--layout, else the module's ``batch_first``, else the query annotation ("seq batch d_model"), else batch-first."""
+    """--layout, else the module's (or its first attention submodule's) ``batch_first``, else its annotation, else batch-first."""
     if layout is not None:
         return layout == "batch-first"
-    flag = getattr(module, "batch_first", None)
+    flag = next((m.batch_first for m in module.modules() if isinstance(getattr(m, "batch_first", None), bool)), None)
     if isinstance(flag, bool):
         return flag
     return _annotated_layout(module) != "seq-first"
 
 
 def _annotated_layout(module: nn.Module) -> Optional[Layout]:
-    params = _forward_parameters(module)
+    params = forward_parameters(module)
     annotation = params[0].annotation if params else None
     text = annotation if isinstance(annotation, str) else str(getattr(annotation, "dim_str", "") or annotation)
     found = re.search(r"[\"']([^\"']+)[\"']", text)
@@ -153,29 +203,134 @@ def _annotated_layout(module: nn.Module) -> Optional[Layout]:
     return None
 
 
+# ---------------------------------------------------------------- masks
+
+
+def mask_tensor(keep: Tensor, kind: MaskKind, shape: str, seq_q: int, dtype: torch.dtype,
+                allowed: Optional[Bool[Tensor, "batch seq_q seq_k"]] = None) -> Tensor:
+    """A (batch, seq_k) keep mask (or a full ``allowed`` matrix) in the module's convention and shape."""
+    batch, seq_k = keep.shape
+    full = allowed if allowed is not None else keep[:, None, :].expand(batch, seq_q, seq_k)  # (batch, seq_q, seq_k)
+    if kind == "keep":
+        value = full
+    elif kind == "ignore":
+        value = ~full
+    elif kind == "keep_float":
+        value = full.to(dtype)
+    else:
+        value = torch.zeros(full.shape, dtype=dtype).masked_fill(~full, torch.finfo(dtype).min)
+    if shape == "b1ts":
+        return value[:, None]  # (batch, 1, seq_q, seq_k)
+    if shape == "bts":
+        return value  # (batch, seq_q, seq_k)
+    if shape == "b11s":
+        return value[:, None, :1]  # (batch, 1, 1, seq_k)
+    return value[:, 0]  # (batch, seq_k)
+
+
+def _allowed(conv: Convention, keep: Tensor, q_pos: Tensor, k_pos: Tensor) -> Optional[Tensor]:
+    """The (batch, seq_q, seq_k) matrix with the causal triangle (by position) for decoders taking 4-D masks."""
+    if not conv.causal_in_mask:
+        return None
+    triangle = k_pos[None, :] <= q_pos[:, None]  # (seq_q, seq_k)
+    if conv.mask_window is not None:
+        triangle = triangle & (k_pos[None, :] > q_pos[:, None] - conv.mask_window)  # a sliding window, as the model's mask has it
+    return keep[:, None, :] & triangle[None]
+
+
 # ---------------------------------------------------------------- calling
 
 
-def mask_tensor(keep: Tensor, kind: MaskKind, shape: str, seq_q: int, dtype: torch.dtype) -> Tensor:
-    """A (batch, seq_k) keep mask in the module's convention and shape."""
-    if kind == "keep":
-        value = keep
-    elif kind == "ignore":
-        value = ~keep
-    else:
-        value = torch.zeros(keep.shape, dtype=dtype).masked_fill(~keep, torch.finfo(dtype).min)
-    batch, seq_k = keep.shape
-    if shape == "b1ts":
-        return value[:, None, None, :].expand(batch, 1, seq_q, seq_k)  # (batch, 1, seq_q, seq_k)
-    if shape == "b11s":
-        return value[:, None, None, :]  # (batch, 1, 1, seq_k)
-    if shape == "bts":
-        return value[:, None, :].expand(batch, seq_q, seq_k)  # (batch, seq_q, seq_k)
-    return value  # (batch, seq_k)
+_ROTARY: "weakref.WeakKeyDictionary[nn.Module, Optional[nn.Module]]" = weakref.WeakKeyDictionary()
+
+
+def _rotary_of(module: nn.Module) -> Optional[nn.Module]:
+    if module not in _ROTARY:
+        _ROTARY[module] = pos.own_rotary(module)
+    return _ROTARY[module]
+
+
+def window_of(module: nn.Module) -> Optional[int]:
+    """The sliding window the module (or its config) declares, or None."""
+    return module_size(module, "window")
+
+
+def module_size(module: nn.Module, role: str) -> Optional[int]:
+    """An integer attribute of the module (or its config) named for ``role`` in the vocabulary (``num_heads``, ``head_dim``)."""
+    for owner in (module, getattr(module, "config", None)):
+        for name in sorted(CONSTRUCTOR_ROLES[role]):
+            value = getattr(owner, name, None) if owner is not None else None
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+    return None
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """What positional inputs need: heads and head size (from the drawn case, else the module's attributes)."""
+
+    heads: Optional[int] = None
+    d_head: Optional[int] = None
+
+
+def supply(module: nn.Module, conv: Convention, role: str, name: str, query: Tensor, q_pos: Tensor, k_pos: Tensor, sizes: Sizes) -> Any:
+    heads = sizes.heads or module_size(module, "heads") or 1
+    d_head = sizes.d_head or module_size(module, "d_head") or query.size(-1) // heads
+    if role == "positions":
+        return q_pos[None].expand(query.size(0), -1)
+    if role == "start_pos":
+        return int(q_pos[0]) if q_pos.numel() else 0
+    if role == "cache_position":
+        return q_pos
+    if role == "rotary" and name == "freqs_cis":
+        return pos.freqs_cis(q_pos, d_head)
+    if role == "rotary":
+        return pos.rotary_cos_sin(_rotary_of(module), q_pos, d_head, query)
+    if role == "alibi":
+        return pos.alibi(k_pos, heads, query.size(0), query.dtype)
+    if role == "position_bias":
+        bias = pos.relative_bias(module, q_pos, k_pos)
+        return bias if bias is not None else torch.zeros(1, heads, q_pos.numel(), k_pos.numel(), dtype=query.dtype)
+    if role == "residual":
+        return torch.zeros_like(_layout_in(query, conv.batch_first))
+    return 0
 
 
 def _layout_in(x: Tensor, batch_first: bool) -> Tensor:
     return x if batch_first else x.transpose(0, 1)  # (seq, batch, d_model)
+
+
+def arguments(module: nn.Module, conv: Convention, query: Tensor, key: Optional[Tensor] = None, value: Optional[Tensor] = None, *,
+              keep: Optional[Tensor] = None, causal: bool = False, weights: bool = False, positions: Optional[Tensor] = None,
+              sizes: Sizes = Sizes(), key_positions: Optional[Tensor] = None) -> dict[str, Any]:
+    """The keyword arguments of one call (batch-first inputs in, the module's layout and conventions out).
+
+    ``key_positions`` (decoding with a cache) are the positions of every key, cached ones included.
+    """
+    kwargs: dict[str, Any] = dict(conv.extra)
+    kwargs[conv.query_name] = _layout_in(query, conv.batch_first)
+    source = query if key is None else key
+    if conv.memory_name is not None and (key is not None or conv.keys_required):
+        kwargs[conv.memory_name] = _layout_in(source, conv.batch_first)
+    elif conv.key_name and conv.value_name and (key is not None or conv.keys_required):
+        kwargs[conv.key_name] = _layout_in(source, conv.batch_first)
+        kwargs[conv.value_name] = _layout_in(source if value is None else value, conv.batch_first)
+    q_pos = torch.arange(query.size(1)) if positions is None else positions
+    k_pos = key_positions if key_positions is not None else (torch.arange(source.size(1)) if conv.cross else q_pos)
+    if keep is None and (conv.mask_required or conv.causal_in_mask) and conv.mask_name is not None:
+        keep = torch.ones(query.size(0), k_pos.numel(), dtype=torch.bool)  # all visible
+    if keep is not None:
+        if conv.mask_name is None or conv.mask_kind is None:
+            raise UsageError(f"{type(module).__name__} takes no mask argument")
+        allowed = _allowed(conv, keep, q_pos, k_pos)
+        kwargs[conv.mask_name] = mask_tensor(keep, conv.mask_kind, conv.mask_shape, query.size(1), query.dtype, allowed)
+    for name, role in conv.supplied.items():
+        kwargs[name] = supply(module, conv, role, name, query, q_pos, k_pos, sizes)
+    if conv.causal_name is not None:
+        kwargs[conv.causal_name] = causal
+    if conv.weights_name is not None:
+        kwargs[conv.weights_name] = weights
+    return kwargs
 
 
 def call(
@@ -188,21 +343,14 @@ def call(
     keep: Optional[Bool[Tensor, "batch seq_k"]] = None,
     causal: bool = False,
     weights: bool = False,
+    positions: Optional[Tensor] = None,
+    sizes: Sizes = Sizes(),
 ) -> Outcome:
-    """Call ``module`` with batch-first inputs and a (batch, seq_k) keep mask; read the outcome back batch-first."""
-    kwargs: dict[str, Any] = dict(conv.extra)
-    kwargs[conv.query_name] = _layout_in(query, conv.batch_first)
-    if conv.cross and (key is not None or conv.keys_required):
-        kwargs[conv.key_name] = _layout_in(query if key is None else key, conv.batch_first)
-        kwargs[conv.value_name] = _layout_in((query if key is None else key) if value is None else value, conv.batch_first)
-    if keep is not None:
-        if conv.mask_name is None or conv.mask_kind is None:
-            raise UsageError(f"{type(module).__name__} takes no mask argument")
-        kwargs[conv.mask_name] = mask_tensor(keep, conv.mask_kind, conv.mask_shape, query.size(1), query.dtype)
-    if conv.causal_name is not None:
-        kwargs[conv.causal_name] = causal
-    if conv.weights_name is not None:
-        kwargs[conv.weights_name] = weights
+    """Call ``module`` with batch-first inputs and a (batch, seq_k) keep mask; read the outcome back batch-first.
+
+    ``positions`` (1-D, default ``arange(seq_q)``) are the query tokens' positions for every positional input.
+    """
+    kwargs = arguments(module, conv, query, key, value, keep=keep, causal=causal, weights=weights, positions=positions, sizes=sizes)
     result = module(**kwargs)
     return read_outcome(result, conv.batch_first, query.size(1), (key if key is not None else query).size(1))
 
@@ -221,6 +369,10 @@ def _tensors(items: Any) -> list[Tensor]:
     return found
 
 
+def _heads(t: Tensor, batch: int) -> int:
+    return t.size(0) // batch if batch and t.dim() == 3 and t.size(0) % batch == 0 else 1
+
+
 def read_outcome(result: Any, batch_first: bool, seq_q: int, seq_k: int) -> Outcome:
     """The first tensor is the output; a later one ending in (seq_q, seq_k) is the weights."""
     if isinstance(result, dict):
@@ -235,103 +387,7 @@ def read_outcome(result: Any, batch_first: bool, seq_q: int, seq_k: int) -> Outc
     if not tensors:
         raise TypeError(f"forward returned {type(result).__name__} with no tensor in it")
     output = tensors[0] if batch_first or tensors[0].dim() < 2 else tensors[0].transpose(0, 1)
-    weights = next((t for t in tensors[1:] if t.dim() in (3, 4) and tuple(t.shape[-2:]) == (seq_q, seq_k)), None)
+    batch = output.size(0) if output.dim() else 0
+    found = [t for t in tensors[1:] if t.dim() in (3, 4) and tuple(t.shape[-2:]) == (seq_q, seq_k) and t.size(0) in (batch, batch * _heads(t, batch))]
+    weights = found[-1] if found else None  # the last: T5 returns its position bias (batch 1) before the weights
     return Outcome(output, weights)
-
-
-# ---------------------------------------------------------------- probing
-
-
-def discover(
-    module: nn.Module, d_model: int, *, mask: MaskOption = "auto", layout: Optional[Layout] = None, causal: bool = False
-) -> Convention:
-    """``read_signature`` plus probe calls: the accepted mask shape, a usable causal flag, returned weights.
-
-    The probe uses batch=3, seq_q=4, seq_k=5 so broadcasting mistakes do not pass
-    by accident. A module that raises on the probe is not a usage error: the
-    properties will report the same failure with a minimal input.
-    """
-    conv = read_signature(module, mask=mask, layout=layout, causal=causal)
-    gen = torch.Generator().manual_seed(0)
-    query = torch.randn(3, 4, d_model, generator=gen)  # (batch, seq_q, d_model)
-    key = torch.randn(3, 5, d_model, generator=gen) if conv.cross else query  # (batch, seq_k, d_model)
-    plain = _attempt(module, conv, query, key)
-    if isinstance(plain, str):
-        conv = replace(conv, notes=conv.notes + (f"probe: the plain call {plain}",))
-    conv = _probe_mask(module, conv, query, key)
-    if not isinstance(plain, str):
-        conv = _probe_causal(module, conv, query)
-    if not isinstance(plain, str) and conv.causal_name is None and not conv.causal_always and _looks_causal(module, conv, query):
-        conv = replace(conv, causal_always=True, notes=conv.notes + ("causal: the first output ignores later tokens; treated as --causal",))
-    return _probe_weights(module, conv, query, key)
-
-
-def _looks_causal(module: nn.Module, conv: Convention, query: Tensor) -> bool:
-    """Self-attention whose first output ignores later tokens while later outputs depend on earlier ones."""
-    edited = query.clone()
-    edited[:, 1:] = edited[:, 1:].flip(0) * 2 + 1  # change every token after the first
-    first, second = _attempt(module, conv, query, query), _attempt(module, conv, edited, edited)
-    start = query.clone()
-    start[:, 0] = start[:, 0] * -2 + 1  # change only the first token
-    third = _attempt(module, conv, start, start)
-    if any(isinstance(o, str) for o in (first, second, third)):
-        return False
-    same_first = torch.allclose(first.output[:, 0], second.output[:, 0], atol=1e-5)  # type: ignore[union-attr]
-    last_moves = not torch.allclose(first.output[:, -1], third.output[:, -1], atol=1e-5)  # type: ignore[union-attr]
-    return same_first and last_moves
-
-
-def _attempt(module: nn.Module, conv: Convention, query: Tensor, key: Tensor, **kw: Any) -> Union[Outcome, str]:
-    """The outcome, or 'raised Error: message' (with gradients on, as the properties run)."""
-    cross = key if conv.cross else None
-    try:
-        return call(module, conv, query, cross, cross, **kw)
-    except Exception as error:  # noqa: BLE001 - a module may raise anything
-        lines = str(error).strip().splitlines()
-        return f"raised {type(error).__name__}: {lines[0] if lines else ''}"[:200]
-
-
-def _probe_mask(module: nn.Module, conv: Convention, query: Tensor, key: Tensor) -> Convention:
-    """A padding mask is (batch, seq_k) by convention; other masks take the first shape the module accepts.
-
-    When the probe finds none, the first shape stays: the properties then show the failure
-    on a minimal input instead of silently skipping every mask test (``--mask none`` opts out).
-    """
-    if conv.mask_name is None:
-        return conv
-    if conv.mask_name in ("key_padding_mask", "src_key_padding_mask", "padding_mask"):
-        return _with_shape(conv, "bs")
-    keep = torch.ones(query.size(0), key.size(1), dtype=torch.bool)
-    keep[:, -1] = False
-    for shape in MASK_SHAPES:
-        out = _attempt(module, replace(conv, mask_shape=shape), query, key, keep=keep)
-        if not isinstance(out, str) and tuple(out.output.shape) == tuple(query.shape):
-            return _with_shape(conv, shape)
-    conv = _with_shape(conv, MASK_SHAPES[0])
-    return replace(conv, notes=conv.notes + (f"mask: the probe found no shape {conv.mask_name} accepts; using the first",))
-
-
-def _with_shape(conv: Convention, shape: str) -> Convention:
-    notes = conv.notes[:1] + (f"{conv.notes[1]}, shape {_SHAPE_TEXT[shape]}",) + conv.notes[2:]
-    return replace(conv, mask_shape=shape, notes=notes)
-
-
-_SHAPE_TEXT = {"b1ts": "(batch, 1, seq_q, seq_k)", "b11s": "(batch, 1, 1, seq_k)", "bs": "(batch, seq_k)", "bts": "(batch, seq_q, seq_k)"}
-
-
-def _probe_causal(module: nn.Module, conv: Convention, query: Tensor) -> Convention:
-    if conv.causal_name is None:
-        return conv
-    out = _attempt(module, replace(conv, key_name=None, value_name=None) if not conv.keys_required else conv, query, query, causal=True)
-    if isinstance(out, str):  # e.g. torch's is_causal is only a hint that needs attn_mask
-        return replace(conv, causal_name=None, notes=conv.notes + (f"causal: {conv.causal_name}=True {out}; not used",))
-    return replace(conv, notes=conv.notes + (f"causal flag: {conv.causal_name}",))
-
-
-def _probe_weights(module: nn.Module, conv: Convention, query: Tensor, key: Tensor) -> Convention:
-    out = _attempt(module, conv, query, key, weights=True)
-    if isinstance(out, str) and conv.mask_name is not None:
-        out = _attempt(module, conv, query, key, weights=True, keep=torch.ones(query.size(0), key.size(1), dtype=torch.bool))
-    if isinstance(out, str) or out.weights is None:
-        return replace(conv, notes=conv.notes + ("weights: not returned",))
-    return replace(conv, returns_weights=True, notes=conv.notes + (f"weights: returned, shape {tuple(out.weights.shape)}",))

@@ -24,7 +24,22 @@ _BY_PROPERTY = {
     "fully_masked_rows": "a -inf fill with a plain softmax makes NaN rows and gradients: use finfo(dtype).min "
     "or zero rows with no visible key",
     "low_precision": "a fill value such as -1e9 overflows float16: use torch.finfo(scores.dtype).min",
+    "kv_cache": "with a cache the queries are the last positions: the causal mask must be built for (seq_q, past + seq_q) "
+    "with the queries offset by the cache length, and rotary positions must start at the cache length",
+    "rotary": "rotary must depend on relative positions only: rotate q and k (not v) with the same cos/sin, in one layout",
+    "grouped_heads": "each kv head serves heads // kv_heads consecutive query heads: repeat_interleave over the head axis "
+    "(transformers' repeat_kv), never tile, sum or average query groups",
+    "padding_right": "a padding mask built on the query axis, or not passed down to every layer: the key mask is (batch, 1, 1, seq_k)",
+    "padding_left": "with left padding, position ids must count real tokens only, and the mask must hide the pads on the key axis",
+    "future_independence": "the model's causal mask is missing, flipped or off by one, or it is combined wrongly with the padding mask",
+    "cross_attention": "keys and values come from the memory: reshape them with its length (memory.size(1)), not the query's",
+    "sliding_window": "the window keeps keys j with i - w < j <= i: check the off-by-one in the band mask",
 }
+
+
+def _identity(counterexample: dict[str, Any]) -> bool:
+    perms = [counterexample.get(k) for k in ("query_permutation", "key_permutation") if counterexample.get(k) is not None]
+    return bool(perms) and all(list(p) == sorted(p) for p in perms)
 
 
 def hint(name: str, counterexample: dict[str, Any], reason: str, passed: frozenset[str] = frozenset()) -> str:
@@ -33,6 +48,10 @@ def hint(name: str, counterexample: dict[str, Any], reason: str, passed: frozens
     general = _BY_PROPERTY.get(name, "")
     if "raised" in reason:
         general = "the module raised on this input: " + _BY_PROPERTY["output_shape"]
+    if "NaN" in reason:
+        return "NaN in the output: a -inf fill on a row with no visible key, or an overflow; " + general
+    if name == "permutation" and _identity(counterexample):
+        return "fails with the identity permutation: the output depends on something besides the tokens (state, randomness)"
     if name in ("reference", "permutation", "output_shape", "batch_independence") and "raised" not in reason:
         if heads >= 2 and name == "reference" and "permutation" in passed:
             return "fails only with heads >= 2 while permutations hold: look at what differs per head, e.g. scaling by √d_model instead of √d_k"

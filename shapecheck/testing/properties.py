@@ -16,13 +16,16 @@ import torch
 from hypothesis import strategies as st
 from torch import Tensor
 
-from shapecheck.testing.strategies import AttentionCase, random_inputs
+from shapecheck.testing import modern
+from shapecheck.testing.adapt import Sizes, supply, window_of
+from shapecheck.testing.compare import Draw, diff as _diff
+from shapecheck.testing.strategies import AttentionCase, AttentionShape, random_inputs
 from shapecheck.testing.subject import Subject
-from shapecheck.testing.weights import reference_attention
+from shapecheck.testing.weights import Rotary, reference_attention, rotate_half, rotate_pairs
 
-Draw = Callable[[st.SearchStrategy, str], Any]
 Check = Callable[[Subject, AttentionCase, Draw], Optional[str]]
-ATOL, RTOL = 1e-4, 1e-3
+WARNING = "warning: "  # a reason starting with it is reported as a warning, not a failure
+SCALE_NAMES = ("scaling", "scale", "softmax_scale", "scale_factor", "attn_scale", "sm_scale")
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,7 @@ class Property:
     min_batch: int = 1
     min_seq: int = 1
     warning: bool = False  # a warning unless --strict
+    fewer_kv_heads: bool = False  # shapes with kv_heads < heads (grouped-query attention)
 
 
 def _always(subject: Subject) -> Optional[str]:
@@ -44,19 +48,6 @@ def _always(subject: Subject) -> Optional[str]:
 
 def _needs_mask(subject: Subject) -> Optional[str]:
     return None if subject.has_mask else "no mask argument (or --mask none)"
-
-
-def _diff(actual: Tensor, expected: Tensor) -> Optional[str]:
-    """None when close; else 'max |Δ| = 0.31 at [1, 2, 0]'."""
-    actual, expected = actual.detach().double(), expected.detach().double()
-    if actual.shape != expected.shape:
-        return f"shape {tuple(actual.shape)} != {tuple(expected.shape)}"
-    bad = ~torch.isclose(actual, expected, rtol=RTOL, atol=ATOL, equal_nan=False)
-    if not bad.any():
-        return None
-    delta = (actual - expected).abs().nan_to_num(float("inf"))
-    where = [int(i) for i in torch.unravel_index((delta * bad).flatten().argmax(), delta.shape)] if delta.dim() else []
-    return f"max |Δ| = {delta[bad].max().item():.3g} at {where}"
 
 
 def _use_mask(subject: Subject, draw: Draw) -> bool:
@@ -124,7 +115,7 @@ def permutation(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
     index = torch.tensor(q_perm)
     if not s.conv.cross:  # self-attention: tokens are queries and keys at once
         keep_p = None if keep is None else keep[:, index]
-        out = s.run(module, case, query=case.query[:, index], keep=keep_p, use_mask=use).output
+        out = s.run(module, case, query=case.query[:, index], keep=keep_p, use_mask=use, positions=index).output
         diff = _diff(out, base[:, index])
         return f"permuting the tokens did not permute the outputs: {diff}" if diff else None
     out = s.run(module, case, query=case.query[:, index], keep=keep, use_mask=use).output
@@ -140,7 +131,11 @@ def permutation(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
 
 def _no_positions(s: Subject) -> Optional[str]:
     if s.causal_mode == "always":
-        return "the module is causal (--causal): permutations do not apply"
+        return "the module is causal (--causal, detected, or in its 4-D mask): permutations do not apply"
+    if s.internal_positions:
+        return f"the module encodes positions itself ({s.internal_positions}): permutations do not apply"
+    if s.conv.cross and s.conv.positional:
+        return f"cross-attention with {s.conv.positional} inputs: key positions cannot follow a permutation"
     return None
 
 
@@ -174,15 +169,17 @@ def padding(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
     noise = torch.randn(case.key.shape, generator=gen) * 3  # (batch, seq_k, d_model)
     key = torch.where(keep[..., None], case.key, noise)
     value = torch.where(keep[..., None], case.value, -noise) if s.conv.cross else key
-    rows = torch.ones(case.shape.batch, case.shape.seq_q, dtype=torch.bool) if s.conv.cross else keep
+    seen = _visible_rows(keep, _causal_flag(s), case.shape.batch, case.shape.seq_q, case.shape.seq_k)
+    rows = seen if s.conv.cross else keep & seen
     out = s.run(module, case, query=case.query if s.conv.cross else key, key=key, value=value).output
     diff = _diff(out[rows], base.output[rows])
     if diff:
         return f"changing the contents of masked keys changed the output: {diff}"
-    reason = _removal(s, module, case, base.output)
+    # a window or positions the module adds itself count token indices: removing keys would move the rest
+    reason = None if window_of(module) or s.internal_positions else _removal(s, module, case, base.output)
     if reason or base.weights is None:
         return reason
-    leak = _masked_weight(base.weights, keep)
+    leak = _masked_weight(base.weights, keep, seen)
     return f"masked keys get attention weight {leak:.3g}" if leak > 1e-6 else None
 
 
@@ -192,7 +189,8 @@ def _removal(s: Subject, module: Any, case: AttentionCase, whole: Tensor) -> Opt
         visible = case.keep[i].nonzero().flatten()  # type: ignore[index]
         query = case.query[i:i + 1] if s.conv.cross else case.query[i:i + 1, visible]
         key, value = case.key[i:i + 1, visible], case.value[i:i + 1, visible]
-        alone = s.run(module, case, query=query, key=key, value=value, use_mask=False).output
+        positions = None if s.conv.cross else visible  # positional modules keep each token's position
+        alone = s.run(module, case, query=query, key=key, value=value, use_mask=False, positions=positions).output
         rows = whole[i:i + 1] if s.conv.cross else whole[i:i + 1, visible]
         diff = _diff(rows, alone)
         if diff:
@@ -200,8 +198,10 @@ def _removal(s: Subject, module: Any, case: AttentionCase, whole: Tensor) -> Opt
     return None
 
 
-def _masked_weight(weights: Tensor, keep: Tensor) -> float:
-    hidden = ~keep[:, None, :] if weights.dim() == 3 else ~keep[:, None, None, :]
+def _masked_weight(weights: Tensor, keep: Tensor, seen: Tensor) -> float:
+    """The largest weight on a masked key, over query rows that can see some key."""
+    hidden = ~keep[:, None, :] & seen[:, :, None]  # (batch, seq_q, seq_k)
+    hidden = hidden if weights.dim() == 3 else hidden[:, None]
     return float((weights.detach().abs() * hidden).max())
 
 
@@ -223,7 +223,7 @@ def _weights_applies(s: Subject) -> Optional[str]:
 
 
 def reference(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
-    """Agrees with softmax(QKᵀ/√d_k)V in float64 built from the module's own projection weights."""
+    """Agrees with softmax(QKᵀ/√d_k)V in float64 from the module's own weights (kv groups, rotary, declared scale)."""
     module, use = s.module(case.shape), _use_mask(s, draw)
     keep = _masked_case(case, use)
     is_causal = _causal_flag(s) or (s.causal_mode == "flag" and case.shape.seq_q == case.shape.seq_k and bool(draw(st.booleans(), "causal")))
@@ -231,24 +231,86 @@ def reference(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
     proj = s.projections(module)
     if proj is None:
         return None
-    expected = reference_attention(proj, case.shape.heads, case.query, case.key, case.value, keep, is_causal)
-    rows = _visible_rows(keep, is_causal, case.shape.batch, case.shape.seq_q, case.shape.seq_k)
-    diff = _diff(out[rows], expected[rows])  # rows with no visible key belong to fully_masked_rows
-    return f"differs from the float64 reference ({proj.pattern}): {diff}" if diff else None
+    window = window_of(module) if is_causal else None
+    rows = _visible_rows(keep, is_causal, case.shape.batch, case.shape.seq_q, case.shape.seq_k, window)
+    if keep is not None and not s.conv.cross:
+        rows = rows & keep  # self-attention: a padding token's own output is unspecified (some modules zero it)
+    scale = s.options.scale if s.options.scale is not None else declared_scale(module)
+
+    def compare(with_scale: Optional[float]) -> Optional[str]:
+        found = None
+        for tiled in (False, True):  # kv heads shared by consecutive query heads, or tiled: either order, the same for k and v
+            expected = reference_attention(proj, case.shape.heads, case.query, case.key, case.value, keep, is_causal,
+                                           scale=with_scale, rotary=rotary_of(s, module, case), window=window, tiled=tiled)
+            found = _diff(out[rows], expected[rows])  # rows with no visible key belong to fully_masked_rows
+            if found is None or case.shape.kv_heads in (None, case.shape.heads):
+                return found
+        return found
+
+    diff = compare(scale)
+    if diff and scale is None and compare(1.0) is None and _scale_one_everywhere(s):
+        return (f"{WARNING}{type(module).__name__} does not scale scores by 1/√d_head (it matches scale 1, as T5 and GPT-Neo do by design); "
+                "pass --scale 1 to accept it")
+    return f"differs from the float64 reference ({proj.pattern}{', scale ' + format(scale, '.4g') if scale else ''}): {diff}" if diff else None
 
 
-def _visible_rows(keep: Optional[Tensor], is_causal: bool, batch: int, seq_q: int, seq_k: int) -> Tensor:
-    """(batch, seq_q): query rows that can see at least one key under the padding and causal masks."""
+def _scale_one_everywhere(s: Subject) -> bool:
+    """Scale 1 also explains a harder case (2 heads, head size 2+, batch 2, seq 3): a design, not a per-head bug."""
+    m = s.d_head_multiple
+    shape = AttentionShape(2, 2 * m, 4 * m, 2, 3, 4 if s.conv.cross else 3, (1 if s.grouped else None))
+    query, key, value = random_inputs(shape, 1, cross=s.conv.cross)
+    case = AttentionCase(shape, query, key, key if s.conv.memory_name else value, None, 1)
+    module, is_causal = s.module(shape), _causal_flag(s)
+    proj = s.projections(module)
+    if proj is None:
+        return False
+    out = s.run(module, case, use_mask=False).output
+    expected = reference_attention(proj, 2, case.query, case.key, case.value, None, is_causal, scale=1.0, rotary=rotary_of(s, module, case),
+                                   window=window_of(module) if is_causal else None)
+    return _diff(out, expected) is None
+
+
+def declared_scale(module: Any) -> Optional[float]:
+    """The softmax scale the module declares (``scaling``, ``scale``, ``softmax_scale`` ...), or None."""
+    for name in SCALE_NAMES:
+        value = getattr(module, name, None)
+        if isinstance(value, Tensor) and value.numel() == 1 and not value.requires_grad:
+            value = float(value)
+        if isinstance(value, float):
+            return value
+    return None
+
+
+def rotary_of(s: Subject, module: Any, case: AttentionCase) -> Optional[Rotary]:
+    """The rotation the module is given (rotate-half cos/sin or freqs_cis) for positions 0..seq-1, or None."""
+    name = next((n for n, r in s.conv.supplied.items() if r == "rotary"), None)
+    if name is None:
+        return None
+    value = supply(module, s.conv, "rotary", name, case.query, torch.arange(case.shape.seq_q), torch.arange(case.shape.seq_k),
+                   Sizes(case.shape.heads, case.shape.d_head))
+    return rotate_pairs(value) if name == "freqs_cis" else rotate_half(*value)
+
+
+def _visible_rows(keep: Optional[Tensor], is_causal: bool, batch: int, seq_q: int, seq_k: int, window: Optional[int] = None) -> Tensor:
+    """(batch, seq_q): query rows that can see at least one key under the padding, causal and window masks."""
     allowed = torch.ones(batch, seq_q, seq_k, dtype=torch.bool)
     if keep is not None:
         allowed = allowed & keep[:, None, :]
     if is_causal:
         allowed = allowed & torch.ones(seq_q, seq_k, dtype=torch.bool).tril()
+    if window is not None:
+        allowed = allowed & torch.ones(seq_q, seq_k, dtype=torch.bool).triu(1 - window)
     return allowed.any(dim=-1)
 
 
 def _reference_applies(s: Subject) -> Optional[str]:
-    return None if s.uses_reference else s.reference_note
+    if not s.uses_reference:
+        return s.reference_note
+    if s.conv.positional in ("alibi", "position_bias", "positions"):
+        return f"the module takes {s.conv.positional.replace('_', ' ')} inputs the float64 reference does not model"
+    if s.internal_positions:
+        return f"the module encodes positions itself ({s.internal_positions}); the reference has no positions"
+    return None
 
 
 def gradients(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
@@ -327,5 +389,12 @@ PROPERTIES: tuple[Property, ...] = (
     Property("gradients", gradients, _always, "every parameter gets a finite gradient", mask=True),
     Property("fully_masked_rows", fully_masked_rows, _needs_mask, "a row with every key masked: policy kept, no NaN leaks", mask=True, fully_masked=True, min_batch=2, warning=True),
     Property("low_precision", low_precision, _always, "float16 / bfloat16 outputs stay finite", mask=True),
+    Property("kv_cache", modern.kv_cache, modern._cache_applies, "prefill then decode through the cache equals one full forward", min_seq=2),
+    Property("rotary", modern.rotary, modern._rotary_applies, "shifting every position by an offset changes nothing"),
+    Property("grouped_heads", modern.grouped_heads, modern._grouped_applies, "each kv head serves its group of query heads", mask=True,
+             fewer_kv_heads=True),
+    Property("sliding_window", modern.sliding_window, modern._window_applies, "query i sees exactly keys i - w < j <= i", min_seq=2),
+    Property("cross_attention", modern.cross_attention, modern._cross_applies, "a memory of another length: shape, order, reference"),
 )
-PROPERTY_NAMES: tuple[str, ...] = tuple(p.name for p in PROPERTIES)
+MODEL_PROPERTY_NAMES = ("padding_right", "padding_left", "future_independence")  # whole models: see shapecheck.testing.models
+PROPERTY_NAMES: tuple[str, ...] = tuple(p.name for p in PROPERTIES) + MODEL_PROPERTY_NAMES

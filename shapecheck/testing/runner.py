@@ -21,13 +21,14 @@ from hypothesis.reporting import with_reporter
 
 from shapecheck.errors import UsageError
 from shapecheck.testing.hints import hint
-from shapecheck.testing.properties import PROPERTIES, PROPERTY_NAMES, Property
+from shapecheck.testing.properties import PROPERTIES, PROPERTY_NAMES, WARNING, Property
 from shapecheck.testing.strategies import AttentionCase, attention_cases
 from shapecheck.target import Target
+from shapecheck.testing.models import ModelSubject, model_properties, takes_token_ids
 from shapecheck.testing.subject import Subject, VerifyOptions, as_target
 
 Status = Literal["passed", "failed", "skipped", "warning"]
-Progress = Callable[[str, int, int], None]  # (property name, index, total), called before each property
+Progress = Callable[[str, int, int], None]  # (property name, examples run, examples planned), called per example
 
 
 @dataclass(frozen=True)
@@ -49,13 +50,20 @@ class VerifyReport:
     construction: str  # the constructor call with the mapping chosen
     notes: tuple[str, ...]  # calling convention and reference choices
     results: tuple[PropertyResult, ...] = field(default_factory=tuple)
+    interrupted: bool = False  # Ctrl-C: ``results`` holds the properties that finished
 
     @property
     def passed(self) -> bool:
         return not any(r.status == "failed" for r in self.results)
 
+    @property
+    def exit_code(self) -> int:
+        """0 nothing failed, 1 a property failed, 130 interrupted (the shell's code for Ctrl-C)."""
+        return 130 if self.interrupted else (0 if self.passed else 1)
+
     def as_dict(self) -> dict[str, Any]:
-        return {"target": self.target, "passed": self.passed, "construction": self.construction,
+        return {"target": self.target, "ok": self.exit_code == 0, "exit_code": self.exit_code, "passed": self.passed,
+                "interrupted": self.interrupted, "construction": self.construction,
                 "notes": list(self.notes), "properties": [r.as_dict() for r in self.results]}
 
 
@@ -70,8 +78,10 @@ def describe_mask(keep: Optional[torch.Tensor]) -> str:
     return "/".join("".join("1" if v else "0" for v in row) for row in keep.tolist())
 
 
-def counterexample(case: AttentionCase, extras: dict[str, Any], has_mask: bool = True) -> dict[str, Any]:
+def counterexample(case: Any, extras: dict[str, Any], has_mask: bool = True) -> dict[str, Any]:
     """The minimal configuration as plain data: sizes, mask rows, dtype and anything else the property drew."""
+    if hasattr(case, "describe"):  # a whole model's case
+        return {**case.describe(), **extras}
     shape = case.shape
     found = {"heads": shape.heads, "d_head": shape.d_head, "d_model": shape.d_model, "batch": shape.batch,
              "seq_q": shape.seq_q, "seq_k": shape.seq_k, "mask": describe_mask(case.keep), "dtype": "float32"}
@@ -82,12 +92,15 @@ def counterexample(case: AttentionCase, extras: dict[str, Any], has_mask: bool =
     return found
 
 
-def _strategy(subject: Subject, prop: Property) -> st.SearchStrategy[AttentionCase]:
+def _strategy(subject: Any, prop: Property) -> st.SearchStrategy[Any]:
+    if isinstance(subject, ModelSubject):
+        return subject.cases(prop)
     o = subject.options
     return attention_cases(
         cross=subject.conv.cross, mask=prop.mask, fully_masked=prop.fully_masked,
         max_heads=o.max_heads, max_d_head=o.max_d_head, min_batch=min(prop.min_batch, o.max_batch), max_batch=o.max_batch,
-        min_seq=min(prop.min_seq, o.max_seq), max_seq=o.max_seq,
+        min_seq=min(prop.min_seq, o.max_seq), max_seq=o.max_seq, d_head_multiple=subject.d_head_multiple, grouped=subject.grouped,
+        fewer_kv_heads=prop.fewer_kv_heads,
     )
 
 
@@ -103,8 +116,9 @@ def _reason(subject: Subject, prop: Property, case: AttentionCase, draw: Any) ->
         return f"raised {type(error).__name__}: {lines[0] if lines else ''}"[:300]
 
 
-def run_property(subject: Subject, prop: Property, passed: frozenset[str] = frozenset()) -> PropertyResult:
-    """One property under hypothesis: passed, skipped, or failed/warning with the shrunk counterexample."""
+def run_property(subject: Subject, prop: Property, passed: frozenset[str] = frozenset(),
+                 tick: Callable[[], None] = lambda: None) -> PropertyResult:
+    """One property under hypothesis: passed, skipped, or failed/warning with the shrunk counterexample; ``tick`` per example."""
     skip = prop.applies(subject)
     if skip:
         return PropertyResult(prop.name, "skipped", skip)
@@ -112,7 +126,10 @@ def run_property(subject: Subject, prop: Property, passed: frozenset[str] = froz
 
     @given(st.data())
     def test(data: st.DataObject) -> None:
+        tick()
         case = data.draw(_strategy(subject, prop))
+        if isinstance(subject, Subject) and subject.conv.memory_name is not None:
+            case = case._replace(value=case.key)  # one memory tensor gives keys and values
         extras: dict[str, Any] = {}
 
         def draw(strategy: st.SearchStrategy, label: str) -> Any:
@@ -141,9 +158,12 @@ def run_property(subject: Subject, prop: Property, passed: frozenset[str] = froz
 
 
 def _failure(subject: Subject, prop: Property, last: dict[str, Any], passed: frozenset[str]) -> PropertyResult:
-    found = counterexample(last["case"], dict(last["extras"]), subject.has_mask)
+    found = counterexample(last["case"], dict(last["extras"]), getattr(subject, "has_mask", False))
+    reason: str = last["reason"]
+    if reason.startswith(WARNING):  # a declared deviation (a module that does not scale by 1/√d_head): never a failure
+        return PropertyResult(prop.name, "warning", reason[len(WARNING):], found, "")
     status: Status = "warning" if prop.warning and not subject.options.strict else "failed"
-    return PropertyResult(prop.name, status, last["reason"], found, hint(prop.name, found, last["reason"], passed))
+    return PropertyResult(prop.name, status, reason, found, hint(prop.name, found, reason, passed))
 
 
 def verify(factory: Any, options: Optional[VerifyOptions] = None, *, progress: Optional[Progress] = None) -> VerifyReport:
@@ -159,18 +179,34 @@ def verify(factory: Any, options: Optional[VerifyOptions] = None, *, progress: O
 
 
 def _verify(target: Target, options: VerifyOptions, progress: Optional[Progress]) -> VerifyReport:
-    subject = Subject(target, options)
-    chosen = [p for p in PROPERTIES if options.properties is None or p.name in options.properties]
+    model = takes_token_ids(target)
+    subject: Any = ModelSubject(target, options) if model else Subject(target, options)
+    suite = model_properties() if model else PROPERTIES
+    chosen = [p for p in suite if options.properties is None or p.name in options.properties]
+    if not chosen:
+        kind = "a whole model (forward takes input_ids)" if model else "an attention module"
+        raise UsageError(f"{target.spec} is {kind}: none of {', '.join(options.properties or ())} applies "
+                         f"(choose from {', '.join(p.name for p in suite)})")
     results: list[PropertyResult] = []
+    planned, done = len(chosen) * options.max_examples, [0]
+    interrupted = False
     for index, prop in enumerate(chosen):
-        if progress:
-            progress(prop.name, index, len(chosen))
-        results.append(run_property(subject, prop, frozenset(r.name for r in results if r.status == "passed")))
+        def tick(name: str = prop.name) -> None:
+            done[0] += 1
+            if progress:
+                progress(name, min(done[0], planned), planned)
+
+        try:
+            results.append(run_property(subject, prop, frozenset(r.name for r in results if r.status == "passed"), tick))
+        except KeyboardInterrupt:
+            interrupted = True
+            break
+        done[0] = (index + 1) * options.max_examples  # shrinking and early stops: resynchronise per property
         if options.fail_fast and results[-1].status == "failed":
             break
     construction = subject.construction.describe() if subject.construction else target.name
-    notes = subject.conv.notes + (subject.reference_note,)
-    return VerifyReport(target.spec, construction, notes, tuple(results))
+    notes = subject.notes if model else subject.notes + subject.conv.notes + (subject.reference_note,)
+    return VerifyReport(target.spec, construction, notes, tuple(results), interrupted)
 
 
 def _validate(options: VerifyOptions) -> None:

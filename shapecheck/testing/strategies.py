@@ -35,6 +35,7 @@ class AttentionShape(NamedTuple):
     batch: int
     seq_q: int  # query positions (the output length)
     seq_k: int  # key/value positions; == seq_q for self-attention
+    kv_heads: Optional[int] = None  # key/value heads (grouped-query attention) where the module has them; None: heads
 
 
 class AttentionCase(NamedTuple):
@@ -77,8 +78,14 @@ def attention_shapes(
     min_seq: int = 1,
     max_seq: int = 5,
     cross: bool = False,
+    d_head_multiple: int = 1,
+    grouped: bool = False,
+    fewer_kv_heads: bool = False,
 ) -> st.SearchStrategy[AttentionShape]:
     """Sizes with ``d_model = heads * d_head``; ``cross=True`` draws ``seq_k`` independently of ``seq_q``.
+
+    ``d_head_multiple`` (a constructor's constraint, e.g. 2 for rotary) multiplies the drawn head
+    size; ``grouped=True`` draws ``kv_heads`` among the divisors of ``heads`` (grouped-query attention).
 
     The bounds are checked when the strategy is built (``UsageError`` naming the bad one). A sample draw::
 
@@ -90,20 +97,27 @@ def attention_shapes(
         ("batch", min_batch, max_batch), ("seq", min_seq, max_seq),
     ):
         _bounds(name, low, high)
-    return _attention_shapes((min_heads, max_heads), (min_d_head, max_d_head), (min_batch, max_batch), (min_seq, max_seq), cross)
+    _bounds("d_head_multiple", d_head_multiple, d_head_multiple)
+    if fewer_kv_heads:
+        min_heads, max_heads, grouped = max(2, min_heads), max(4, max_heads), True  # 4 heads, 2 kv heads: order matters
+    return _attention_shapes((min_heads, max_heads), (min_d_head, max_d_head), (min_batch, max_batch), (min_seq, max_seq), cross,
+                             d_head_multiple, grouped, fewer_kv_heads)
 
 
 @st.composite
 def _attention_shapes(
     draw: st.DrawFn, heads_range: tuple[int, int], d_head_range: tuple[int, int], batch_range: tuple[int, int],
-    seq_range: tuple[int, int], cross: bool,
+    seq_range: tuple[int, int], cross: bool, d_head_multiple: int = 1, grouped: bool = False, fewer_kv_heads: bool = False,
 ) -> AttentionShape:
-    heads = draw(st.integers(*heads_range))
-    d_head = draw(st.integers(*d_head_range))
+    # grouped-query cases: 4 heads over 2 kv heads first (where repeat and tile orders differ), then 6 and 2
+    heads = draw(st.sampled_from([4, 6, 2]) if fewer_kv_heads else st.integers(*heads_range))
+    d_head = draw(st.integers(*d_head_range)) * d_head_multiple
     batch = draw(st.integers(*batch_range))
     seq_q = draw(st.integers(*seq_range))
     seq_k = draw(st.integers(*seq_range)) if cross else seq_q
-    return AttentionShape(heads, d_head, heads * d_head, batch, seq_q, seq_k)
+    divisors = [k for k in range(heads - 1 if fewer_kv_heads else heads, 0, -1) if heads % k == 0]
+    kv_heads = draw(st.sampled_from(divisors)) if grouped else None
+    return AttentionShape(heads, d_head, heads * d_head, batch, seq_q, seq_k, kv_heads)
 
 
 def key_masks(batch: int, seq_k: int, *, fully_masked: bool = False) -> st.SearchStrategy[Bool[Tensor, "batch seq_k"]]:
@@ -148,7 +162,7 @@ def random_inputs(shape: AttentionShape, seed: int, *, cross: bool) -> tuple[Ten
     return query, key, value
 
 
-_BOUND_NAMES = tuple(f"{end}_{name}" for name in ("heads", "d_head", "batch", "seq") for end in ("min", "max"))
+_BOUND_NAMES = tuple(f"{end}_{name}" for name in ("heads", "d_head", "batch", "seq") for end in ("min", "max")) + ("d_head_multiple", "grouped", "fewer_kv_heads")
 
 
 def attention_cases(

@@ -4,22 +4,32 @@ from __future__ import annotations
 
 import copy
 import inspect
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Optional
 
 import torch
 from torch import Tensor, nn
 
 from shapecheck.errors import UsageError
-from shapecheck.target import Construction, Target, build
-from shapecheck.testing.adapt import Convention, Layout, MaskOption, Outcome, call, discover
-from shapecheck.testing.strategies import AttentionCase, AttentionShape
 from shapecheck.projections import STYLES
-from shapecheck.testing.weights import Projections, find_projections, unexplained_parameters
+from shapecheck.target import Construction, Target, build, has_role, probe_constraints
+from shapecheck.testing.adapt import (
+    Convention, Layout, MaskOption, Outcome, Sizes, arguments, call, forward_parameters, module_size, read_outcome,
+)
+from shapecheck.vocabulary import pick
+from shapecheck.testing.probe import attempt, discover
+from shapecheck.testing.strategies import AttentionCase, AttentionShape
+from shapecheck.testing.dataflow import trace_roles
+from shapecheck.testing.weights import Projections, find_projections, projections_named, unexplained_parameters
 
 _FAMILIES = ", ".join(style.pattern for style in STYLES if style.verifiable)
 
 MaskedRows = Literal["finite", "nan", "zeros", "uniform"]
+MAX_SEQ_BUILT = 64  # max_seq / block_size / max_position_embeddings the module is built with
+
+
+class CouldNotRun(UsageError):
+    """The module raised on an ordinary call: reported once (exit 2), not as property failures."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +51,8 @@ class VerifyOptions:
     max_batch: int = 3
     max_seq: int = 5
     init: dict[str, Any] = field(default_factory=dict)
+    scale: Optional[float] = None  # the module's declared softmax scale (--scale); None: its attribute, else 1/√d_head
+    d_head_multiple: Optional[int] = None  # --d-head-multiple; None: probed
 
 
 def as_target(factory: Any) -> Target:
@@ -58,28 +70,81 @@ def as_target(factory: Any) -> Target:
 
 
 class Subject:
-    """Builds the module per (d_model, heads), caches it in eval mode, and calls it batch-first."""
+    """Builds the module per drawn shape, caches it in eval mode, and calls it batch-first."""
 
     def __init__(self, target: Target, options: VerifyOptions) -> None:
         self.target, self.options = target, options
-        self._modules: dict[tuple[int, int], nn.Module] = {}
-        self.construction: Optional[Construction] = None
-        heads = min(2, options.max_heads)
-        probe = self.module(AttentionShape(heads, 2, 2 * heads, 1, 1, 1))
-        self.conv: Convention = discover(probe, 2 * heads, mask=options.mask, layout=options.layout, causal=options.causal)
-        proj = find_projections(probe)
+        self._modules: dict[tuple[int, int, int, Optional[int]], nn.Module] = {}
+        self._constructions: dict[tuple[int, int, int, Optional[int]], Construction] = {}
+        constraints = probe_constraints(target, init=options.init, d_head_multiple=options.d_head_multiple)
+        self.grouped = has_role(target, "kv_heads")
+        self.notes: tuple[str, ...] = constraints.notes
+        self.d_head_multiple, probe, self.conv = self._runnable(constraints.d_head_multiple)
+        self.construction = next(c for k, c in self._constructions.items() if self._modules[k] is probe)  # the size that runs
+        self.flow = None if find_projections(probe) else self._trace(probe)
+        proj = self._find(probe)
         extra = unexplained_parameters(probe, proj) if proj else []
         self.uses_reference = proj is not None and not extra
+        self.internal_positions = None if self.conv.positional else internal_positions(probe)
+        self.notes += _scale_note(probe, options.scale)
         self.reference_note = _reference_note(proj, extra)
 
+    def _runnable(self, multiple: int) -> tuple[int, nn.Module, Convention]:
+        """The smallest head-size multiple (from the constructor's) at which ordinary calls run, at it and at three times it."""
+        first: Optional[str] = None
+        runnable: Optional[tuple[int, nn.Module, Convention]] = None
+        heads = min(2, self.options.max_heads)
+        for factor in (1, 2, 4, 8):
+            shape = self._shape(heads, multiple * factor)
+            probe = self.module(shape)
+            conv = discover(probe, shape.d_model, mask=self.options.mask, layout=self.options.layout, causal=self.options.causal,
+                            sizes=Sizes(shape.heads, shape.d_head))
+            if conv.could_not_run is None:
+                conv = self._check_larger(conv, heads, 3 * multiple * factor)
+            if conv.could_not_run is None and all(self._rotary_consistent(conv, heads, k * shape.d_head) for k in (1, 2, 3)):
+                if factor > 1:
+                    why = "rejects or mis-rotates"
+                    self.notes += (f"constraint found: forward {why} head size {multiple}; head sizes drawn as multiples of {multiple * factor}",)
+                return multiple * factor, probe, conv
+            if conv.could_not_run is None:
+                runnable = runnable or (multiple * factor, probe, conv)
+            first = first or conv.could_not_run
+        if runnable is not None:  # rotary differs under a shift at every size: the rotary property will say so
+            return runnable
+        raise CouldNotRun(f"{self.target.spec}: {first}")
+
+    def _rotary_consistent(self, conv: Convention, heads: int, d_head: int) -> bool:
+        """Rotary modules only: a shift of all positions changes nothing at this head size (partial rotary needs even widths)."""
+        if conv.positional != "rotary":
+            return True
+        shape = self._shape(heads, d_head)
+        module = self.module(shape)
+        query = torch.randn(2, 3, shape.d_model, generator=torch.Generator().manual_seed(1))  # (batch, seq, d_model)
+        sizes = Sizes(shape.heads, shape.d_head)
+        base = attempt(module, conv, query, query, sizes=sizes)
+        moved = attempt(module, conv, query, query, sizes=sizes, positions=torch.arange(3) + 5)
+        return not isinstance(base, str) and not isinstance(moved, str) and torch.allclose(base.output, moved.output, atol=1e-5)
+
+    def _shape(self, heads: int, d_head: int) -> AttentionShape:
+        return AttentionShape(heads, d_head, heads * d_head, 1, 1, 1, heads if self.grouped else None)
+
+    def _check_larger(self, conv: Convention, heads: int, d_head: int) -> Convention:
+        """``conv`` unless a call at head size ``d_head`` raises (rotary tables that only fit even sizes)."""
+        shape = self._shape(heads, d_head)
+        query = torch.randn(1, 1, shape.d_model, generator=torch.Generator().manual_seed(0))  # (batch, seq, d_model)
+        keep = torch.ones(1, 1, dtype=torch.bool) if conv.mask_name else None  # all visible
+        out = attempt(self.module(shape), conv, query, query, sizes=Sizes(heads, d_head), keep=keep)
+        return replace(conv, could_not_run=f"could not run at head size {d_head}: {out}") if isinstance(out, str) else conv
+
     def module(self, shape: AttentionShape) -> nn.Module:
-        key = (shape.d_model, shape.heads)
+        key = (shape.d_model, shape.heads, shape.d_head, shape.kv_heads)
         if key not in self._modules:
+            sizes = {"d_model": shape.d_model, "heads": shape.heads, "d_head": shape.d_head, "dropout": self.options.dropout,
+                     "kv_heads": shape.kv_heads, "rotary_dim": shape.d_head, "max_seq": MAX_SEQ_BUILT, "layer_index": 0}
             with torch.random.fork_rng(devices=[]):
                 torch.default_generator.manual_seed(self.options.seed)  # CPU only: cheap, no CUDA calls
-                sizes = {"d_model": shape.d_model, "heads": shape.heads, "dropout": self.options.dropout}
                 module, construction = build(self.target, sizes, keep_defaults=False, init=self.options.init)
-            self.construction = self.construction or construction
+            self._constructions[key] = construction
             self._modules[key] = module.eval()
         return self._modules[key]
 
@@ -87,17 +152,49 @@ class Subject:
         return copy.deepcopy(self.module(shape))
 
     def projections(self, module: nn.Module) -> Optional[Projections]:
-        return find_projections(module) if self.uses_reference else None
+        return self._find(module) if self.uses_reference else None
+
+    def _find(self, module: nn.Module) -> Optional[Projections]:
+        """By name (``shapecheck/projections.py``), else by the data flow traced on the probe module."""
+        return find_projections(module) or (projections_named(module, **self.flow) if self.flow else None)
+
+    def _trace(self, module: nn.Module) -> Optional[dict[str, str]]:
+        d_model = next((p.size(-1) for p in module.parameters() if p.dim() == 2), None)
+        if d_model is None or self.conv.cross:
+            return None
+        query = torch.randn(2, 3, d_model, generator=torch.Generator().manual_seed(2))  # (batch, seq, d_model)
+        return trace_roles(module, lambda: call(module, self.conv, query, sizes=Sizes(2, d_model // 2)))
 
     def run(self, module: nn.Module, case: AttentionCase, *, query: Optional[Tensor] = None, key: Optional[Tensor] = None,
             value: Optional[Tensor] = None, keep: Optional[Tensor] = None, use_mask: bool = True, causal: bool = False,
-            weights: bool = False) -> Outcome:
-        """Call with the case's tensors unless replaced; cross-attention passes key and value."""
+            weights: bool = False, positions: Optional[Tensor] = None) -> Outcome:
+        """Call with the case's tensors unless replaced; cross-attention passes key and value (or the memory)."""
         query = case.query if query is None else query
         key = (case.key if key is None else key) if self.conv.cross else None
         value = (case.value if value is None else value) if self.conv.cross else None
         keep = (case.keep if keep is None else keep) if use_mask and self.has_mask else None
-        return call(module, self.conv, query, key, value, keep=keep, causal=causal, weights=weights)
+        sizes = Sizes(case.shape.heads, case.shape.d_head)
+        return call(module, self.conv, query, key, value, keep=keep, causal=causal, weights=weights, positions=positions, sizes=sizes)
+
+    def run_cached(self, module: nn.Module, case: AttentionCase, start: int, stop: int, cache: Any) -> tuple[Tensor, Any]:
+        """Tokens ``start:stop`` of the case's query through the module's KV cache; returns (output, the cache to pass on)."""
+        name, switch = self.cache_arguments
+        kwargs = arguments(module, self.conv, case.query[:, start:stop].contiguous(), positions=torch.arange(start, stop),
+                           key_positions=torch.arange(stop), sizes=Sizes(case.shape.heads, case.shape.d_head))
+        kwargs[name] = new_cache(module, name) if cache is None else cache
+        if switch:
+            kwargs[switch] = True
+        result = module(**kwargs)
+        output = read_outcome(result, self.conv.batch_first, stop - start, stop).output
+        if _is_cache_object(kwargs[name]):
+            return output, kwargs[name]  # transformers' Cache objects are updated in place
+        return output, result[1] if isinstance(result, (tuple, list)) and len(result) > 1 else None
+
+    @property
+    def cache_arguments(self) -> tuple[str, Optional[str]]:
+        """(the cache argument, the use_cache switch or None); ('', None) when forward takes no cache."""
+        names = [p.name for p in forward_parameters(self.module(self._shape(1, self.d_head_multiple)))]
+        return pick(names, "cache") or "", pick(names, "use_cache")
 
     @property
     def has_mask(self) -> bool:
@@ -105,8 +202,44 @@ class Subject:
 
     @property
     def causal_mode(self) -> Optional[str]:
-        """'flag' (passes causal=True), 'always' (--causal), or None."""
+        """'flag' (passes causal=True), 'always' (--causal, detected, or in the 4-D mask), or None."""
         return "flag" if self.conv.causal_name else ("always" if self.conv.causal_always else None)
+
+
+def _is_cache_object(value: Any) -> bool:
+    return value is not None and type(value).__name__.endswith("Cache") and hasattr(value, "update")
+
+
+def new_cache(module: nn.Module, name: str) -> Any:
+    """An empty cache: transformers' ``DynamicCache`` for layers that take Cache objects, else None (the module makes one)."""
+    params = {p.name: p for p in forward_parameters(module)}
+    annotation = str(params[name].annotation) if name in params else ""
+    if "Cache" in annotation or type(module).__module__.startswith("transformers."):
+        from transformers import DynamicCache
+
+        return DynamicCache()
+    return None
+
+
+_POSITIONAL_PARTS = ("rotary", "rope", "freqs", "alibi", "rel_pos", "relative", "pos_emb", "position")
+
+
+def internal_positions(module: nn.Module) -> Optional[str]:
+    """The name of a submodule or buffer through which the module adds positions itself (``rotary_emb``), or None."""
+    names = [n for n, _ in module.named_modules()] + [n for n, _ in module.named_buffers()]
+    return next((n for n in names if any(part in n.rsplit(".", 1)[-1].lower() for part in _POSITIONAL_PARTS)), None)
+
+
+def _scale_note(module: nn.Module, given: Optional[float]) -> tuple[str, ...]:
+    if given is not None:
+        return (f"scale: {given:g} (--scale)",)
+    from shapecheck.testing.properties import SCALE_NAMES, declared_scale  # properties import this module
+
+    scale = declared_scale(module)
+    if scale is None:
+        return ()
+    name = next(n for n in SCALE_NAMES if hasattr(module, n))
+    return (f"scale: {type(module).__name__} declares {name}={scale:g} at head size {module_size(module, 'd_head')}; the reference uses it",)
 
 
 def _reference_note(proj: Optional[Projections], extra: list[str]) -> str:
@@ -117,4 +250,3 @@ def _reference_note(proj: Optional[Projections], extra: list[str]) -> str:
         return (f"projections found ({proj.pattern}) but parameters {', '.join(extra[:3])} lie outside them: "
                 "no reference comparison; scale and value-projection bugs cannot be detected")
     return f"reference built from {proj.pattern}"
-

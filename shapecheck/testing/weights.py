@@ -14,6 +14,7 @@ projections found, so a residual LayerNorm or positional table never raises a fa
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import NamedTuple, Optional
 
 import torch
@@ -85,6 +86,18 @@ def find_projections(module: nn.Module) -> Optional[Projections]:
     return next((p for p in (_from_style(module, s) for s in STYLES if s.verifiable) if p is not None), None)
 
 
+def projections_named(module: nn.Module, q: str, k: str, v: str, o: str = "") -> Optional[Projections]:
+    """Projections read from four named Linear submodules (found by data flow, ``shapecheck.testing.dataflow``)."""
+    parts = [_linear(lookup(module, name)) for name in (q, k, v)]
+    out = _linear(lookup(module, o)) if o else None
+    if any(p is None for p in parts) or (o and out is None):
+        return None
+    (wq, bq, pq), (wk, bk, pk), (wv, bv, pv) = parts  # type: ignore[misc]
+    params = pq + pk + pv + (out[2] if out else [])
+    pattern = f"{q}/{k}/{v}" + (f" + {o}" if o else "") + " (by data flow)"
+    return Projections(pattern, wq, bq, wk, bk, wv, bv, out[0] if out else None, out[1] if out else None, frozenset(map(id, params)))
+
+
 def unexplained_parameters(module: nn.Module, proj: Projections) -> list[str]:
     """Names of trainable parameters outside the projections (they make the reference inapplicable)."""
     return [n for n, p in module.named_parameters() if p.requires_grad and id(p) not in proj.owned]
@@ -95,6 +108,33 @@ def _project(x: Tensor, w: Tensor, b: Optional[Tensor]) -> Tensor:
     return y if b is None else y + b.detach().double()
 
 
+Rotary = Callable[[Tensor, str], Tensor]  # (q or k as (batch, heads, seq, d_k) float64, "q" | "k") -> rotated
+
+
+def rotate_half(cos: Tensor, sin: Tensor) -> Rotary:
+    """RoPE in the rotate-half layout on the first ``cos.size(-1)`` features (transformers; partial rotary as Phi)."""
+    cos, sin = cos.double()[:, None], sin.double()[:, None]  # (batch, 1, seq, d_rot)
+
+    def rotate(x: Tensor, _which: str) -> Tensor:
+        d = cos.size(-1)
+        part, rest = x[..., :d], x[..., d:]
+        half = torch.cat([-part[..., d // 2:], part[..., : d // 2]], dim=-1)
+        return torch.cat([part * cos + half * sin, rest], dim=-1)
+
+    return rotate
+
+
+def rotate_pairs(freqs_cis: Tensor) -> Rotary:
+    """RoPE on adjacent feature pairs as complex numbers (Meta's Llama ``freqs_cis``, (seq, d_k / 2))."""
+    freqs = freqs_cis.to(torch.complex128)[None, None]  # (1, 1, seq, d_k / 2)
+
+    def rotate(x: Tensor, _which: str) -> Tensor:
+        pairs = torch.view_as_complex(x.reshape(*x.shape[:-1], -1, 2).contiguous())  # (batch, heads, seq, d_k / 2)
+        return torch.view_as_real(pairs * freqs).flatten(-2)
+
+    return rotate
+
+
 def reference_attention(
     proj: Projections,
     heads: int,
@@ -103,18 +143,39 @@ def reference_attention(
     value: Float[Tensor, "batch seq_k d_model"],
     keep: Optional[Bool[Tensor, "batch seq_k"]] = None,
     causal: bool = False,
+    *,
+    scale: Optional[float] = None,
+    rotary: Optional[Rotary] = None,
+    window: Optional[int] = None,
+    tiled: bool = False,
 ) -> Float[Tensor, "batch seq_q d_model"]:
-    """softmax(QKᵀ/√d_k)V in float64 with the module's own weights (Vaswani et al. 2017, eq. 1 and section 3.2.2)."""
+    """softmax(s·QKᵀ)V in float64 with the module's own weights (Vaswani et al. 2017, eq. 1 and section 3.2.2).
+
+    ``s`` is ``scale`` or 1/√d_k. Grouped key/value heads (fewer k/v rows than q rows) serve
+    ``heads / kv_heads`` consecutive query heads each (Ainslie et al. 2023, GQA; transformers'
+    ``repeat_kv`` order), or with ``tiled`` every kv_heads-th query head. ``rotary`` rotates q and k after the split; ``window`` keeps keys
+    j with i − window < j ≤ i (with ``causal``).
+    """
     batch, seq_q, seq_k = query.size(0), query.size(1), key.size(1)
+    d_k = proj.wq.size(0) // heads
     q = _project(query.double(), proj.wq, proj.bq).view(batch, seq_q, heads, -1).transpose(1, 2)  # (batch, heads, seq_q, d_k)
-    k = _project(key.double(), proj.wk, proj.bk).view(batch, seq_k, heads, -1).transpose(1, 2)  # (batch, heads, seq_k, d_k)
-    v = _project(value.double(), proj.wv, proj.bv).view(batch, seq_k, heads, -1).transpose(1, 2)  # (batch, heads, seq_k, d_v)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (batch, heads, seq_q, seq_k)
+    k = _project(key.double(), proj.wk, proj.bk).view(batch, seq_k, -1, d_k).transpose(1, 2)  # (batch, kv_heads, seq_k, d_k)
+    v = _project(value.double(), proj.wv, proj.bv).view(batch, seq_k, k.size(1), -1).transpose(1, 2)  # (batch, kv_heads, seq_k, d_v)
+    if rotary is not None:
+        q, k = rotary(q, "q"), rotary(k, "k")
+    group = heads // k.size(1)
+    if tiled:  # kv head h % kv_heads serves query head h (einops' "(r h)", x-transformers)
+        k, v = k.repeat(1, group, 1, 1), v.repeat(1, group, 1, 1)  # (batch, heads, seq_k, d)
+    else:
+        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)  # (batch, heads, seq_k, d)
+    scores = q @ k.transpose(-2, -1) * (scale if scale is not None else 1 / math.sqrt(d_k))  # (batch, heads, seq_q, seq_k)
     allowed = torch.ones(batch, 1, seq_q, seq_k, dtype=torch.bool)
     if keep is not None:
         allowed = allowed & keep[:, None, None, :]
     if causal:
         allowed = allowed & torch.ones(seq_q, seq_k, dtype=torch.bool).tril()
+    if window is not None:
+        allowed = allowed & torch.ones(seq_q, seq_k, dtype=torch.bool).triu(1 - window)
     probs = scores.masked_fill(~allowed, -math.inf).softmax(dim=-1)  # (batch, heads, seq_q, seq_k)
     out = (probs @ v).transpose(1, 2).reshape(batch, seq_q, -1)  # (batch, seq_q, heads*d_v)
     return out if proj.wo is None else _project(out, proj.wo, proj.bo)  # (batch, seq_q, d_model)

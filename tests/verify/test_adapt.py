@@ -9,7 +9,8 @@ from torch import nn
 from reference_models.attention import MultiHeadAttention
 from reference_models.gpt2 import CausalSelfAttention, GPT2Config
 from shapecheck.target import load_target
-from shapecheck.testing.adapt import call, discover, mask_tensor, read_outcome
+from shapecheck.testing.adapt import call, mask_tensor, read_outcome
+from shapecheck.testing.probe import discover
 from shapecheck.testing.weights import find_projections, reference_attention, unexplained_parameters
 
 SEEDS = os.path.join(os.path.dirname(__file__), "..", "corpus", "seeds")

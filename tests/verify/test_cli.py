@@ -6,6 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from shapecheck.cli import app
+from shapecheck.testing.properties import PROPERTIES
 
 from .conftest import EXAMPLES, mutant
 
@@ -22,7 +23,7 @@ def test_correct_module_exits_0_with_every_property_in_json():
     result, data = _json("reference_models.attention:MultiHeadAttention")
     assert result.exit_code == 0, result.output
     assert data["target"] == "reference_models.attention:MultiHeadAttention" and data["passed"] is True
-    assert len(data["properties"]) == 11
+    assert [p["name"] for p in data["properties"]] == [p.name for p in PROPERTIES]
     assert set(data["properties"][0]) >= {"name", "status", "counterexample", "message"}
 
 
@@ -72,7 +73,7 @@ def test_mask_option_overrides_the_convention():
     (["nowhere.py:X"], "no such file: nowhere.py"),
     (["reference_models.attention:Nope"], "has no name 'Nope'"),
     (["reference_models.attention:MultiHeadAttention", "--layout", "sideways"], "--layout 'sideways' is not one of: batch-first, seq-first"),
-    (["reference_models.attention:MultiHeadAttention", "--mask", "maybe"], "is not one of: auto, keep, ignore, additive, none"),
+    (["reference_models.attention:MultiHeadAttention", "--mask", "maybe"], "is not one of: auto, keep, ignore, additive, keep_float, none"),
     (["reference_models.attention:MultiHeadAttention", "--format", "xml"], "--format 'xml' is not one of: table, json"),
     (["reference_models.attention:MultiHeadAttention", "--init", "oops"], "--init item 'oops' is not name=value"),
     (["reference_models.attention:MultiHeadAttention", "--property", "speed"], "--property 'speed' is not one of"),
@@ -83,3 +84,56 @@ def test_usage_errors_exit_2_with_one_line(args, message):
     assert result.exit_code == 2
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert "Traceback" not in result.output
+
+
+def test_json_carries_the_shared_verdict_fields():
+    result, data = _json(mutant("dropout_in_eval"), "--fail-fast")
+    assert (data["ok"], data["exit_code"], result.exit_code) == (False, 1, 1)
+    result, data = _json("reference_models.attention:MultiHeadAttention", "--property", "output_shape")
+    assert (data["ok"], data["exit_code"], result.exit_code) == (True, 0, 0)
+
+
+def test_a_module_that_cannot_run_is_one_line_exit_2(tmp_path):
+    path = tmp_path / "broken.py"
+    path.write_text("import torch\nfrom torch import nn\n\nclass Broken(nn.Module):\n"
+                    "    def __init__(self, d_model, heads):\n        super().__init__()\n        self.proj = nn.Linear(d_model, d_model)\n"
+                    "    def forward(self, x):\n        return self.proj(torch.cat([x, x], dim=-1))\n")
+    result = RUN.invoke(app, ["verify", f"{path}:Broken", *FAST])
+    assert result.exit_code == 2 and result.stdout == ""
+    (line,) = result.stderr.strip().splitlines()
+    assert "could not run: Broken(x=float32 (3, 4, 2)) raised RuntimeError: mat1 and mat2" in line
+
+
+def test_ctrl_c_reports_what_finished_and_exits_130(monkeypatch):
+    import shapecheck.cli.verify as cli
+
+    real = cli.verify
+
+    def interrupted(target, options, progress=None):
+        def stop(name, done, total):
+            if name == "permutation":
+                raise KeyboardInterrupt
+        return real(target, options, progress=stop)
+
+    monkeypatch.setattr(cli, "verify", interrupted)
+    result, data = _json("reference_models.attention:MultiHeadAttention")
+    assert result.exit_code == 130 and data["interrupted"] is True and data["exit_code"] == 130
+    assert [p["name"] for p in data["properties"]] == ["output_shape", "deterministic_eval", "batch_independence"]
+
+
+def test_progress_counts_examples():
+    from shapecheck.target import load_target
+    from shapecheck.testing import VerifyOptions, verify
+
+    seen = []
+    verify(load_target("reference_models.attention:MultiHeadAttention"),
+           VerifyOptions(max_examples=4, properties=("output_shape", "permutation")), progress=lambda *a: seen.append(a))
+    assert seen[0] == ("output_shape", 1, 8) and seen[-1][1:] == (8, 8)
+    assert [s[1] for s in seen] == sorted(s[1] for s in seen)  # monotone
+
+
+def test_a_property_of_the_other_suite_is_a_usage_error_not_a_pass():
+    result = RUN.invoke(app, ["verify", "reference_models.attention:MultiHeadAttention", "--property", "padding_left"])
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert "is an attention module: none of padding_left applies" in line

@@ -86,3 +86,14 @@ def test_bounds_are_keyword_only():
 def test_docstrings_show_a_sample_draw():
     for strategy in (attention_shapes, key_masks, attention_cases):
         assert "A sample draw" in strategy.__doc__ and ">>>" in strategy.__doc__, strategy.__name__
+
+
+@given(attention_shapes(d_head_multiple=2, grouped=True))
+def test_head_size_multiples_and_kv_heads_that_divide_heads(shape):
+    assert shape.d_head % 2 == 0 and shape.d_model == shape.heads * shape.d_head
+    assert shape.kv_heads is not None and shape.heads % shape.kv_heads == 0
+
+
+@given(attention_shapes(fewer_kv_heads=True))
+def test_grouped_query_cases_have_fewer_kv_heads(shape):
+    assert shape.kv_heads < shape.heads and shape.heads % shape.kv_heads == 0

@@ -1,0 +1,93 @@
+"""The q, k, v and output projections found by data flow, for modules whose names are not in the projection table.
+
+One call runs under a ``TorchDispatchMode`` while forward hooks label each Linear's output with its
+name; every op's outputs carry the union of its inputs' labels. The softmax's input is the product
+of the query and key projections: the matrix product that made it names them (first operand: the
+query). The product of the probabilities with another tensor names the value projection, and the
+Linear whose input carries the value's label is the output projection. Only separate projections
+(one Linear each) are read this way; fused ones stay with the name table.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+import torch
+from torch import Tensor, nn
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+_SOFTMAX = "<softmax>"
+_PRODUCTS = ("bmm", "mm", "matmul", "baddbmm", "einsum")
+
+
+class _Flow(TorchDispatchMode):
+    """Propagates labels through ops; records the products and the softmax inputs."""
+
+    def __init__(self, labels: dict[int, frozenset[str]], keep: list[Tensor]) -> None:
+        super().__init__()
+        self.labels, self.keep = labels, keep
+        self.products: list[tuple[frozenset[str], frozenset[str], int]] = []  # (left labels, right labels, id of output)
+        self.softmax_inputs: list[int] = []
+
+    def label(self, value: Any) -> frozenset[str]:
+        return self.labels.get(id(value), frozenset()) if isinstance(value, Tensor) else frozenset()
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        flat = [a for a in tree_flatten((args, kwargs or {}))[0] if isinstance(a, Tensor)]
+        merged = frozenset().union(*(self.label(a) for a in flat)) if flat else frozenset()
+        name = func.__name__.split(".")[0]
+        if "softmax" in name:
+            self.softmax_inputs.append(id(flat[0]))
+            merged = merged | {_SOFTMAX}
+        tensors = [o for o in tree_flatten(out)[0] if isinstance(o, Tensor)]
+        if name in _PRODUCTS and len(flat) >= 2 and tensors:
+            left, right = (flat[1], flat[2]) if name == "baddbmm" and len(flat) >= 3 else (flat[0], flat[1])
+            self.products.append((self.label(left), self.label(right), id(tensors[0])))
+        for o in tensors:
+            self.labels[id(o)] = self.labels.get(id(o), frozenset()) | merged
+            self.keep.append(o)
+        return out
+
+
+def _single(labels: frozenset[str]) -> Optional[str]:
+    names = [n for n in labels if n != _SOFTMAX]
+    return names[0] if len(names) == 1 else None
+
+
+def trace_roles(module: nn.Module, run: Callable[[], Any]) -> Optional[dict[str, str]]:
+    """{'q': name, 'k': name, 'v': name, 'o': name or ''} from one call ``run()``, or None when the flow is not plain."""
+    linears = {m: n for n, m in module.named_modules() if isinstance(m, nn.Linear)}
+    labels: dict[int, frozenset[str]] = {}
+    keep: list[Tensor] = []
+    inputs: dict[str, frozenset[str]] = {}
+
+    def hook(mod: nn.Module, args: tuple, out: Any) -> None:
+        inputs[linears[mod]] = frozenset().union(*(labels.get(id(a), frozenset()) for a in args if isinstance(a, Tensor)))
+        if isinstance(out, Tensor):
+            labels[id(out)] = frozenset({linears[mod]})
+            keep.append(out)
+
+    handles = [m.register_forward_hook(hook) for m in linears]
+    try:
+        with torch.no_grad(), _Flow(labels, keep) as flow:
+            run()
+    except Exception:  # noqa: BLE001 - no flow, no reference
+        return None
+    finally:
+        for h in handles:
+            h.remove()
+    return _roles(flow, inputs)
+
+
+def _roles(flow: _Flow, inputs: dict[str, frozenset[str]]) -> Optional[dict[str, str]]:
+    scores = next(((a, b) for a, b, _ in flow.products if _single(a) and _single(b) and _SOFTMAX not in a | b), None)
+    mixed = next(((a, b) for a, b, _ in flow.products if _SOFTMAX in a and _single(b)), None)
+    if scores is None or mixed is None or len(set(flow.softmax_inputs)) != 1:
+        return None
+    q, k, v = _single(scores[0]), _single(scores[1]), _single(mixed[1])
+    if len({q, k, v}) != 3:
+        return None
+    out = next((n for n, seen in inputs.items() if v in seen and _SOFTMAX in seen and n not in (q, k, v)), "")
+    return {"q": q, "k": k, "v": v, "o": out}  # type: ignore[dict-item]

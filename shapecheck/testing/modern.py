@@ -1,0 +1,191 @@
+"""Properties of modern attention: KV caches, rotary positions, grouped key/value heads, sliding windows.
+
+Same contract as ``properties.py``: ``check(subject, case, draw)`` returns a reason or None,
+``applies(subject)`` returns why the property is skipped or None.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Optional
+
+import torch
+from hypothesis import strategies as st
+from torch import Tensor
+
+from shapecheck.testing.adapt import Convention, Sizes, call, window_of
+from shapecheck.testing.compare import Draw, diff
+from shapecheck.testing.probe import first_line
+from shapecheck.testing.strategies import AttentionCase
+from shapecheck.testing.subject import Subject
+from shapecheck.testing.weights import reference_attention
+
+# ---------------------------------------------------------------- kv_cache
+
+
+def kv_cache(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
+    """Prefill a prefix, then decode the rest in chunks through the module's cache: the outputs equal one full forward."""
+    module, seq = s.module(case.shape), case.shape.seq_q
+    prefix = draw(st.integers(1, seq - 1), "prefill")
+    chunk = draw(st.integers(1, seq - prefix), "decode_chunk")
+    full = s.run(module, case, use_mask=False).output
+    bounds = [(0, prefix)] + [(i, min(i + chunk, seq)) for i in range(prefix, seq, chunk)]
+    outputs, cache = [], None
+    for start, stop in bounds:
+        out, cache = s.run_cached(module, case, start, stop, cache)
+        outputs.append(out)
+    found = diff(torch.cat(outputs, dim=1), full)
+    return f"prefill {prefix} then decode {chunk} at a time: the outputs differ from one full forward: {found}" if found else None
+
+
+def _cache_applies(s: Subject) -> Optional[str]:
+    name, _ = s.cache_arguments
+    if not name:
+        return "forward takes no KV cache (past_key_value(s), layer_past, cache, kv_cache)"
+    if s.conv.cross or s.causal_mode != "always":
+        return "not a causal self-attention module: incremental decoding does not apply"
+    return _cache_runs(s)
+
+
+def _cache_runs(s: Subject) -> Optional[str]:
+    """None when a prefill and one decoding step run; else why the cache could not be driven (no verdict)."""
+    from shapecheck.testing.strategies import AttentionShape, random_inputs
+
+    shape = AttentionShape(2, 2 * s.d_head_multiple, 4 * s.d_head_multiple, 1, 3, 3, 2 if s.grouped else None)
+    query, key, value = random_inputs(shape, 0, cross=False)
+    case = AttentionCase(shape, query, key, value, None, 0)
+    try:
+        _, cache = s.run_cached(s.module(shape), case, 0, 2, None)
+        s.run_cached(s.module(shape), case, 2, 3, cache)
+    except Exception as error:  # noqa: BLE001 - a cache protocol verify does not know: no verdict
+        return f"the cache ({s.cache_arguments[0]}) could not be driven: {first_line(error)}"
+    return None
+
+
+# ---------------------------------------------------------------- rotary
+
+
+def rotary(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
+    """Shifting every position by the same offset leaves the output unchanged (rotary encodes relative positions)."""
+    module, seq = s.module(case.shape), case.shape.seq_q
+    offset = draw(st.integers(1, 16), "position_offset")
+    base = s.run(module, case, use_mask=False).output
+    shifted = s.run(module, case, use_mask=False, positions=torch.arange(seq) + offset).output
+    found = diff(shifted, base)
+    return f"positions shifted by {offset} changed the output (rotary should depend only on relative positions): {found}" if found else None
+
+
+def _rotary_applies(s: Subject) -> Optional[str]:
+    if s.conv.positional != "rotary":
+        return "the module takes no rotary input (position_embeddings, freqs_cis, rotary_pos_emb)"
+    return None
+
+
+# ---------------------------------------------------------------- grouped heads
+
+
+def grouped_heads(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
+    """With fewer kv heads than query heads, the module equals the reference sharing each kv head with its group."""
+    from shapecheck.testing.properties import reference
+
+    found = reference(s, case, draw)
+    if found is None or found.startswith("warning: "):
+        return None
+    return f"with {case.shape.kv_heads} kv heads for {case.shape.heads} query heads: {found}"
+
+
+def _grouped_applies(s: Subject) -> Optional[str]:
+    from shapecheck.testing.properties import _reference_applies
+
+    if not s.grouped:
+        return "the module has no key/value head count (num_key_value_heads, n_kv_heads, kv_heads)"
+    return _reference_applies(s)
+
+
+# ---------------------------------------------------------------- sliding window
+
+
+def sliding_window(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
+    """With window w, query i depends on exactly the keys j with i − w < j ≤ i (each key perturbed in turn)."""
+    module, seq = s.module(case.shape), case.shape.seq_q
+    window = window_of(module)
+    base = s.run(module, case, use_mask=False).output
+    gen = torch.Generator().manual_seed(case.seed + 3)
+    for j in range(seq):
+        edited = case.query.clone()
+        edited[:, j] = torch.randn(edited[:, j].shape, generator=gen) * 3  # (batch, d_model)
+        out = s.run(module, case, query=edited, key=edited, value=edited, use_mask=False).output
+        moved = ~torch.isclose(out, base, atol=1e-5, rtol=1e-4).all(dim=-1)  # (batch, seq)
+        reason = _window_reason(moved, j, window, causal=s.causal_mode is not None)  # type: ignore[arg-type]
+        if reason:
+            return reason
+    return None
+
+
+def _window_reason(moved: Tensor, j: int, window: int, *, causal: bool) -> Optional[str]:
+    for i in range(moved.size(1)):
+        if i == j:
+            continue  # token j is also the query at j
+        expected = (i - window < j <= i) if causal else abs(i - j) < window
+        if bool(moved[:, i].any()) != expected:
+            seen = "depends on" if not expected else "ignores"
+            last = i if causal else i + window - 1
+            return f"with window {window}, query {i} {seen} key {j} (it should see keys {max(0, i - window + 1)}..{last})"
+    return None
+
+
+def _window_applies(s: Subject) -> Optional[str]:
+    window = window_of(s.module(s._shape(1, s.d_head_multiple)))
+    if window is None:
+        return "no sliding window (window, window_size, sliding_window) on the module or its config"
+    if window >= s.options.max_seq:
+        return f"the window ({window}) is not shorter than the longest drawn sequence ({s.options.max_seq}); build with --init window=2"
+    if s.conv.cross:
+        return "cross-attention: windows apply to self-attention"
+    return None
+
+
+
+# ---------------------------------------------------------------- cross-attention from an optional memory
+
+
+def _cross_conv(s: Subject) -> Convention:
+    return replace(s.conv, memory_name=s.conv.optional_memory, optional_memory=None, causal_name=None)
+
+
+def cross_attention(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
+    """Fed a memory of another length: output (batch, seq_q, d_model); permuting the memory changes nothing; the reference agrees."""
+    from shapecheck.testing.properties import declared_scale
+
+    module, conv, shape = s.module(case.shape), _cross_conv(s), case.shape
+    seq_k = draw(st.integers(1, s.options.max_seq), "memory_length")
+    memory = torch.randn(shape.batch, seq_k, shape.d_model, generator=torch.Generator().manual_seed(case.seed + 4))  # (batch, seq_k, d_model)
+    sizes = Sizes(shape.heads, shape.d_head)
+    out = call(module, conv, case.query, memory, memory, sizes=sizes).output
+    if tuple(out.shape) != (shape.batch, shape.seq_q, shape.d_model):
+        return f"with a memory of length {seq_k}: output shape {tuple(out.shape)}, expected {(shape.batch, shape.seq_q, shape.d_model)}"
+    order = torch.tensor(draw(st.permutations(range(seq_k)), "memory_permutation"))
+    found = diff(call(module, conv, case.query, memory[:, order], memory[:, order], sizes=sizes).output, out)
+    if found:
+        return f"permuting the memory changed the output: {found}"
+    proj = s.projections(module)
+    if proj is None:
+        return None
+    expected = reference_attention(proj, shape.heads, case.query, memory, memory, scale=s.options.scale or declared_scale(module))
+    found = diff(out, expected)
+    return f"with a memory of length {seq_k}: differs from the float64 reference ({proj.pattern}): {found}" if found else None
+
+
+def _cross_applies(s: Subject) -> Optional[str]:
+    if s.conv.optional_memory is None:
+        return "forward takes no optional memory (encoder_hidden_states, key_value_states, memory, context)"
+    if s.conv.positional or s.conv.causal_in_mask:
+        return "positional or causal-mask inputs: the memory has no positions to give"
+    shape = s._shape(2, s.d_head_multiple)
+    query = torch.randn(1, 2, shape.d_model, generator=torch.Generator().manual_seed(0))  # (batch, seq_q, d_model)
+    memory = torch.randn(1, 2, shape.d_model, generator=torch.Generator().manual_seed(1))  # the query's length: only the protocol
+    try:
+        call(s.module(shape), _cross_conv(s), query, memory, memory, sizes=Sizes(2, shape.d_head))
+    except Exception as error:  # noqa: BLE001 - built for self-attention only (GPT-2 without is_cross_attention): no verdict
+        return f"the module as built does not take {s.conv.optional_memory}: {first_line(error)}"
+    return None

@@ -1,0 +1,240 @@
+"""Probe calls that settle what ``forward``'s names leave open.
+
+``discover(module, d_model)`` starts from ``adapt.read_signature`` and, with a few calls on
+batch=3, seq=4 inputs (seq_k=5 for a memory), finds: which positional inputs the module
+needs (none, all but ALiBi, or all); whether it runs at all (``Convention.could_not_run``);
+the mask convention by behaviour (the convention under which a hidden key's contents change
+no other row), except for names whose convention is their contract (``key_padding_mask``);
+the mask shape; a usable causal flag; causality by construction; returned weights.
+A transformers-style decoder (``is_causal`` set, 4-D masks) gets the causal triangle in its mask.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Optional, Union
+
+import torch
+from torch import Tensor, nn
+
+from shapecheck.testing.adapt import (
+    MASK_SHAPES, Convention, Layout, MaskKind, MaskOption, Outcome, Sizes, arguments, call, forward_parameters, read_signature,
+    takes_transformers_masks, window_of,
+)
+from shapecheck.testing.positions import describe
+from shapecheck.vocabulary import MASK_TEXT, PADDING_MASKS
+
+_SHAPE_TEXT = {"b1ts": "(batch, 1, seq_q, seq_k)", "b11s": "(batch, 1, 1, seq_k)", "bs": "(batch, seq_k)", "bts": "(batch, seq_q, seq_k)"}
+_KINDS: tuple[MaskKind, ...] = ("keep", "ignore", "additive", "keep_float")
+
+
+def first_line(error: BaseException) -> str:
+    """``Type: first line of the message`` (at most 200 characters)."""
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0] if lines else ''}"[:200]
+
+
+def attempt(module: nn.Module, conv: Convention, query: Tensor, key: Optional[Tensor] = None, **kw: Any) -> Union[Outcome, str]:
+    """The outcome, or 'raised Error: message' (with gradients on, as the properties run)."""
+    try:
+        return call(module, conv, query, key if conv.cross else None, key if conv.cross else None, **kw)
+    except Exception as error:  # noqa: BLE001 - a module may raise anything
+        return "raised " + first_line(error)
+
+
+def _inputs(conv: Convention, d_model: int) -> tuple[Tensor, Tensor]:
+    gen = torch.Generator().manual_seed(0)
+    query = torch.randn(3, 4, d_model, generator=gen)  # (batch, seq_q, d_model)
+    key = torch.randn(3, 5, d_model, generator=gen) if conv.memory_name else query  # (batch, seq_k, d_model)
+    return query, key
+
+
+def discover(module: nn.Module, d_model: int, *, mask: MaskOption = "auto", layout: Optional[Layout] = None, causal: bool = False,
+             sizes: Sizes = Sizes()) -> Convention:
+    """``read_signature`` plus probe calls; ``could_not_run`` says why when no ordinary call works."""
+    conv = read_signature(module, mask=mask, layout=layout, causal=causal)
+    query, key = _inputs(conv, d_model)
+    conv = _causal_in_mask(module, conv)
+    conv, plain = _choose_supplied(module, conv, query, key, sizes)
+    if isinstance(plain, str):  # a layout or length bug may only show at batch != seq: try the smallest call
+        small, tiny = _choose_supplied(module, conv, query[:1, :1], key[:1, :1], sizes)
+        if isinstance(tiny, str):
+            return replace(conv, could_not_run=_could_not_run(module, conv, query, key, sizes, plain))
+        conv = replace(small, notes=small.notes + (f"probe: the call at batch=3, seq=4 {plain}",))
+    conv = _probe_mask(module, conv, query, key, sizes, fixed=mask != "auto")
+    conv = _drop_switch_mask(module, conv, query, key, sizes)
+    conv = _probe_causal(module, conv, query, sizes)
+    if conv.causal_name is None and not conv.causal_always and _looks_causal(module, conv, query, sizes):
+        conv = replace(conv, causal_always=True, notes=conv.notes + ("causal: the first output ignores later tokens; treated as --causal",))
+    return _probe_weights(module, conv, query, key, sizes)
+
+
+def _could_not_run(module: nn.Module, conv: Convention, query: Tensor, key: Tensor, sizes: Sizes, reason: str) -> str:
+    """'could not run: Name(hidden_states=float32 (3, 4, 8), ...) raised Error: message'."""
+    try:
+        passed = arguments(module, conv, query, key if conv.cross else None, key if conv.cross else None, sizes=sizes,
+                           keep=_all_visible(conv, query, key))
+        shown = ", ".join(f"{k}={describe(v)}" for k, v in passed.items())
+    except Exception:  # noqa: BLE001 - the arguments themselves could not be built
+        shown = "..."
+    return f"could not run: {type(module).__name__}({shown}) {reason}"
+
+
+def _causal_in_mask(module: nn.Module, conv: Convention) -> Convention:
+    """A transformers-style decoder leaves causality to the caller's 4-D mask: put the triangle in it."""
+    config = getattr(module, "config", None)
+    flag = getattr(module, "is_causal", None)
+    decoder = flag is True or (flag is None and getattr(config, "is_decoder", False) is True)
+    if conv.mask_name is None or conv.cross or not decoder or not takes_transformers_masks(module):
+        return conv
+    note = "causal: is_causal=True with transformers-style masks; the causal triangle goes into the 4-D mask"
+    window = window_of(module)
+    note += f", with the sliding window {window}" if window else ""
+    return replace(conv, causal_in_mask=True, causal_always=True, mask_shape="b1ts", mask_window=window, notes=conv.notes + (note,))
+
+
+def _choose_supplied(module: nn.Module, conv: Convention, query: Tensor, key: Tensor, sizes: Sizes) -> tuple[Convention, Union[Outcome, str]]:
+    """The fewest positional inputs that run: none (None where required), then all but ALiBi, then all."""
+    everything = conv.supplied
+    required = _required_supplied(module, conv)
+    options = [{n: r for n, r in everything.items() if r in ("residual", "start_pos")},
+               {n: r for n, r in everything.items() if r != "alibi"}, everything]
+    first: Union[Outcome, str] = ""
+    seen: list[dict[str, str]] = []
+    for supplied in options:
+        if supplied in seen:
+            continue
+        seen.append(supplied)
+        trial = replace(conv, supplied=supplied, extra={**conv.extra, **{n: None for n in required if n not in supplied}})
+        for shape in _shapes(trial):
+            out = attempt(module, replace(trial, mask_shape=shape), query, key, sizes=sizes, keep=_all_visible(trial, query, key))
+            if not isinstance(out, str):
+                return _with_supplied_note(replace(trial, mask_shape=shape)), out
+            first = first or out
+    return _with_supplied_note(replace(conv, supplied=everything)), first
+
+
+def _shapes(conv: Convention) -> tuple[str, ...]:
+    if conv.mask_name in PADDING_MASKS:
+        return ("bs",)
+    if conv.mask_name is None:
+        return (conv.mask_shape,)
+    return ("b1ts", "bts") if conv.causal_in_mask else MASK_SHAPES
+
+
+def _all_visible(conv: Convention, query: Tensor, key: Tensor) -> Optional[Tensor]:
+    """The most favourable ordinary call passes an all-visible mask where the module takes one."""
+    return torch.ones(query.size(0), key.size(1), dtype=torch.bool) if conv.mask_name is not None else None
+
+
+def _required_supplied(module: nn.Module, conv: Convention) -> dict[str, str]:
+    required = {p.name for p in forward_parameters(module) if p.default is p.empty}
+    return {n: r for n, r in conv.supplied.items() if n in required}
+
+
+def _with_supplied_note(conv: Convention) -> Convention:
+    notes = tuple(n for n in conv.notes if not n.startswith("supplied: "))
+    if conv.supplied:
+        notes += ("supplied: " + ", ".join(f"{n} ({r}, positions 0..seq-1)" if r not in ("residual", "start_pos") else f"{n} (zeros)"
+                                            for n, r in conv.supplied.items()),)
+    return replace(conv, notes=notes)
+
+
+# ---------------------------------------------------------------- masks
+
+
+def _probe_mask(module: nn.Module, conv: Convention, query: Tensor, key: Tensor, sizes: Sizes, *, fixed: bool) -> Convention:
+    """The convention (and shape) under which a hidden key changes no other output; the name's guess first."""
+    if conv.mask_name is None or conv.mask_kind is None:
+        return conv
+    strict = fixed or conv.mask_name in PADDING_MASKS
+    kinds = (conv.mask_kind,) if strict else (conv.mask_kind,) + tuple(k for k in _KINDS if k != conv.mask_kind)
+    shapes = _shapes(conv)
+    for kind in kinds:
+        for shape in shapes:
+            trial = replace(conv, mask_kind=kind, mask_shape=shape)
+            if _hides_a_key(module, trial, query, key, sizes):
+                return _with_mask_note(trial, kind != conv.mask_kind)
+    trial = replace(conv, mask_shape=next((s for s in shapes if _accepts_shape(module, replace(conv, mask_shape=s), query, key, sizes)), shapes[0]))
+    note = f"mask: the probe found no convention under which {conv.mask_name} hides a key; using {MASK_TEXT[conv.mask_kind]}"
+    return replace(_with_mask_note(trial, False), notes=_with_mask_note(trial, False).notes + (note,))
+
+
+def _drop_switch_mask(module: nn.Module, conv: Convention, query: Tensor, key: Tensor, sizes: Sizes) -> Convention:
+    """An optional mask that changes the output with every key visible is a switch (whisper's causal mask), not a padding mask."""
+    if conv.mask_name is None or conv.mask_required or conv.causal_in_mask or conv.mask_name in PADDING_MASKS:
+        return conv  # a padding mask's name is its contract: an all-visible mask that changes the output is a bug to report
+    plain = attempt(module, conv, query, key, sizes=sizes)
+    visible = attempt(module, conv, query, key, sizes=sizes, keep=torch.ones(query.size(0), key.size(1), dtype=torch.bool))
+    if isinstance(plain, str) or isinstance(visible, str) or torch.allclose(plain.output, visible.output, atol=1e-5):
+        return conv
+    note = f"mask: {conv.mask_name} changes the output even with every key visible, so it is not a padding mask; not passed"
+    notes = tuple(n for n in conv.notes if not n.startswith("mask: ")) + (note,)
+    return replace(conv, mask_name=None, mask_kind=None, notes=notes)
+
+
+def _with_mask_note(conv: Convention, changed: bool) -> Convention:
+    text = f"mask: {conv.mask_name} ({MASK_TEXT[conv.mask_kind]}{', found by probing' if changed else ''}), shape {_SHAPE_TEXT[conv.mask_shape]}"  # type: ignore[index]
+    notes = tuple(text if n.startswith("mask: ") else n for n in conv.notes)
+    return replace(conv, notes=notes)
+
+
+def _accepts_shape(module: nn.Module, conv: Convention, query: Tensor, key: Tensor, sizes: Sizes) -> bool:
+    keep = torch.ones(query.size(0), key.size(1), dtype=torch.bool)
+    out = attempt(module, conv, query, key, keep=keep, sizes=sizes)
+    return not isinstance(out, str) and tuple(out.output.shape) == tuple(query.shape)
+
+
+def _hides_a_key(module: nn.Module, conv: Convention, query: Tensor, key: Tensor, sizes: Sizes) -> bool:
+    """Key 0 masked: changing its contents changes no output row but its own token's, and the mask is not ignored."""
+    keep = torch.ones(query.size(0), key.size(1), dtype=torch.bool)
+    keep[:, 0] = False
+    changed_key = key.clone()
+    changed_key[:, 0] = changed_key[:, 0] * -3 + 1
+    changed_query = query if conv.cross else changed_key
+    base = attempt(module, conv, query, key, keep=keep, sizes=sizes)
+    moved = attempt(module, conv, changed_query, changed_key, keep=keep, sizes=sizes)
+    if isinstance(base, str) or isinstance(moved, str) or tuple(base.output.shape) != tuple(query.shape):
+        return False
+    rows = slice(0, None) if conv.cross else slice(1, None)
+    a, b = base.output[:, rows], moved.output[:, rows]
+    if not (torch.isfinite(a).all() and torch.isfinite(b).all()):
+        return False
+    return bool(torch.allclose(a, b, atol=1e-5, rtol=1e-4))
+
+
+# ---------------------------------------------------------------- causality and weights
+
+
+def _looks_causal(module: nn.Module, conv: Convention, query: Tensor, sizes: Sizes) -> bool:
+    """Self-attention whose first output ignores later tokens while later outputs depend on earlier ones."""
+    if conv.cross:
+        return False
+    edited = query.clone()
+    edited[:, 1:] = edited[:, 1:].flip(0) * 2 + 1  # change every token after the first
+    start = query.clone()
+    start[:, 0] = start[:, 0] * -2 + 1  # change only the first token
+    first, second, third = (attempt(module, conv, x, x, sizes=sizes) for x in (query, edited, start))
+    if any(isinstance(o, str) or tuple(o.output.shape) != tuple(query.shape) for o in (first, second, third)):
+        return False
+    same_first = torch.allclose(first.output[:, 0], second.output[:, 0], atol=1e-5)  # type: ignore[union-attr]
+    later_moves = not torch.allclose(first.output[:, 1:], third.output[:, 1:], atol=1e-5)  # type: ignore[union-attr]
+    return same_first and later_moves
+
+
+def _probe_causal(module: nn.Module, conv: Convention, query: Tensor, sizes: Sizes) -> Convention:
+    if conv.causal_name is None:
+        return conv
+    out = attempt(module, conv, query, query, causal=True, sizes=sizes)
+    if isinstance(out, str):  # e.g. torch's is_causal is only a hint that needs attn_mask
+        return replace(conv, causal_name=None, notes=conv.notes + (f"causal: {conv.causal_name}=True {out}; not used",))
+    return replace(conv, notes=conv.notes + (f"causal flag: {conv.causal_name}",))
+
+
+def _probe_weights(module: nn.Module, conv: Convention, query: Tensor, key: Tensor, sizes: Sizes) -> Convention:
+    out = attempt(module, conv, query, key, weights=True, sizes=sizes)
+    if isinstance(out, str) and conv.mask_name is not None:
+        out = attempt(module, conv, query, key, weights=True, keep=torch.ones(query.size(0), key.size(1), dtype=torch.bool), sizes=sizes)
+    if isinstance(out, str) or out.weights is None:
+        return replace(conv, notes=conv.notes + ("weights: not returned",))
+    return replace(conv, returns_weights=True, notes=conv.notes + (f"weights: returned, shape {tuple(out.weights.shape)}",))

@@ -1,0 +1,69 @@
+"""Modern attention bugs, each next to its fixed twin: the bug is caught with a small counterexample, the twin passes.
+
+The modules (tests/verify/modern/) are Llama-style attention written for these tests: rotary
+cos/sin from the caller, grouped kv heads, a (k, v) cache, a causal mask, an optional window.
+"""
+
+import os
+
+import pytest
+
+from shapecheck.target import load_target
+from shapecheck.testing import VerifyOptions, verify
+
+from .conftest import EXAMPLES, HERE, SMALL
+
+MODERN = os.path.join(HERE, "modern")
+CAUGHT_BY = {
+    "kv_cache_mask_length": {"kv_cache"},
+    "rotary_offset_ignored": {"kv_cache"},
+    "kv_repeat_order": {"grouped_heads"},  # 4 heads over 2 kv heads: tiling and repeating differ
+    "query_groups_summed": {"reference", "grouped_heads"},
+    "scale_by_heads": {"reference"},
+    "sdpa_dropout_in_eval": {"deterministic_eval"},
+    "mask_after_softmax": {"padding", "weights_normalised"},
+    "window_off_by_one": {"reference", "sliding_window"},
+    "cross_keys_query_length": {"output_shape"},
+    "optional_context_keys": {"cross_attention"},  # self-attention is right; only a context of another length shows it
+    "fill_not_masking": {"permutation", "causal", "padding"},  # nothing is masked: not even causal any more
+}
+
+
+def _verify(name: str, cls: str, **options):
+    spec = os.path.join(MODERN, f"{name}.py") + f":{cls}"
+    return verify(load_target(spec), VerifyOptions(**{"max_examples": EXAMPLES, **SMALL, **options}))
+
+
+@pytest.mark.parametrize("name", sorted(CAUGHT_BY))
+def test_bug_is_caught_small_and_its_twin_passes(name):
+    report = _verify(name, "Attention", fail_fast=True)
+    failed = [r for r in report.results if r.status == "failed"]
+    assert failed, f"{name} passed every property"
+    first = failed[0]
+    assert first.name in CAUGHT_BY[name], (first.name, first.message)
+    found = first.counterexample
+    assert found["batch"] <= 3 and max(found["seq_q"], found["seq_k"]) <= 4 and found["heads"] <= 4, found
+    twin = _verify(name, "Fixed", max_examples=min(EXAMPLES, 8))  # every property: fewer examples each
+    assert twin.passed, [(r.name, r.message, r.counterexample) for r in twin.results if r.status == "failed"]
+
+
+def test_cache_mask_bug_needs_a_decoding_step_and_says_so():
+    found = next(r for r in _verify("kv_cache_mask_length", "Attention", properties=("kv_cache",)).results)
+    assert found.status == "failed" and found.counterexample["prefill"] < found.counterexample["seq_q"] == 2
+    assert "cache" in found.hint and "offset" in found.hint
+
+
+def test_tiled_kv_heads_need_two_kv_heads_of_a_group_of_two():
+    found = next(r for r in _verify("kv_repeat_order", "Attention", properties=("grouped_heads",)).results)
+    assert found.status == "failed" and (found.counterexample["heads"], found.counterexample.get("d_head")) >= (4, 1)
+    assert "repeat_interleave" in found.hint
+
+
+def test_window_off_by_one_names_the_extra_key():
+    found = next(r for r in _verify("window_off_by_one", "Attention", properties=("sliding_window",)).results)
+    assert found.status == "failed" and "with window 2" in found.message and "depends on key" in found.message
+
+
+def test_the_twin_exercises_every_modern_property():
+    statuses = {r.name: r.status for r in _verify("window_off_by_one", "Fixed").results}
+    assert {statuses[n] for n in ("kv_cache", "rotary", "grouped_heads", "sliding_window", "reference", "causal")} == {"passed"}
