@@ -128,6 +128,22 @@ def choice(*names: str, choices: Sequence[str], help: str, default: Optional[str
                         parser=lambda text: parse_choice(text, choices, aliases), show_default=default is not None)
 
 
+def parse_number(text: Any) -> float:
+    """``'0.5'`` -> 0.5; anything that is not a positive number raises ``BadParameter``."""
+    try:
+        value = float(str(text).strip())
+    except ValueError:
+        raise typer.BadParameter(f"must be a positive number, got {str(text)!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise typer.BadParameter(f"must be a positive number, got {value:g}")
+    return value
+
+
+def number(*names: str, help: str, default: Optional[float] = None) -> Any:
+    """A positive real number, shown as ``X``."""
+    return typer.Option(default, *names, help=help, metavar="X", parser=parse_number, show_default=default is not None)
+
+
 def pairs(*names: str, help: str, value: Callable[[str], Any] = parse_value, metavar: str = "NAME=VALUE,...") -> Any:
     """``name=value,...`` parsed into a dict (values by ``value``: ints, floats, booleans, none, strings)."""
     return typer.Option(None, *names, help=help, metavar=metavar, parser=lambda text: parse_pairs(text, value))

@@ -17,7 +17,7 @@ from shapecheck.errors import UsageError
 from shapecheck.prove.targets import prove_preset, prove_target
 from shapecheck.render.prove import RENDERERS, StatusLine, exit_code
 
-FORMATS = tuple(RENDERERS)
+FORMATS = options.FORMATS  # the renderers cover every one
 
 
 def _caps(caps: Optional[dict[str, int]]) -> dict[str, int]:

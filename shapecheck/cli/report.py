@@ -98,14 +98,14 @@ def register(app: typer.Typer) -> None:
         if plot_file is not None:
             _require_matplotlib()
         result = build_report(config, fvcore=fvcore)
-        typer.echo(render(result, output_format, all_layers), nl=False)
+        code = EXIT_FINDINGS if not result.agrees or (strict and result.uncounted) else 0
+        typer.echo(render(result, output_format, all_layers, code), nl=False)
         if plot:
             typer.echo(chart(config), nl=False)
         if plot_file:
             write_chart(config, plot_file)
             typer.echo(f"wrote the chart to {plot_file}", err=True)
-        if not result.agrees or (strict and result.uncounted):
-            raise typer.Exit(EXIT_FINDINGS)
+        raise typer.Exit(code)
 
 
 def _tree_report(target: Optional[str], config_file: Optional[str], output_format: str, settings: dict,

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any, Optional
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn
-from rich.table import Table
 
 from shapecheck.cli import options
-from shapecheck.cli.common import usage_error
+from shapecheck.render.verify import RENDERERS
 from shapecheck.target import load_target
 from shapecheck.testing.properties import PROPERTY_NAMES
 from shapecheck.testing.runner import VerifyReport, verify
@@ -21,9 +18,7 @@ from shapecheck.testing.subject import VerifyOptions
 
 LAYOUTS = ("batch-first", "seq-first")
 MASKS = ("auto", "keep", "ignore", "additive", "keep_float", "none")
-FORMATS = ("table", "json")
 MASKED_ROWS = ("finite", "nan", "zeros", "uniform")
-_STYLE = {"passed": "green", "failed": "bold red", "skipped": "dim", "warning": "yellow"}
 
 
 def _run_with_progress(target: Any, options: VerifyOptions) -> VerifyReport:
@@ -38,36 +33,6 @@ def _run_with_progress(target: Any, options: VerifyOptions) -> VerifyReport:
         return verify(target, options, progress=advance)
 
 
-def _details(result: Any) -> str:
-    if result.status in ("passed",):
-        return result.message
-    lines = [result.message]
-    if result.counterexample:
-        lines.append("minimal: " + ", ".join(f"{k}={v}" for k, v in result.counterexample.items()))
-    if result.hint:
-        lines.append("hint: " + result.hint)
-    return "\n".join(lines)
-
-
-def render_table(report: VerifyReport) -> None:
-    """The mapping and calling convention chosen, then one row per property."""
-    console = Console()
-    console.print(f"[bold]{escape(report.target)}[/bold]  built as {escape(report.construction)}", highlight=False)
-    for note in report.notes:
-        console.print(f"  [dim]{escape(note)}[/dim]", highlight=False)
-    table = Table(show_lines=True)
-    table.add_column("property")
-    table.add_column("status")
-    table.add_column("details", overflow="fold")
-    for result in report.results:
-        table.add_row(result.name, f"[{_STYLE[result.status]}]{result.status}[/]", escape(_details(result)))
-    console.print(table)
-    counts = {s: sum(r.status == s for r in report.results) for s in _STYLE}
-    console.print(", ".join(f"{n} {s}" for s, n in counts.items()), highlight=False)
-    if report.interrupted:
-        console.print("interrupted: the properties above finished; the rest did not run", highlight=False)
-
-
 def verify_command(
     target: str = options.target(),
     layout: Optional[str] = options.choice("--layout", choices=LAYOUTS, help="Tensor layout (default: the module's batch_first, else its annotations, else batch-first)."),
@@ -76,21 +41,19 @@ def verify_command(
     max_examples: int = options.positive("--max-examples", default=50, help="Hypothesis examples per property."),
     seed: int = options.seed(),
     strict: bool = options.flag("--strict", help="Fully masked rows fail instead of warning."),
-    output_format: str = options.output_format(FORMATS),
+    output_format: str = options.output_format(),
     init: Optional[dict[str, Any]] = options.init(),
     masked_rows: str = options.choice("--masked-rows", choices=MASKED_ROWS, default="finite", help="Policy for rows with every key masked."),
     only: Optional[list[str]] = options.selection("--property", choices=PROPERTY_NAMES, help="Run only these properties (repeatable, comma-separated)."),
     fail_fast: bool = options.flag("--fail-fast", help="Stop at the first failing property."),
-    max_seq: int = options.positive("--max-seq", default=5, minimum=2, help="Longest query/key length drawn."),
-    scale: Optional[float] = typer.Option(None, "--scale", metavar="S", help="The softmax scale the module uses by design (1 for GPT-Neo); default: its declared scale, else 1/√d_head."),
+    max_seq: int = options.positive("--max-seq-len", default=5, minimum=2, help="Longest query/key length drawn."),
+    scale: Optional[float] = options.number("--scale", help="The softmax scale the module uses by design (1 for GPT-Neo); default: its declared scale, else 1/√d_head."),
     d_head_multiple: Optional[int] = options.positive("--d-head-multiple", help="Head sizes the constructor accepts are multiples of this (default: probed)."),
 ) -> None:
     """Property-test an attention module (or a whole model) across head counts, widths, batch sizes and sequence lengths.
 
     Exit 0 when nothing failed (warnings allowed), 1 when a property failed, 2 on a usage error or a module that cannot run, 130 on Ctrl-C.
     """
-    if scale is not None and scale <= 0:
-        usage_error(f"--scale must be positive, got {scale:g}")
     selected = options.split_selection(only)
     run = VerifyOptions(
         layout=layout, mask=mask, causal=causal, max_examples=max_examples, seed=seed, strict=strict,  # type: ignore[arg-type]
@@ -99,14 +62,11 @@ def verify_command(
     )
     loaded = load_target(target)
     try:
-        report = verify(loaded, run) if output_format == "json" else _run_with_progress(loaded, run)
+        report = verify(loaded, run) if output_format != "table" else _run_with_progress(loaded, run)
     except KeyboardInterrupt:
         typer.echo("shapecheck: interrupted before any property finished", err=True)
         raise typer.Exit(130) from None
-    if output_format == "json":
-        typer.echo(json.dumps(report.as_dict(), indent=2, default=str))
-    else:
-        render_table(report)
+    typer.echo(RENDERERS[output_format](report), nl=False)
     raise typer.Exit(report.exit_code)
 
 

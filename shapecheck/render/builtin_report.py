@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from typing import Any
 
 from shapecheck.display import show
@@ -17,12 +16,12 @@ from shapecheck.render import layout
 WIDE = 200
 
 
-def render(result: Any, output_format: str, all_layers: bool = False) -> str:
-    """The report as text in one of ``FORMATS``."""
+def render(result: Any, output_format: str, all_layers: bool = False, exit_code: int = 0) -> str:
+    """The report as text in one of ``FORMATS`` (JSON with the verdict fields for ``exit_code``)."""
     if output_format == "json":
         from shapecheck.report import report_dict
 
-        return json.dumps(report_dict(result), indent=2) + "\n"
+        return layout.as_json(report_dict(result), exit_code)
     if output_format == "csv":
         return _csv(result)
     if output_format == "markdown":

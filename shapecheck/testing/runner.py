@@ -62,7 +62,7 @@ class VerifyReport:
         return 130 if self.interrupted else (0 if self.passed else 1)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"target": self.target, "ok": self.exit_code == 0, "exit_code": self.exit_code, "passed": self.passed,
+        return {"target": self.target, "passed": self.passed,
                 "interrupted": self.interrupted, "construction": self.construction,
                 "notes": list(self.notes), "properties": [r.as_dict() for r in self.results]}
 

@@ -11,7 +11,7 @@ from shapecheck.testing.properties import PROPERTIES
 from .conftest import EXAMPLES, mutant
 
 RUN = CliRunner()
-FAST = ["--max-examples", str(min(EXAMPLES, 5)), "--max-seq", "3"]
+FAST = ["--max-examples", str(min(EXAMPLES, 5)), "--max-seq-len", "3"]
 
 
 def _json(*args):
