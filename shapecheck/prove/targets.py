@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Optional
 
-from shapecheck.catalog import get_kind, get_preset, preset_sizes
+from shapecheck.catalog import build_real, preset_sizes
 from shapecheck.errors import UsageError
 from shapecheck.prove.result import ProofResult
 from shapecheck.target import Construction, Target, construct, factory_for, infer_roles, load_target, map_arguments
@@ -51,12 +51,12 @@ def prove_target(spec: str, *, d_model: Optional[int] = None, heads: Optional[in
 
 
 def prove_preset(name: str, *, d_model: Optional[int] = None, heads: Optional[int] = None, **options: Any) -> ProofResult:
-    """Prove the catalogue's preset ``name`` at its own sizes."""
+    """Prove the catalogue's preset ``name`` at its own sizes (refused above ``catalog.REAL_BUDGET`` parameters)."""
     from shapecheck.prove import prove_module
 
     if d_model is not None or heads is not None:
         raise UsageError(f"--preset {name} alone fixes its sizes; give a TARGET to build other sizes")
     sizes = preset_sizes(name)
-    module = get_kind(get_preset(name).kind).build(sizes)
+    module = build_real(name, sizes, command="prove")
     static = {"d_model": sizes.d_model, "heads": sizes.heads, **dict(options.pop("sizes", None) or {})}
     return prove_module(module, target=name, sizes=static, **options)
