@@ -13,7 +13,7 @@ model by name. Adding a preset here makes it available to every command that
 takes ``--preset``; ``get_preset``/``get_kind`` fail with one line naming the choices.
 """
 
-from shapecheck.catalog.build import REAL_BUDGET, build_on_meta, build_real
+from shapecheck.catalog.build import REAL_BUDGET, build_on_meta, build_real, require_small
 from shapecheck.catalog.kinds import KINDS, Kind, get_kind
 from shapecheck.catalog.presets import (
     FAMILIES, FAMILY_DEFAULTS, PRESETS, Preset, family, get_preset, preset_sizes,
@@ -22,5 +22,5 @@ from shapecheck.catalog.sizes import PROBE, Sizes, make_sizes
 
 __all__ = [
     "FAMILIES", "FAMILY_DEFAULTS", "KINDS", "PRESETS", "PROBE", "REAL_BUDGET", "Kind", "Preset", "Sizes",
-    "build_on_meta", "build_real", "family", "get_kind", "get_preset", "make_sizes", "preset_sizes",
+    "build_on_meta", "build_real", "family", "require_small", "get_kind", "get_preset", "make_sizes", "preset_sizes",
 ]

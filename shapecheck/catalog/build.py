@@ -2,7 +2,8 @@
 
 Report and audit count on meta (shapes, no storage). Commands that run a model with
 real weights (prove; audit's small liveness probe) call ``build_real``, which counts
-the preset on meta first and refuses, in one line, a model above ``REAL_BUDGET``.
+the preset on meta first and refuses, in one line, a model above ``REAL_BUDGET``;
+``require_small`` is that check, for a TARGET built on meta too (prove).
 """
 
 from __future__ import annotations
@@ -28,16 +29,19 @@ def build_on_meta(name: str, sizes: Optional[Sizes] = None) -> nn.Module:
     return on_meta(lambda: build(built))
 
 
-def build_real(name: str, sizes: Optional[Sizes] = None, *, command: str) -> nn.Module:
-    """The preset with real weights, or a one-line ``UsageError`` when it has more than ``REAL_BUDGET`` parameters."""
+def require_small(on_meta: nn.Module, subject: str, instead: str) -> None:
+    """A one-line ``UsageError`` when ``on_meta`` (the model built on meta) has more than ``REAL_BUDGET`` parameters."""
     from shapecheck.counting.params import count_parameters
 
-    built = sizes or preset_sizes(name)
-    count = count_parameters(build_on_meta(name, built))
+    count = count_parameters(on_meta)
     if count > REAL_BUDGET:
-        raise UsageError(
-            f"{command} --preset {name} would build {count:,} parameters with real weights (more than 2^28); "
-            f"count it on meta with `shapecheck report --preset {name}` or `shapecheck audit --preset {name}`, "
-            f"or give a TARGET at a smaller size"
-        )
+        raise UsageError(f"{subject} would build {count:,} parameters with real weights (more than 2^28); {instead}")
+
+
+def build_real(name: str, sizes: Optional[Sizes] = None, *, command: str) -> nn.Module:
+    """The preset with real weights, or a one-line ``UsageError`` when it has more than ``REAL_BUDGET`` parameters."""
+    built = sizes or preset_sizes(name)
+    require_small(build_on_meta(name, built), f"{command} --preset {name}",
+                  f"count it on meta with `shapecheck report --preset {name}` or `shapecheck audit --preset {name}`, "
+                  f"or give a TARGET at a smaller size")
     return get_kind(get_preset(name).kind).build(built)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Optional
 
-from shapecheck.catalog import build_real, preset_sizes
+from shapecheck.catalog import build_real, preset_sizes, require_small
 from shapecheck.errors import UsageError
 from shapecheck.prove.result import ProofResult
 from shapecheck.target import Construction, Target, construct, factory_for, infer_roles, load_target, map_arguments
@@ -43,11 +43,22 @@ def prove_target(spec: str, *, d_model: Optional[int] = None, heads: Optional[in
     target, init = load_target(spec), dict(init or {})
     given = {k: v for k, v in (("d_model", d_model), ("heads", heads)) if v is not None}
     construction = map_arguments(target, {**DEFAULT_SIZES, **given}, keep_defaults=True, init=init, explicit=tuple(given))
+    _require_small(spec, target, construction)
     module = construct(target, construction, "cpu")
     sizes = {**built_sizes(target, construction), **dict(options.pop("sizes", None) or {})}
     rebuild = factory_for(target, init=init, keep_defaults=True)
     label = spec if not construction.replaced else f"{spec}: {construction.describe()}"
     return prove_module(module, target=label, sizes=sizes, rebuild=rebuild, **options)
+
+
+def _require_small(spec: str, target: Target, construction: Construction) -> None:
+    """Counted on meta first: a target above ``catalog.REAL_BUDGET`` parameters is refused before any weight exists."""
+    try:
+        on_meta = construct(target, construction, "meta")
+    except UsageError:
+        return  # its constructor cannot run on meta: built on the CPU as before
+    require_small(on_meta, f"prove {spec}", f"give smaller sizes (--d-model, --heads, --init), "
+                                            f"or count it on meta with `shapecheck report {spec}`")
 
 
 def prove_preset(name: str, *, d_model: Optional[int] = None, heads: Optional[int] = None, **options: Any) -> ProofResult:

@@ -60,3 +60,13 @@ def test_report_counts_a_7b_preset_on_meta(builds):
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["total"]["params"] == LLAMA_2_7B
     assert builds == ["meta"]
+
+
+def test_prove_refuses_a_large_target_counted_on_meta(tmp_path):
+    path = tmp_path / "big.py"
+    path.write_text("from torch import nn\n\n\nclass Big(nn.Module):\n"
+                    "    def __init__(self, d_model=32768, heads=8):\n        super().__init__()\n"
+                    "        self.proj = nn.Linear(d_model, d_model)\n\n    def forward(self, x):\n        return self.proj(x)\n")
+    result = CliRunner().invoke(app, ["prove", f"{path}:Big"])
+    assert result.exit_code == 2, result.output
+    assert len(result.output.strip().splitlines()) == 1 and f"{32768 * 32768 + 32768:,} parameters" in result.output
