@@ -143,9 +143,11 @@ def _one(model: nn.Module, match: Match, matches: list[Match]) -> Iterator[tuple
         yield from _feed_forward(model, match)
     elif match.kind == "moe_router":
         yield from _moe(model, match, matches)
-    elif match.kind == "norm" and _holds_only(model, match.path, _ids(match.params)):
+    elif match.kind in ("norm", "embedding") and not _holds_only(model, match.path, _ids(match.params)):
+        return
+    elif match.kind == "norm":
         yield match.path, Part("norm", {"d_model": match.info["width"]}, {"rms": match.info["type"] == "RMSNorm"})
-    elif match.kind == "embedding" and isinstance(match.module, nn.Embedding) and _holds_only(model, match.path, _ids(match.params)):
+    elif match.kind == "embedding" and isinstance(match.module, nn.Embedding):  # a gather: no matmul
         yield match.path, Part("embedding", {"rows": match.info["rows"], "d_model": match.info["width"]})
     elif match.kind in ("head", "pooler", "linear", "projection"):
         yield from _linear(model, match.path, match.parts["linear"])
