@@ -25,7 +25,7 @@ import torch
 
 from shapecheck.counting import formulas as f
 from shapecheck.counting.dispatch import DispatchCount, count_flops
-from shapecheck.catalog import FAMILIES, FAMILY_DEFAULTS, META_PRESETS, PRESETS, Sizes, family
+from shapecheck.catalog import FAMILIES, FAMILY_DEFAULTS, PRESETS, Sizes, family
 from shapecheck.counting.models import MODELS, ModelKind
 from shapecheck.counting.peers import fvcore_macs, own_count
 from shapecheck.counting.params import assign_parameters, count_parameters, on_meta, tied_parameters
@@ -111,7 +111,10 @@ def _check_choices(model: Optional[str], preset: Optional[str], impl: Optional[s
     if model is not None and model not in MODELS:
         raise UsageError(f"unknown model {model!r}; choose one of: {_choices(MODELS)}")
     if preset is not None and preset not in PRESETS:
-        raise UsageError(f"unknown preset {preset!r}; choose one of: {_choices([*PRESETS, *META_PRESETS])}")
+        raise UsageError(f"unknown preset {preset!r}; choose one of: {_choices(PRESETS)}")
+    if preset is not None and PRESETS[preset].kind not in MODELS:
+        raise UsageError(f"preset {preset!r} is a {PRESETS[preset].kind} model, counted from its module tree "
+                         f"(shapecheck.counting.tree), not from the built-in rows")
     if impl is not None and impl not in IMPLS:
         raise UsageError(f"unknown attention path --impl {impl!r}; choose one of: {_choices(IMPLS)}")
     if model is not None and preset is not None and family(model) != family(PRESETS[preset].kind):

@@ -2,14 +2,15 @@
 
 - attention: ``h``, ``h_kv`` (grouped-query key/value heads, Ainslie et al. 2023), ``d_head``,
   ``bias`` (role -> has one, for q/k/v/o or the fused qkv), ``declared_bias`` and ``declared_by``
-  (what the block's config or family says, ``conventions.py``);
+  (what the block's config or family says, ``conventions.py``), ``window`` (a sliding-window span, or None)
+  and ``buckets`` (T5's relative position bias table: buckets × h, Raffel et al. 2020 section 2.1);
 - feed_forward: ``d_model``, ``d_ff``, ``gated`` (SwiGLU and other GLU variants, Shazeer 2020), ``expert``
   (its index inside a mixture of experts);
 - norm: ``type`` (``LayerNorm``: gain and bias; ``RMSNorm``: gain only, Zhang & Sennrich 2019), ``width``;
 - embedding: ``table`` (vocab | max_seq | segments | relative), ``rows``, ``width``, ``factorised_by``
   (ALBERT's E -> H projection, Lan et al. 2020 section 3.1);
 - projection (a factorised embedding's E -> H map): ``d_in`` (E), ``d_out`` (H), ``factorises``;
-- moe_router: ``experts``, ``d_model``; moe_experts: ``experts``, ``d_model``, ``d_ff``, ``gated``;
+- moe_router: ``experts``, ``d_model``, ``top_k`` (experts per token, when the block says); moe_experts: ``experts``, ``d_model``, ``d_ff``, ``gated``;
 - head, pooler, linear: ``d_in``, ``d_out``, ``bias``.
 """
 
@@ -55,6 +56,20 @@ def _kv_heads(match: "Match", model: nn.Module, d_head: Optional[int]) -> Option
     return k.d_out // d_head if k is not None and d_head and k.d_out % d_head == 0 else None
 
 
+def _window(match: "Match", model: nn.Module) -> Optional[int]:
+    for owner in (match.module, _config(match, model)):
+        for name in sorted(CONSTRUCTOR_ROLES["window"]):
+            value = getattr(owner, name, None)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+    return None
+
+
+def _buckets(match: "Match", h: Optional[int]) -> dict[str, int]:
+    table = getattr(match.module, "relative_attention_bias", None)
+    return {"buckets": table.num_embeddings} if isinstance(table, nn.Embedding) and table.embedding_dim == h else {}
+
+
 def _attention(match: "Match", model: nn.Module) -> dict[str, Any]:
     parts, h = match.parts, match.heads
     first = parts.get("q") or parts.get("qkv")
@@ -63,7 +78,7 @@ def _attention(match: "Match", model: nn.Module) -> dict[str, Any]:
     bias = {role: p.has_bias for role, p in parts.items() if role in ("q", "k", "v", "o", "qkv")}
     declared, by = declared_biases(match.module, _config(match, model))
     return {"h": h, "h_kv": _kv_heads(match, model, d_head) or h, "d_head": d_head, "bias": bias,
-            "declared_bias": declared, "declared_by": by}
+            "declared_bias": declared, "declared_by": by, "window": _window(match, model), **_buckets(match, h)}
 
 
 def _feed_forward(match: "Match") -> dict[str, Any]:

@@ -15,6 +15,17 @@ from typing import Any, Optional
 from torch import nn
 
 ROUTER_NAMES = ("gate", "router")
+TOP_K_NAMES = ("top_k", "num_experts_per_tok", "k")  # experts each token is routed to
+
+
+def top_k(block: nn.Module) -> Optional[int]:
+    """The experts per token a mixture-of-experts block (or its router) stores, or None."""
+    for owner in (block, *(getattr(block, name, None) for name in ROUTER_NAMES)):
+        for name in TOP_K_NAMES:
+            value = getattr(owner, name, None)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+    return None
 
 
 def _router(block: nn.Module) -> Optional[tuple[str, nn.Module]]:

@@ -31,7 +31,7 @@ from typing import Optional
 from torch import nn
 
 from shapecheck.auditing.describe import describe
-from shapecheck.auditing.moe import grouped_expert_info, moe_parts
+from shapecheck.auditing.moe import grouped_expert_info, moe_parts, top_k
 from shapecheck.auditing.projections import Projection, as_projection, is_linear, packed_projection
 from shapecheck.projections import STYLES, Style, lookup
 from shapecheck.target import HEAD_NAMES
@@ -249,7 +249,9 @@ def _moe(path: str, module: nn.Module, claimed: set[int]) -> Iterator[Match]:
     own = [(n, p) for n, p in router.named_parameters() if id(p) not in claimed]
     if own:
         claimed.update(id(p) for _, p in own)
-        yield Match("moe_router", router_path, type(router).__name__, params=own, module=router)
+        k = top_k(module)
+        yield Match("moe_router", router_path, type(router).__name__, params=own, module=router,
+                    info={"top_k": k} if k else {})
     info = grouped_expert_info(experts)
     params = [(n, p) for n, p in experts.named_parameters() if id(p) not in claimed]
     if info is not None and params:

@@ -22,8 +22,7 @@ from torch import nn
 
 from shapecheck.auditing.api import audit
 from shapecheck.auditing.result import AuditResult, Liveness
-from shapecheck.catalog import get_kind, get_preset, preset_sizes
-from shapecheck.counting.params import on_meta
+from shapecheck.catalog import build_on_meta, build_real, preset_sizes
 from shapecheck.errors import UsageError
 from shapecheck.target import Construction, Target, build, construct, load_target, map_arguments
 
@@ -82,11 +81,10 @@ def _with_probe_note(result: AuditResult, probe: Optional[nn.Module], described:
 def audit_preset(name: str, *, d_model: Optional[int] = None, heads: Optional[int] = None, liveness: bool = True,
                  progress: Optional[Progress] = None) -> AuditResult:
     """Audit the catalogue's preset ``name`` (its sizes, or ``d_model``/``heads`` instead)."""
-    build_kind = get_kind(get_preset(name).kind).build
     sizes = preset_sizes(name, d_model=d_model, heads=heads)
-    model = on_meta(lambda: build_kind(sizes))
+    model = build_on_meta(name, sizes)
     label = f"{type(model).__name__} ({name}: d_model={sizes.d_model}, heads={sizes.heads}, layers={sizes.layers})"
     if not liveness:
         return _with_probe_note(audit(model, name=label), None, "not run: --no-liveness")
     (progress or (lambda text: None))("forward/backward on a small probe")
-    return audit(model, probe=build_kind(preset_sizes(name, probe=True)), name=label)
+    return audit(model, probe=build_real(name, preset_sizes(name, probe=True), command="audit"), name=label)

@@ -102,14 +102,9 @@ PRESETS: dict[str, Preset] = {
         Preset("gpt2-xl", "gpt", lambda: _gpt2("gpt2-xl"), "Radford et al. 2019, 1.5B"),
         Preset("transformer-base", "encoder-decoder", lambda: _transformer("base"), "Vaswani et al. 2017, Table 3 base"),
         Preset("transformer-big", "encoder-decoder", lambda: _transformer("big"), "Vaswani et al. 2017, Table 3 big"),
+        *(Preset(name, "llama", _llama(**config, qkv_bias=name.startswith("qwen2")), _SOURCES[name])
+          for name, config in LLM_CONFIGS.items()),
     )
-}
-
-# Released LLMs too large to build with real weights here (Llama-2-7B is 27 GB in float32): only commands that
-# build on the meta device read them (report). Kept out of PRESETS, which prove builds for real.
-META_PRESETS: dict[str, Preset] = {
-    name: Preset(name, "llama", _llama(**config, qkv_bias=name.startswith("qwen2")), _SOURCES[name])
-    for name, config in LLM_CONFIGS.items()
 }
 
 FAMILIES: dict[str, tuple[str, ...]] = {
@@ -137,16 +132,8 @@ def get_preset(name: str) -> Preset:
     return PRESETS[name]
 
 
-def get_meta_preset(name: str) -> Preset:
-    """A preset of ``PRESETS`` or ``META_PRESETS``, or a one-line ``UsageError`` naming them all."""
-    found = PRESETS.get(name) or META_PRESETS.get(name)
-    if found is None:
-        raise UsageError(f"unknown preset {name!r}; choose one of: {', '.join([*PRESETS, *META_PRESETS])}")
-    return found
-
-
 def preset_sizes(name: str, *, d_model: Optional[int] = None, heads: Optional[int] = None, probe: bool = False) -> Sizes:
-    """A preset's ``Sizes`` (``PRESETS`` or ``META_PRESETS``), with d_model/heads overridden, or its small probe."""
-    values = (get_preset(name) if name not in META_PRESETS else META_PRESETS[name]).values()
+    """A preset's ``Sizes``, with d_model/heads overridden, or its small probe."""
+    values = get_preset(name).values()
     values.update({k: v for k, v in (("d_model", d_model), ("heads", heads)) if v})
     return make_sizes({**values, **(PROBE if probe else {})})

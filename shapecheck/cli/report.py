@@ -14,7 +14,7 @@ import typer
 from shapecheck.cli import options
 from shapecheck.cli.common import EXIT_FINDINGS, usage_error
 from shapecheck.counting.models import MODELS
-from shapecheck.catalog import META_PRESETS, PRESETS
+from shapecheck.catalog import PRESETS
 from shapecheck.errors import ShapecheckError
 
 from shapecheck.counting.memory import DTYPES
@@ -25,7 +25,6 @@ from shapecheck.render.report_chart import chart, write_chart
 
 FORMATS = ("table", "json", "markdown", "csv")
 DTYPE_NAMES = tuple(DTYPES)
-LLM_PRESETS = tuple(META_PRESETS)
 SIZE_FLAGS = ("d_model", "heads", "layers", "d_ff", "d_k", "d_v", "batch", "vocab", "max_seq")
 MODEL_HELP = "; ".join(f"{name}: {kind.help}" for name, kind in MODELS.items())
 
@@ -56,7 +55,7 @@ def register(app: typer.Typer) -> None:
         batch: Optional[int] = options.positive("--batch", help="Batch size (default 1)."),
         vocab: Optional[int] = options.positive("--vocab", help="Vocabulary (models with embeddings or heads)."),
         max_seq: Optional[int] = options.positive("--max-seq", help="Learned position table size (bert, gpt)."),
-        preset: Optional[str] = options.preset((*PRESETS, *META_PRESETS)),
+        preset: Optional[str] = options.preset(tuple(PRESETS)),
         impl: Optional[str] = options.choice("--impl", choices=("sdpa", "math"), help="Attention path of mha/encoder/decoder: sdpa (default) or math; the counts are the same."),
         output_format: str = options.output_format(FORMATS),
         strict: bool = options.flag("--strict", help="Exit 1 when an op did work that no formula counts."),
@@ -72,7 +71,7 @@ def register(app: typer.Typer) -> None:
         """
         from shapecheck.report import build_report, numeric_length, resolve_config
 
-        tree_preset = preset if preset in META_PRESETS else None
+        tree_preset = preset if preset in tree_presets() else None
         if target is not None or config_file is not None or tree_preset:
             peak = float(peak_tflops) if peak_tflops else PEAK_TFLOPS.get(device_name or "")
             settings = dict(mode=mode, context=context, dtype=dtype, depth=depth, recompute=recompute,
@@ -89,7 +88,7 @@ def register(app: typer.Typer) -> None:
         given = [name for name, value in any_model.items() if value is not None]
         if given:
             usage_error(f"--{given[0].replace('_', '-')} applies to a TARGET, --config or the presets "
-                        f"{', '.join(LLM_PRESETS)}, not to the built-in models (--model)")
+                        f"{', '.join(tree_presets())}, not to the built-in models (--model)")
         if plot and output_format in ("json", "csv"):
             usage_error(f"--plot draws a terminal chart, which would break --format {output_format} output; "
                         "use --format table or markdown with --plot, or --plot-file")
@@ -108,6 +107,11 @@ def register(app: typer.Typer) -> None:
         raise typer.Exit(code)
 
 
+def tree_presets() -> tuple[str, ...]:
+    """Presets of a kind the built-in models (``--model``) do not list rows for: counted from the module tree."""
+    return tuple(name for name, preset in PRESETS.items() if preset.kind not in MODELS)
+
+
 def _tree_report(target: Optional[str], config_file: Optional[str], output_format: str, settings: dict,
                  flags: dict, init: Optional[dict], sizes: dict, preset: Optional[str] = None, strict: bool = False) -> None:
     """``report TARGET`` / ``--config``: rows from the module tree (``shapecheck.counting.tree``)."""
@@ -119,7 +123,7 @@ def _tree_report(target: Optional[str], config_file: Optional[str], output_forma
     given = [name for name, value in flags.items() if value is not None]
     if given:
         usage_error(f"--{given[0].replace('_', '-')} applies to the built-in models only, not to a TARGET, --config "
-                    f"or the presets {', '.join(LLM_PRESETS)}")
+                    f"or the presets {', '.join(tree_presets())}")
     module, name = load_model(target, config_file, init=init, sizes=sizes, preset=preset)
     settings["dtype"] = settings["dtype"] or config_dtype(module) or "float32"
     result = model_report(module, name, Settings(**settings))

@@ -1,31 +1,29 @@
-"""What each submodule of any model is, for counting: attention (h, h_kv, d_head), MLP pair or gated triple, MoE, norm, embedding, linear.
+"""What each submodule of any model is, for counting, as audit's recogniser says it.
 
-A small recogniser kept here, separate from audit's (``shapecheck.auditing.recognize``),
-because counting needs what audit's does not read yet: the kv heads of GQA/MQA, a head
-size independent of d_model/h, gated (SwiGLU/GeGLU) triples, RMSNorm and mixture-of-experts
-blocks (a router and E experts, as a ModuleList or as transformers' 3-D expert weights).
-Attention projection names come from the one table, ``shapecheck.projections.STYLES``.
-Each ``Part`` holds the sizes its closed form (``shapecheck.counting.closed_forms``) needs.
+``parts(model)`` reads ``shapecheck.auditing.recognize`` (each match's ``info``, filled by
+``auditing/describe.py``) and gives each recognised thing a ``Part`` at the module that holds
+exactly its parameters, so that the module's measured row can stand next to its closed form
+(``shapecheck.counting.closed_forms``). Kinds: attention (separate q/k/v projections; h, h_kv,
+d_head), mlp and gated_mlp (a feed-forward pair or SwiGLU/GeGLU triple), moe (a router and E
+experts, each token to k), norm (LayerNorm or RMSNorm), embedding (an ``nn.Embedding`` table)
+and linear (any other projection). A match whose parameters no single module holds alone
+(BERT keeps an attention block's output projection and a feed-forward pair in different
+modules) gives its projections ``linear`` parts; fused and packed attention get measured rows
+only. A module whose weights are tied to another's (audit counts a tensor once) gets the part its own
+shape gives. Parts never nest: the outermost wins.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from torch import nn
 
 from shapecheck.auditing.projections import Projection, as_projection, is_linear
-from shapecheck.projections import STYLES, lookup
-
-HEAD_ATTRS = ("num_heads", "num_attention_heads", "n_heads", "n_head", "heads", "h")
-KV_HEAD_ATTRS = ("num_key_value_heads", "num_kv_heads", "n_kv_heads", "kv_heads", "n_kv_head")
-HEAD_DIM_ATTRS = ("head_dim", "d_head", "attention_head_size", "head_size", "d_k", "key_value_proj_dim")
-WINDOW_ATTRS = ("sliding_window", "window", "window_size")
-TOP_K_ATTRS = ("top_k", "num_experts_per_tok", "k")
-GATE_NAMES = ("gate_proj", "w1", "wi_0", "gate")
-UP_NAMES = ("up_proj", "w3", "wi_1", "up")
-DOWN_NAMES = ("down_proj", "w2", "wo", "down")
+from shapecheck.auditing.recognize import Match, recognize
+from shapecheck.projections import lookup
 
 
 @dataclass(frozen=True)
@@ -34,141 +32,155 @@ class Part:
 
     kind: str  # attention | mlp | gated_mlp | moe | norm | embedding | linear
     sizes: dict[str, int] = field(default_factory=dict)
-    flags: dict[str, Any] = field(default_factory=dict)  # bias, rms, window, experts_layout
+    flags: dict[str, Any] = field(default_factory=dict)  # bias, rms, window, relative, expert
 
     def describe(self) -> str:
         return " ".join(f"{k}={v}" for k, v in self.sizes.items())
 
 
-def _int_attr(objects: tuple[Any, ...], names: tuple[str, ...]) -> Optional[int]:
-    for obj in objects:
-        for name in names:
-            value = getattr(obj, name, None)
-            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                return value
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path and name else path or name
+
+
+def _ids(params: Iterable[tuple[str, nn.Parameter]]) -> set[int]:
+    return {id(p) for _, p in params}
+
+
+def _holds_only(model: nn.Module, path: str, allowed: set[int]) -> bool:
+    """The module at ``path`` exists and every parameter it holds is one of ``allowed``."""
+    module = model.get_submodule(path) if path else model
+    own = {id(p) for p in module.parameters()}
+    return bool(own) and own <= allowed
+
+
+def _linear(model: nn.Module, path: str, projection: Projection) -> Iterator[tuple[str, Part]]:
+    """A projection that is a whole module of its own: a ``linear`` part."""
+    if isinstance(lookup(model, path) if path else model, nn.Module) and _holds_only(model, path, _ids(projection.params)):
+        yield path, Part("linear", {"d_in": projection.d_in, "d_out": projection.d_out}, {"bias": projection.has_bias})
+
+
+def _split(model: nn.Module, match: Match) -> Iterator[tuple[str, Part]]:
+    for projection in match.parts.values():
+        yield from _linear(model, _join(match.path, projection.name), projection)
+
+
+def _attention_home(model: nn.Module, match: Match, allowed: set[int]) -> Optional[tuple[str, str]]:
+    """(module path, its prefix inside the match) of the module holding q, k and v and nothing else."""
+    names = [match.parts[role].name for role in ("q", "k", "v") if role in match.parts]
+    inner = ".".join(_common(n.split(".")[:-1] for n in names))
+    for prefix in dict.fromkeys(("", inner)):
+        if _holds_only(model, _join(match.path, prefix), allowed):
+            return _join(match.path, prefix), prefix
     return None
 
 
-def _holders(module: nn.Module) -> tuple[Any, ...]:
-    return (module, getattr(module, "config", None))
+def _common(lists: Iterable[list[str]]) -> list[str]:
+    lists = list(lists)
+    found: list[str] = []
+    for items in zip(*lists):
+        if len(set(items)) != 1:
+            break
+        found.append(items[0])
+    return found
 
 
-def _projections(module: nn.Module) -> Optional[dict[str, Projection]]:
-    """q, k, v, o projections (three names or one fused), by the one table of names."""
-    for style in STYLES:
-        if style.bias:  # torch's packed nn.MultiheadAttention: measured row only
-            continue
-        found = {role: as_projection(name, lookup(module, name)) for role, name in zip("qkv", style.qkv)}
-        if any(p is None for p in found.values()):
-            continue
-        out = next((p for name in style.outputs if (p := as_projection(name, lookup(module, name))) is not None), None)
-        if out is not None:
-            found["o"] = out
-        return found  # type: ignore[return-value]
-    return None
-
-
-def attention(module: nn.Module) -> Optional[Part]:
-    """An attention block with separate q/k/v projections: h from its attributes, h_kv and d_head from shapes."""
-    projections = _projections(module)
-    if projections is None or "k" not in projections:
-        return None
-    q, k = projections["q"], projections["k"]
-    h = _int_attr(_holders(module), HEAD_ATTRS)
-    d_head = _int_attr(_holders(module), HEAD_DIM_ATTRS) or (q.d_out // h if h and q.d_out % h == 0 else None)
-    if not h or not d_head or q.d_out != h * d_head or k.d_out % d_head:
-        return None
+def _attention(model: nn.Module, match: Match) -> Iterator[tuple[str, Part]]:
+    info, parts = match.info, match.parts
+    h, d_head = info.get("h"), info.get("d_head")
+    q, k = parts.get("q"), parts.get("k")
+    whole = all(isinstance(lookup(match.module, p.name), nn.Module) for p in parts.values())
+    if not (q and k and h and d_head and whole) or q.d_out != h * d_head or k.d_out % d_head:
+        yield from _split(model, match)
+        return
+    table = getattr(match.module, "relative_attention_bias", None)
+    allowed = _ids(match.all_params()) | ({id(p) for p in table.parameters()} if "buckets" in info else set())
+    home = _attention_home(model, match, allowed)
+    if home is None:
+        yield from _split(model, match)
+        return
+    path, prefix = home
+    inside = {role: p for role, p in parts.items() if not prefix or p.name.startswith(prefix + ".")}
     sizes = {"d_model": q.d_in, "h": h, "h_kv": k.d_out // d_head, "d_head": d_head}
-    if "o" in projections:
-        sizes["d_out"] = projections["o"].d_out
-    bias_table = getattr(module, "relative_attention_bias", None)  # T5 (Raffel et al. 2020, 2.1): buckets × h
-    if isinstance(bias_table, nn.Embedding) and bias_table.embedding_dim == h:
-        sizes["buckets"] = bias_table.num_embeddings
-    window = _int_attr(_holders(module), WINDOW_ATTRS)
-    flags = {"bias": {role: p.has_bias for role, p in projections.items()}, "window": window,
-             "relative": "buckets" in sizes}
-    return Part("attention", sizes, flags)
+    if "o" in inside:
+        sizes["d_out"] = inside["o"].d_out
+    sizes.update({"buckets": info["buckets"]} if "buckets" in info else {})
+    bias = {role: p.has_bias for role, p in inside.items()}
+    yield path, Part("attention", sizes, {"bias": bias, "window": info.get("window"), "relative": "buckets" in info})
+    for role, projection in parts.items():
+        if role not in inside:
+            yield from _linear(model, _join(match.path, projection.name), projection)
 
 
-def _first(module: nn.Module, names: tuple[str, ...]) -> Optional[Projection]:
-    return next((p for name in names if (p := as_projection(name, getattr(module, name, None))) is not None), None)
+def _feed_forward(model: nn.Module, match: Match) -> Iterator[tuple[str, Part]]:
+    if not _holds_only(model, match.path, _ids(match.all_params())):
+        yield from _split(model, match)
+        return
+    kind = "gated_mlp" if match.info["gated"] else "mlp"
+    sizes = {"d_model": match.info["d_model"], "d_ff": match.info["d_ff"]}
+    yield match.path, Part(kind, sizes, {"bias": match.parts["up"].has_bias})
 
 
-def _only(module: nn.Module, projections: Any) -> bool:
-    """``module`` holds no parameters besides those of ``projections`` (a layer with attention is no MLP)."""
-    return sum(p.numel() for p in module.parameters()) == sum(p.numel for p in projections)
+def _moe(model: nn.Module, router: Match, matches: list[Match]) -> Iterator[tuple[str, Part]]:
+    """The block holding the router and its experts (grouped, or one feed-forward match each)."""
+    block = router.path.rpartition(".")[0]
+    inside = [m for m in matches if m.path.startswith(block + ".") or not block]
+    experts = [m for m in inside if m.kind == "moe_experts" or (m.kind == "feed_forward" and "expert" in m.info)]
+    allowed = {i for m in inside for i in _ids(m.all_params())}
+    k = router.info.get("top_k")
+    if not experts or not k or not _holds_only(model, block, allowed):
+        if is_linear(router.module) and (projection := as_projection("", router.module)) is not None:
+            yield from _linear(model, router.path, projection)
+        return
+    first = experts[0].info
+    sizes = {"d_model": first["d_model"], "d_ff": first["d_ff"], "E": router.info["experts"], "k": k}
+    yield block, Part("moe", sizes, {"expert": "gated_mlp" if first["gated"] else "mlp"})
 
 
-def gated_mlp(module: nn.Module) -> Optional[Part]:
-    """gate, up (d -> d_ff) and down (d_ff -> d): SwiGLU / GeGLU (Shazeer 2020)."""
-    gate, up, down = _first(module, GATE_NAMES), _first(module, UP_NAMES), _first(module, DOWN_NAMES)
-    if gate is None or up is None or down is None:
-        return None
-    if not (gate.d_in == up.d_in == down.d_out and gate.d_out == up.d_out == down.d_in):
-        return None
-    if not _only(module, (gate, up, down)):
-        return None
-    return Part("gated_mlp", {"d_model": gate.d_in, "d_ff": gate.d_out}, {"bias": gate.has_bias})
+def _one(model: nn.Module, match: Match, matches: list[Match]) -> Iterator[tuple[str, Part]]:
+    if match.kind == "attention":
+        yield from _attention(model, match)
+    elif match.kind == "feed_forward":
+        yield from _feed_forward(model, match)
+    elif match.kind == "moe_router":
+        yield from _moe(model, match, matches)
+    elif match.kind in ("norm", "embedding") and not _holds_only(model, match.path, _ids(match.params)):
+        return
+    elif match.kind == "norm":
+        yield match.path, Part("norm", {"d_model": match.info["width"]}, {"rms": match.info["type"] == "RMSNorm"})
+    elif match.kind == "embedding" and isinstance(match.module, nn.Embedding):  # a gather: no matmul
+        yield match.path, Part("embedding", {"rows": match.info["rows"], "d_model": match.info["width"]})
+    elif match.kind in ("head", "pooler", "linear", "projection"):
+        yield from _linear(model, match.path, match.parts["linear"])
 
 
-def mlp(module: nn.Module) -> Optional[Part]:
-    """Exactly two linear children, d -> d_ff -> d (fc1/fc2, c_fc/c_proj, linear1/linear2 ...)."""
-    linears = [as_projection(n, c) for n, c in module.named_children() if is_linear(c)]
-    if len(linears) != 2 or any(p is None for p in linears):
-        return None
-    up, down = linears
-    if up.d_in != down.d_out or up.d_out != down.d_in or up.d_in == up.d_out or not _only(module, linears):
-        return None
-    return Part("mlp", {"d_model": up.d_in, "d_ff": up.d_out}, {"bias": up.has_bias})
+def _within(path: str, owner: str) -> bool:
+    return owner == path or not owner or path.startswith(owner + ".")
 
 
-def moe(module: nn.Module) -> Optional[Part]:
-    """A router over E experts, each token sent to k of them: experts as a ModuleList or as 3-D weights."""
-    experts = getattr(module, "experts", None)
-    k = _int_attr((module, getattr(module, "gate", None), getattr(module, "router", None)), TOP_K_ATTRS)
-    if experts is None or not k:
-        return None
-    if isinstance(experts, nn.ModuleList) and len(experts) and (inner := gated_mlp(experts[0]) or mlp(experts[0])):
-        return Part("moe", {**inner.sizes, "E": len(experts), "k": k}, {"expert": inner.kind})
-    gate_up, down = getattr(experts, "gate_up_proj", None), getattr(experts, "down_proj", None)
-    if isinstance(gate_up, nn.Parameter) and isinstance(down, nn.Parameter) and gate_up.dim() == 3:
-        n_experts, two_ff, d_model = gate_up.shape
-        return Part("moe", {"d_model": d_model, "d_ff": two_ff // 2, "E": n_experts, "k": k}, {"expert": "gated_mlp"})
-    return None
+def _tied(model: nn.Module, matches: list[Match], found: dict[str, Part]) -> Iterator[tuple[str, Part]]:
+    """A Linear or embedding whose weights audit counted at another module (a tied LM head, T5's shared
+    table): the part its own shape gives, so its row carries a formula too."""
+    owner = {id(p): m.path for m in matches for _, p in m.all_params()}
+    for path, module in model.named_modules():
+        params = list(module.parameters())
+        if path in found or not params or any(_within(path, owner.get(id(p), path)) for p in params):
+            continue
+        if isinstance(module, nn.Embedding):
+            yield path, Part("embedding", {"rows": module.num_embeddings, "d_model": module.embedding_dim})
+        elif is_linear(module) and (projection := as_projection("", module)) is not None:
+            yield path, Part("linear", {"d_in": projection.d_in, "d_out": projection.d_out}, {"bias": projection.has_bias})
 
 
-def norm(module: nn.Module) -> Optional[Part]:
-    """LayerNorm (weight and bias) or RMSNorm (weight only), by class name, over the last axis."""
-    name = type(module).__name__
-    if "Norm" not in name or "Batch" in name or "Group" in name:
-        return None
-    weight = getattr(module, "weight", None)
-    if not isinstance(weight, nn.Parameter) or weight.dim() != 1:
-        return None
-    rms = "RMS" in name or getattr(module, "bias", None) is None
-    return Part("norm", {"d_model": weight.shape[0]}, {"rms": rms})
-
-
-def embedding(module: nn.Module) -> Optional[Part]:
-    if isinstance(module, nn.Embedding):
-        return Part("embedding", {"rows": module.num_embeddings, "d_model": module.embedding_dim})
-    return None
-
-
-def linear(module: nn.Module) -> Optional[Part]:
-    projection = as_projection("", module) if is_linear(module) else None
-    if projection is None:
-        return None
-    return Part("linear", {"d_in": projection.d_in, "d_out": projection.d_out}, {"bias": projection.has_bias})
-
-
-RECOGNISERS = (moe, attention, gated_mlp, mlp, norm, embedding, linear)
-
-
-def recognise(module: nn.Module) -> Optional[Part]:
-    """The first recogniser that claims ``module`` (MoE before attention before MLPs), or None."""
-    for check in RECOGNISERS:
-        part = check(module)
-        if part is not None:
-            return part
-    return None
+def parts(model: nn.Module) -> dict[str, Part]:
+    """Every recognised module by path, outermost first (nothing recognised inside a recognised part)."""
+    matches = recognize(model)
+    found = dict(part for match in matches for part in _one(model, match, matches))
+    found.update(_tied(model, matches, found))
+    out: dict[str, Part] = {}
+    inside: Optional[str] = None  # named_modules is pre-order: a part's submodules follow it
+    for path, _ in model.named_modules():
+        if inside is not None and (inside == "" or path.startswith(inside + ".")):
+            continue
+        if path in found:
+            out[path], inside = found[path], path
+    return out

@@ -1,4 +1,4 @@
-"""Closed forms for the parts ``anatomy`` recognises: parameters and matmul FLOPs (2 per multiply-add).
+"""Closed forms, parameters and matmul FLOPs (2 per multiply-add), for the parts audit's recogniser finds (``anatomy``).
 
 Symbols: ``B`` batch, ``S`` query tokens per sequence, ``S_k`` keys each query attends to
 (``S`` in a forward pass, the cache length in decode), ``d_model``, ``h`` query heads,

@@ -14,13 +14,11 @@ from shapecheck.errors import UsageError
 
 def from_preset(name: str, sizes: Optional[dict[str, int]] = None) -> tuple[nn.Module, str]:
     """A catalogue preset's reference module on meta (``--d-model``/``--heads`` override its sizes)."""
-    from shapecheck.catalog import get_kind, get_meta_preset, preset_sizes
-    from shapecheck.counting.params import on_meta
+    from shapecheck.catalog import build_on_meta, get_preset, preset_sizes
 
-    preset = get_meta_preset(name)
+    preset = get_preset(name)
     given = {k: v for k, v in (sizes or {}).items() if v is not None}
-    built = preset_sizes(name, **given)
-    return on_meta(lambda: get_kind(preset.kind).build(built)), f"preset {name} ({preset.source})"
+    return build_on_meta(name, preset_sizes(name, **given)), f"preset {name} ({preset.source})"
 
 
 def load_model(target: Optional[str], config: Optional[str], *, init: Optional[dict[str, Any]] = None,

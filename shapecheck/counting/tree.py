@@ -1,10 +1,10 @@
 """``model_report(module, settings)``: rows from any model's module tree, measured, with closed forms where recognised.
 
 Every module down to ``depth`` gets a row with its measured parameters (shared tensors once) and
-FLOPs in the chosen mode; a module ``anatomy`` recognises (attention, MLP, gated MLP, MoE, norm,
-embedding, Linear) also carries its closed form and value (``closed_forms``), and the tree is not
-opened below it. Identical layers of a ModuleList (same class and parameter shapes) fold into one row
-after the first. Pure data: ``shapecheck.render.report`` draws it.
+FLOPs in the chosen mode; a module audit's recogniser says is an attention block, MLP, gated MLP, MoE,
+norm, embedding or Linear (read through ``anatomy``) also carries its closed form and value
+(``closed_forms``), and the tree is not opened below it. Identical layers of a ModuleList (same class
+and parameter shapes) fold into one row after the first. Pure data: ``shapecheck.render.report`` draws it.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from torch import nn
 
 from shapecheck.counting import closed_forms as cf
 from shapecheck.counting import measure, memory
-from shapecheck.counting.anatomy import Part, recognise
+from shapecheck.counting.anatomy import Part, parts as recognised
 from shapecheck.counting.experts import ROUTING, routed
 from shapecheck.counting.inputs import runner
 from shapecheck.counting.per_token import estimates, mfu
@@ -100,19 +100,6 @@ def _walk(module: nn.Module, path: str, depth: int, limit: Optional[int], parts:
         if run > 1:
             out.append((child_path, tuple(p for p, _ in children[i + 1:i + run])))
         i += run
-
-
-def recognised(module: nn.Module) -> dict[str, Part]:
-    """Every recognised module by path, outermost first (nothing recognised inside a recognised part)."""
-    parts: dict[str, Part] = {}
-    inside: Optional[str] = None  # named_modules is pre-order: a part's submodules follow it
-    for path, sub in module.named_modules():
-        if inside is not None and (inside == "" or path.startswith(inside + ".")):
-            continue
-        part = recognise(sub)
-        if part is not None:
-            parts[path], inside = part, path
-    return parts
 
 
 def _expected(part: Part, s: Settings, shape: Optional[tuple[int, ...]], factor: int = 1) -> tuple[int, int, int]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Optional
 
-from shapecheck.catalog import get_kind, get_preset, preset_sizes
+from shapecheck.catalog import build_real, preset_sizes, require_small
 from shapecheck.errors import UsageError
 from shapecheck.prove.result import ProofResult
 from shapecheck.target import Construction, Target, construct, factory_for, infer_roles, load_target, map_arguments
@@ -43,6 +43,7 @@ def prove_target(spec: str, *, d_model: Optional[int] = None, heads: Optional[in
     target, init = load_target(spec), dict(init or {})
     given = {k: v for k, v in (("d_model", d_model), ("heads", heads)) if v is not None}
     construction = map_arguments(target, {**DEFAULT_SIZES, **given}, keep_defaults=True, init=init, explicit=tuple(given))
+    _require_small(spec, target, construction)
     module = construct(target, construction, "cpu")
     sizes = {**built_sizes(target, construction), **dict(options.pop("sizes", None) or {})}
     rebuild = factory_for(target, init=init, keep_defaults=True)
@@ -50,13 +51,23 @@ def prove_target(spec: str, *, d_model: Optional[int] = None, heads: Optional[in
     return prove_module(module, target=label, sizes=sizes, rebuild=rebuild, **options)
 
 
+def _require_small(spec: str, target: Target, construction: Construction) -> None:
+    """Counted on meta first: a target above ``catalog.REAL_BUDGET`` parameters is refused before any weight exists."""
+    try:
+        on_meta = construct(target, construction, "meta")
+    except UsageError:
+        return  # its constructor cannot run on meta: built on the CPU as before
+    require_small(on_meta, f"prove {spec}", f"give smaller sizes (--d-model, --heads, --init), "
+                                            f"or count it on meta with `shapecheck report {spec}`")
+
+
 def prove_preset(name: str, *, d_model: Optional[int] = None, heads: Optional[int] = None, **options: Any) -> ProofResult:
-    """Prove the catalogue's preset ``name`` at its own sizes."""
+    """Prove the catalogue's preset ``name`` at its own sizes (refused above ``catalog.REAL_BUDGET`` parameters)."""
     from shapecheck.prove import prove_module
 
     if d_model is not None or heads is not None:
         raise UsageError(f"--preset {name} alone fixes its sizes; give a TARGET to build other sizes")
     sizes = preset_sizes(name)
-    module = get_kind(get_preset(name).kind).build(sizes)
+    module = build_real(name, sizes, command="prove")
     static = {"d_model": sizes.d_model, "heads": sizes.heads, **dict(options.pop("sizes", None) or {})}
     return prove_module(module, target=name, sizes=static, **options)

@@ -74,7 +74,7 @@ def test_mixtral_router_and_grouped_experts():
     model = zoo.ZOO["mixtral"]()
     matches = recognize(model)
     router, experts = _first(matches, "moe_router"), _first(matches, "moe_experts")
-    assert router.info == {"experts": 4, "d_model": zoo.D}
+    assert router.info == {"experts": 4, "d_model": zoo.D, "top_k": 2}
     assert experts.info == {"experts": 4, "d_model": zoo.D, "d_ff": zoo.FF, "gated": True}
     block = model.layers[0].mlp
     assert audit(model).component(experts.path).expected == sum(p.numel() for p in block.experts.parameters())

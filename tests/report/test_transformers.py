@@ -103,3 +103,22 @@ def test_decode_equals_transformers_own_kv_cache_step(name):
         model(torch.zeros(B, 1, dtype=torch.long, device="meta"), past_key_values=filled.past_key_values, use_cache=True)
     report = model_report(model, name, Settings(batch=B, mode="decode", context=context))
     assert report.total["flops"] == counter.get_total_flops()
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_rows_say_what_audits_recogniser_says(name):
+    """One recogniser: every attention, feed-forward and norm row is a match of ``shapecheck.auditing.recognize``."""
+    from shapecheck.auditing.recognize import recognize
+
+    model = build(name)
+    rows = {r.path: r for r in model_report(model, name, Settings(batch=B, seq_len=S)).rows}
+    matches = {m.path: m for m in recognize(model)}
+    for path, row in rows.items():
+        if row.kind == "attention":
+            info = matches[path].info if path in matches else next(
+                m.info for p, m in matches.items() if m.kind == "attention" and path.startswith(p + "."))
+            assert f"h={info['h']} h_kv={info['h_kv']} d_head={info['d_head']}" in row.detail, path
+        elif row.kind in ("mlp", "gated_mlp"):
+            assert matches[path].kind == "feed_forward" and matches[path].info["gated"] == (row.kind == "gated_mlp")
+        elif row.kind == "norm":
+            assert matches[path].kind == "norm"
