@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import NoReturn
 
 import typer
 from typer import exceptions as typer_exceptions
@@ -16,6 +15,7 @@ from typer._click import exceptions as click_exceptions
 from typer.core import TyperGroup
 
 from shapecheck import __version__
+from shapecheck.cli.common import usage_error
 from shapecheck.errors import ShapecheckError
 
 # Subcommand modules, in the order ``shapecheck --help`` lists them.
@@ -34,7 +34,7 @@ class _Group(TyperGroup):
         try:
             return super().invoke(ctx)
         except ShapecheckError as error:
-            fail(str(error))
+            usage_error(str(error))
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # type: ignore[no-untyped-def]
         try:
@@ -71,12 +71,6 @@ def _as_flag(option):  # type: ignore[no-untyped-def]
 
 def _no_type(ctx: object) -> None:
     return None
-
-
-def fail(message: str) -> NoReturn:
-    """Print ``message`` as one line on stderr and exit 2."""
-    typer.echo(f"shapecheck: error: {message}", err=True)
-    raise typer.Exit(2)
 
 
 def _one_line(error: click_exceptions.ClickException) -> str:

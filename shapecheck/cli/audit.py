@@ -17,7 +17,7 @@ from shapecheck.catalog import PRESETS
 from shapecheck.cli import options
 from shapecheck.errors import UsageError
 from shapecheck.render.audit import RENDERERS
-from shapecheck.render.prove import StatusLine
+from shapecheck.render.layout import StatusLine
 
 FORMATS = options.FORMATS  # the renderers cover every one
 

@@ -15,7 +15,8 @@ from shapecheck.catalog import PRESETS
 from shapecheck.cli import options
 from shapecheck.errors import UsageError
 from shapecheck.prove.targets import prove_preset, prove_target
-from shapecheck.render.prove import RENDERERS, StatusLine, exit_code
+from shapecheck.render.layout import StatusLine
+from shapecheck.render.prove import RENDERERS, exit_code
 
 FORMATS = options.FORMATS  # the renderers cover every one
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 import io
 import json
 import shutil
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Optional
+from types import TracebackType
+from typing import Any, Literal, Optional, TextIO
 
 DEFAULT_WIDTH = 80
 
@@ -72,3 +74,22 @@ def text(*renderables: Any, at: Optional[int] = None) -> str:
 def as_json(data: dict[str, Any], exit_code: int) -> str:
     """``data`` as indented JSON with the verdict fields first: ``{"ok": ..., "exit_code": ..., ...}``."""
     return json.dumps({"ok": exit_code == 0, "exit_code": exit_code, **data}, indent=2, default=str) + "\n"
+
+
+class StatusLine:
+    """One line on stderr, rewritten in place while long work runs (only on a terminal), cleared at the end."""
+
+    def __init__(self, stream: Optional[TextIO] = None) -> None:
+        self.stream = stream or sys.stderr
+        self.live = bool(getattr(self.stream, "isatty", lambda: False)())
+
+    def __call__(self, text: str) -> None:
+        if self.live:
+            self.stream.write("\r\x1b[2K" + text[: width() - 1])
+            self.stream.flush()
+
+    def __enter__(self) -> "StatusLine":
+        return self
+
+    def __exit__(self, kind: Optional[type], error: Optional[BaseException], trace: Optional[TracebackType]) -> None:
+        self("")

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
-import sys
-from types import TracebackType
-from typing import Optional, TextIO
+from typing import Optional
 
 from shapecheck.prove.result import ProofResult
 from shapecheck.render import layout
@@ -77,22 +75,3 @@ def json_text(result: ProofResult) -> str:
 
 
 RENDERERS = {"table": table, "markdown": markdown, "csv": csv_text, "json": json_text}
-
-
-class StatusLine:
-    """One line on stderr, rewritten in place while long work runs (only on a terminal), cleared at the end."""
-
-    def __init__(self, stream: Optional[TextIO] = None) -> None:
-        self.stream = stream or sys.stderr
-        self.live = bool(getattr(self.stream, "isatty", lambda: False)())
-
-    def __call__(self, text: str) -> None:
-        if self.live:
-            self.stream.write("\r\x1b[2K" + text[: layout.width() - 1])
-            self.stream.flush()
-
-    def __enter__(self) -> "StatusLine":
-        return self
-
-    def __exit__(self, kind: Optional[type], error: Optional[BaseException], trace: Optional[TracebackType]) -> None:
-        self("")

@@ -67,7 +67,7 @@ def test_seed002_as_written_audits_clean(seed002_path):
 @pytest.mark.parametrize("args, needle", [
     ((), "either TARGET"),
     (("--preset", "bert-huge"), "unknown preset 'bert-huge'; choose one of: mha, bert-base"),
-    (("--preset", "gpt2", "--format", "xml"), "--format 'xml' is not one of: table, markdown, csv, json"),
+    (("--preset", "gpt2", "--format", "xml"), "--format 'xml' is not one of: table, json, markdown, csv"),
     (("no/such/file.py:Model",), "no such file"),
     (("--preset", "gpt2", "--heads", "0"), "--heads must be a positive integer, got 0"),
     (("--preset", "gpt2", "--heads", "7"), "not divisible"),

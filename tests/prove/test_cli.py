@@ -88,7 +88,7 @@ def test_prove_accepts_a_target_string(swapped_file):
         ([], "give a TARGET"),
         ([MHA, "--size", "d_in=big"], "--size item 'd_in=big': the value must be a positive integer, got 'big'"),
         ([MHA, "--max-size", "seq=0"], "--max-size item 'seq=0'"),
-        ([MHA, "--format", "yaml"], "--format 'yaml' is not one of: table, markdown, csv, json"),
+        ([MHA, "--format", "yaml"], "--format 'yaml' is not one of: table, json, markdown, csv"),
         ([MHA, "--d-model", "0"], "--d-model must be a positive integer, got 0"),
         ([MHA, "--samples", "few"], "--samples must be a non-negative integer, got 'few'"),
         ([MHA, "--inputs", "queries"], "has no argument 'queries' (arguments: query, key, value"),
