@@ -24,6 +24,7 @@ import sympy
 import torch
 
 from shapecheck.counting import formulas as f
+from shapecheck.display import show
 from shapecheck.counting.dispatch import DispatchCount, count_flops
 from shapecheck.catalog import FAMILIES, FAMILY_DEFAULTS, PRESETS, Sizes, family
 from shapecheck.counting.models import MODELS, ModelKind
@@ -401,13 +402,14 @@ def crossover(kind: ModelKind, specs: list[RowSpec], sizes: Sizes) -> dict[str, 
 
 
 def _attention_block_note(config: ReportConfig) -> str:
-    """One attention block's parameters as weights + biases, with and without the biases."""
+    """One attention block's parameters as weights + biases, with and without the biases (from the formula)."""
     weights = f.multi_head_attention(bias=False).params
     biases = sympy.expand(f.multi_head_attention().params - weights)
     values = config.sizes().values()
     with_biases, without = int((weights + biases).subs(values)), int(weights.subs(values))
-    return (f"attention block params: {sympy.factor(weights)} weights + {biases} biases = {with_biases:,} "
-            f"with biases, {without:,} without (4*h*d_model*d_k + 4*d_model with biases when h*d_k = h*d_v = d_model)")
+    square = sympy.expand((weights + biases).subs({f.d_k: f.d_model / f.h, f.d_v: f.d_model / f.h}))
+    return (f"attention block params: {show(sympy.factor(weights))} weights + {show(biases)} biases = {with_biases:,} "
+            f"with biases, {without:,} without ({show(square)} when h·d_k = h·d_v = d_model)")
 
 
 def _notes(config: ReportConfig, module: torch.nn.Module, measured: Measured) -> list[str]:

@@ -134,4 +134,5 @@ def test_the_report_states_the_attention_block_with_and_without_biases():
     with_biases = count_parameters(on_meta(lambda: nn.MultiheadAttention(512, 8)))
     without = count_parameters(on_meta(lambda: nn.MultiheadAttention(512, 8, bias=False)))
     assert f"= {with_biases:,} with biases, {without:,} without" in note
-    assert "2*d_model*h*(d_k + d_v) weights + 2*d_k*h + d_model + d_v*h biases" in note
+    assert "2·d_k·d_model·h + 2·d_model·d_v·h weights + 2·d_k·h + d_model + d_v·h biases" in note
+    assert "(4·d_model² + 4·d_model when h·d_k = h·d_v = d_model)" in note  # derived from the formula, not restated
