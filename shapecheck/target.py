@@ -97,37 +97,6 @@ def _is_namedtuple(value: Any) -> bool:
     return isinstance(value, tuple) and hasattr(value, "_fields")
 
 
-# ---------------------------------------------------------------- --init parsing
-
-
-def parse_value(text: str) -> Any:
-    """``'8'`` -> 8, ``'0.1'`` -> 0.1, ``'true'`` -> True, ``'none'`` -> None, anything else the string."""
-    lowered = text.strip().lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    if lowered == "none":
-        return None
-    for kind in (int, float):
-        try:
-            return kind(text.strip())
-        except ValueError:
-            pass
-    return text.strip().strip("'\"")
-
-
-def parse_init(text: Optional[str]) -> dict[str, Any]:
-    """``'causal=true,bias=false'`` -> ``{'causal': True, 'bias': False}``."""
-    result: dict[str, Any] = {}
-    for item in (text or "").split(","):
-        if not item.strip():
-            continue
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip().isidentifier():
-            raise UsageError(f"--init item {item.strip()!r} is not name=value (e.g. --init 'heads=2,bias=false')")
-        result[name.strip()] = parse_value(value)
-    return result
-
-
 # ---------------------------------------------------------------- loading
 
 

@@ -92,3 +92,10 @@ def test_parse_int_lower_bound_words():
 def test_split_selection_flattens_commas_and_repeats():
     assert options.split_selection(["SC104", "SC101, SC102", ""]) == ("SC104", "SC101", "SC102")
     assert options.split_selection(None) == ()
+
+
+def test_init_pairs_take_ints_floats_booleans_none_and_text():
+    parsed = options.parse_pairs("a=1, b=0.5,c=true,d=False,e=none,f=gelu", options.parse_value)
+    assert parsed == {"a": 1, "b": 0.5, "c": True, "d": False, "e": None, "f": "gelu"}
+    with pytest.raises(typer.BadParameter, match="not name=value"):
+        options.parse_pairs("heads", options.parse_value)

@@ -8,7 +8,7 @@ from torch import nn
 
 from reference_models.attention import MultiHeadAttention
 from shapecheck.errors import UsageError
-from shapecheck.target import build, load_target, map_arguments, parse_init
+from shapecheck.target import build, load_target, map_arguments
 
 SEEDS = os.path.join(os.path.dirname(__file__), "..", "corpus", "seeds")
 
@@ -72,12 +72,6 @@ def test_init_overrides_and_reaches_kwargs():
     assert construction.arguments["heads"] == 4 and construction.arguments["bias"] is False
     module, _ = build(load_target("reference_models.attention:MultiHeadAttention"), {"d_model": 8, "heads": 2}, init={"bias": False})
     assert module.q_proj.bias is None
-
-
-def test_parse_init_types():
-    assert parse_init("a=1, b=0.5,c=true,d=False,e=none,f=gelu") == {"a": 1, "b": 0.5, "c": True, "d": False, "e": None, "f": "gelu"}
-    with pytest.raises(UsageError, match="not name=value"):
-        parse_init("heads")
 
 
 @pytest.mark.parametrize("spec, message", [
