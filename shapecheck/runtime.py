@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from beartype import beartype
 
-from shapecheck.axes import AXES, SYNONYMS, canonical
+from shapecheck.vocabulary import AXES, SYNONYMS, canonical
 from shapecheck.errors import ShapeError
 from shapecheck.shapes import ArraySpec, erase, return_specs, spec_of
 

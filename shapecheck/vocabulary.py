@@ -1,9 +1,13 @@
-"""The one vocabulary of argument roles: constructor parameters, forward arguments and mask conventions.
+"""The one vocabulary: axis names, constructor roles, forward-argument roles and mask conventions.
 
-Axis names live in ``shapecheck/axes.py``; the roles here that are sizes use those
-names (``d_model``, ``heads``, ``d_head``). Everything that maps a parameter name
-to a meaning reads this module: ``shapecheck.target`` (building a module),
-``shapecheck.testing.adapt`` (calling it), ``shapecheck.auditing`` (recognising heads).
+Axis names (``AXES``, with the ``SYNONYMS`` the seed posts and popular codebases use)
+are used by annotations (``Float[Tensor, "batch seq_q d_model"]``), shape comments,
+lint messages, verify counterexamples and report rows. The roles that are sizes use
+those names (``d_model``, ``heads``, ``d_head``). Everything that maps a name to a
+meaning reads this module: ``shapecheck.target`` (building a module),
+``shapecheck.testing.adapt`` (calling it), ``shapecheck.auditing`` (recognising heads),
+``shapecheck.lint`` (naming axes in messages), ``@checked`` (binding sizes). It imports
+nothing heavy: lint reads it without torch.
 
     >>> constructor_role("n_embd")
     'd_model'
@@ -17,7 +21,43 @@ from __future__ import annotations
 
 from typing import Any, Literal, Optional
 
-from shapecheck.axes import AXES
+# ---------------------------------------------------------------- axis names
+
+AXES: dict[str, str] = {
+    "batch": "independent examples in a batch (seed 004: B; bsz)",
+    "seq": "tokens of a sequence in self-attention, where queries and keys share a length",
+    "seq_q": "query positions, the output length (seed 004: T; tgt_len)",
+    "seq_k": "key/value positions, the input length (seed 004: F; src_len)",
+    "heads": "attention heads (seed 004: N; num_heads, h, num_attention_heads)",
+    "d_model": "model width, the residual stream (seed 004: E = N*H; embed_dim, hidden_size)",
+    "d_head": "per-head width when queries, keys and values share it (seed 004: H; head_dim)",
+    "d_k": "per-head width of queries and keys",
+    "d_v": "per-head width of values",
+    "d_ff": "inner width of the position-wise feed-forward network",
+    "d_in": "width of the input to a block whose input and model widths may differ",
+    "vocab": "vocabulary size",
+    "segments": "segment (token type) vocabulary size",
+    "classes": "output classes of a classification head",
+}
+
+SYNONYMS: dict[str, str] = {
+    "B": "batch", "bsz": "batch", "batch_size": "batch", "N_batch": "batch",
+    "T": "seq_q", "tgt_len": "seq_q", "L": "seq_q",
+    "F": "seq_k", "S": "seq_k", "src_len": "seq_k",
+    "n": "seq", "seq_len": "seq",
+    "h": "heads", "nh": "heads", "num_heads": "heads", "n_heads": "heads", "n_head": "heads",
+    "nhead": "heads", "num_attention_heads": "heads",
+    "E": "d_model", "C": "d_model", "embed_dim": "d_model", "hidden_size": "d_model",
+    "n_embd": "d_model", "dim": "d_model", "model_dim": "d_model", "emb_size": "d_model",
+    "hs": "d_head", "head_dim": "d_head", "attention_head_size": "d_head", "head_size": "d_head",
+    "vocab_size": "vocab",
+}
+
+
+def canonical(name: str) -> str:
+    """The vocabulary name for ``name`` (itself when it is already one, or unknown)."""
+    return name if name in AXES else SYNONYMS.get(name, name)
+
 
 # ---------------------------------------------------------------- constructor roles
 
@@ -60,7 +100,7 @@ CONSTRUCTOR_ROLES: dict[str, frozenset[str]] = {
     "layer_index": frozenset({"layer_idx", "layer_id", "layer_number", "layer_index", "block_idx"}),
     "attention_type": frozenset({"attention_type"}),
 }
-"""Role -> the parameter names that carry it. Size roles are axis names (``shapecheck.axes.AXES``) where one exists."""
+"""Role -> the parameter names that carry it. Size roles are axis names (``AXES``) where one exists."""
 
 # Names that are a width in attention code but often something else (an MLP's ``hidden_dim`` is d_ff):
 # they take ``d_model`` only when the signature has no unambiguous width name, and a replaced default is always shown.

@@ -5,7 +5,7 @@ Every function returns a ``Cost``: ``params`` (weights and biases), ``flops``
 bias adds, scaling, softmax, norms, activations, residual adds), each a sympy
 expression in the symbols below. MACs are ``flops / 2``.
 
-Symbols (``SYMBOLS``; the axis names of ``shapecheck.axes`` in brackets):
+Symbols (``SYMBOLS``; the axis names of ``shapecheck.vocabulary`` in brackets):
 ``h`` [heads], ``d_model``, ``d_k``, ``d_v``, ``d_ff``, ``vocab``, ``max_seq``
 (rows of a learned position table), ``segments``, ``B`` [batch], ``S`` [seq],
 ``S_q`` / ``S_k`` [seq_q / seq_k].

@@ -1,7 +1,7 @@
 """One message class per lint rule: a stable code, a severity, a one-line template and a fix hint.
 
 Templates and hints are ``str.format`` strings over the positional arguments the
-checker passes to ``report``; axis names in them come from ``shapecheck.axes``.
+checker passes to ``report``; axis names in them come from ``shapecheck.vocabulary``.
 """
 
 from __future__ import annotations

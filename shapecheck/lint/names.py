@@ -6,7 +6,7 @@ import ast
 import re
 from typing import Optional
 
-from shapecheck.axes import canonical
+from shapecheck.vocabulary import canonical
 from shapecheck.lint.tracking import EXTRA
 
 FUNCTIONAL = frozenset({"F", "functional", "torch.nn.functional", "nn.functional", "torch"})

@@ -1,4 +1,4 @@
-"""Named-axis tracking: abstract tensors whose axes carry names from ``shapecheck.axes``.
+"""Named-axis tracking: abstract tensors whose axes carry names from ``shapecheck.vocabulary``.
 
 A label is a product of atoms: ``d_model`` is ``heads·d_head``, ``C // n_head`` is
 ``d_head``, a literal ``1`` is the empty product. ``None`` is an axis nobody named;
@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Optional, Sequence, Union
 
-from shapecheck.axes import canonical
+from shapecheck.vocabulary import canonical
 
 PER_HEAD = ("d_head", "d_k", "d_v")
 # Names the vocabulary does not list, with the product they stand for.

@@ -23,7 +23,7 @@ from typing import Optional, Union
 import torch
 from torch import Tensor, nn
 
-from shapecheck.axes import canonical
+from shapecheck.vocabulary import canonical
 from shapecheck.runtime import config_axes
 from shapecheck.errors import UsageError
 from shapecheck.shapes import ANON, ANON_VARIADIC, EXPR, FIXED, NAMED, VARIADIC, ArraySpec, spec_of

@@ -21,7 +21,7 @@ import torch
 from jaxtyping import Bool, Float
 from torch import Tensor, nn
 
-from shapecheck.axes import canonical
+from shapecheck.vocabulary import canonical
 from shapecheck.errors import UsageError
 from shapecheck.testing import positions as pos
 from shapecheck.vocabulary import CONSTRUCTOR_ROLES, FORWARD_ROLES, MASK_CONVENTIONS, MASK_TEXT, forward_role, pick

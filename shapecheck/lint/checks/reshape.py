@@ -7,7 +7,7 @@ import ast
 from collections import Counter
 from typing import Optional, Sequence
 
-from shapecheck.axes import AXES
+from shapecheck.vocabulary import AXES
 from shapecheck.lint import events as ev
 from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
