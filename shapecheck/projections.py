@@ -73,6 +73,11 @@ STYLES: tuple[Style, ...] = (
 )
 
 
+# Output projection names audit tries, in order, after a block's own style's outputs (a family may name its
+# output otherwise, and a block may hold only its output, as BERT's attention.output.dense).
+OUTPUT_NAMES = ("out_proj", "o_proj", "fuse_heads", "dense", "output.dense", "c_proj", "proj", "to_out", "wo", "o", "out_lin", "output_layer", "linear_out", "out")
+
+
 def lookup(module: object, dotted: str) -> object:
     """``module.a.b`` for ``"a.b"`` (ModuleList items by index), or None where any step is missing."""
     for part in dotted.split("."):

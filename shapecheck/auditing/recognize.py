@@ -33,12 +33,11 @@ from torch import nn
 from shapecheck.auditing.describe import describe
 from shapecheck.auditing.moe import grouped_expert_info, moe_parts, top_k
 from shapecheck.auditing.projections import Projection, as_projection, is_linear, packed_projection
-from shapecheck.projections import STYLES, Style, lookup
+from shapecheck.projections import OUTPUT_NAMES, STYLES, Style, lookup
 from shapecheck.target import HEAD_NAMES
 
 
 # Any of these, found in an attention block besides its output projection, duplicates it.
-OUTPUT_NAMES = ("out_proj", "o_proj", "fuse_heads", "dense", "output.dense", "c_proj", "proj", "to_out", "wo", "o", "out_lin", "output_layer", "linear_out", "out")
 
 
 @dataclass
