@@ -97,6 +97,19 @@ def _is_namedtuple(value: Any) -> bool:
     return isinstance(value, tuple) and hasattr(value, "_fields")
 
 
+# ---------------------------------------------------------------- calling
+
+
+def forward_parameters(module: nn.Module) -> Optional[list[inspect.Parameter]]:
+    """``module.forward``'s named parameters (no ``*args``/``**kwargs``), or None when it has no readable signature."""
+    try:
+        params = inspect.signature(module.forward).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [p for p in params if p.kind in kinds]
+
+
 # ---------------------------------------------------------------- loading
 
 

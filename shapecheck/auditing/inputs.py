@@ -18,6 +18,7 @@ from torch import Tensor, nn
 
 from shapecheck.auditing.projections import as_projection, is_linear
 from shapecheck.errors import UsageError
+from shapecheck.target import forward_parameters
 
 ID_NAMES = ("input_ids", "ids", "idx", "token_ids", "tokens", "src_ids", "tgt_ids")
 TABLE_ID_NAMES = ("src", "tgt", "input", "x")  # ids only when the module has embedding tables
@@ -67,12 +68,7 @@ def _wants_ids(param: inspect.Parameter, module: nn.Module) -> bool:
 
 
 def _parameters(module: nn.Module) -> list[inspect.Parameter]:
-    try:
-        params = inspect.signature(module.forward).parameters.values()
-    except (TypeError, ValueError):
-        return []
-    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    return [p for p in params if p.kind in kinds]
+    return forward_parameters(module) or []
 
 
 def _planned(module: nn.Module) -> Optional[Inputs]:

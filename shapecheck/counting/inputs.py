@@ -8,7 +8,6 @@ states ``(batch, seq, d_model)`` with ``d_model`` read off its first Linear or r
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import Any, Optional
 
@@ -17,16 +16,14 @@ from torch import nn
 
 from shapecheck.auditing.projections import as_projection, is_linear
 from shapecheck.errors import UsageError
+from shapecheck.target import forward_parameters
 from shapecheck.vocabulary import forward_role
 
 TOKEN_NAMES = ("input_ids", "idx", "ids", "tokens", "token_ids", "input_tokens", "src_tokens")
 
 
 def _first_argument(module: nn.Module) -> Optional[str]:
-    try:
-        params = list(inspect.signature(module.forward).parameters.values())
-    except (TypeError, ValueError):
-        return None
+    params = forward_parameters(module) or []
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     return positional[0].name if positional else None
 
@@ -74,10 +71,7 @@ def make_inputs(module: nn.Module, batch: int, seq: int, device: str, grad: bool
 
 def _other_tensors(module: nn.Module, hidden: torch.Tensor) -> dict[str, Any]:
     """Self-attention: every other required argument with the role of key, value or memory gets the same states."""
-    try:
-        params = list(inspect.signature(module.forward).parameters.values())[1:]
-    except (TypeError, ValueError):
-        return {}
+    params = (forward_parameters(module) or [])[1:]
     shared = {"key", "value", "memory"}
     return {p.name: hidden for p in params if p.default is p.empty and p.kind is not p.VAR_POSITIONAL
             and p.kind is not p.VAR_KEYWORD and forward_role(p.name) in shared}

@@ -21,10 +21,10 @@ import torch
 from jaxtyping import Bool, Float
 from torch import Tensor, nn
 
-from shapecheck.vocabulary import canonical
 from shapecheck.errors import UsageError
+from shapecheck import target
 from shapecheck.testing import positions as pos
-from shapecheck.vocabulary import CONSTRUCTOR_ROLES, FORWARD_ROLES, MASK_CONVENTIONS, MASK_TEXT, forward_role, pick
+from shapecheck.vocabulary import CONSTRUCTOR_ROLES, FORWARD_ROLES, MASK_CONVENTIONS, MASK_TEXT, canonical, forward_role, pick
 
 MaskKind = Literal["keep", "ignore", "additive", "keep_float"]
 MaskOption = Literal["auto", "keep", "ignore", "additive", "keep_float", "none"]
@@ -84,13 +84,11 @@ class Outcome:
 
 
 def forward_parameters(module: nn.Module) -> list[inspect.Parameter]:
-    """``forward``'s named parameters (no ``*args``/``**kwargs``)."""
-    try:
-        params = inspect.signature(module.forward).parameters.values()
-    except (TypeError, ValueError):
-        raise UsageError(f"{type(module).__name__}.forward has no readable signature") from None
-    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    return [p for p in params if p.kind in kinds]
+    """``forward``'s named parameters (no ``*args``/``**kwargs``); a ``UsageError`` when it has no readable signature."""
+    params = target.forward_parameters(module)
+    if params is None:
+        raise UsageError(f"{type(module).__name__}.forward has no readable signature")
+    return params
 
 
 def _guess_kind(module: nn.Module, name: str) -> MaskKind:
