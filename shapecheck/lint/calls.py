@@ -56,7 +56,10 @@ class Calls(Evaluator):
             if base is None and func.attr in _TENSOR_ONLY:
                 base = Tensor(scale="unknown")
             if isinstance(base, (Tensor, Shape)):
-                return self.method_call(node, func.attr, base, args)
+                found = self.method_call(node, func.attr, base, args)
+                if found is None and isinstance(base, Tensor) and base.param and base.axes is None:
+                    return self.submodule_call(func.attr, None, args)  # ``attn.to_q(x)``: the module passed in
+                return found
             return None
         if isinstance(func, ast.Name):
             return self.name_call(node, func.id, args)
@@ -148,6 +151,15 @@ class Calls(Evaluator):
         if kind == "softmax" and made is not None:
             x = node.args[0] if node.args else None
             return self.softmax(node, x, first, nm.argument(made, 0, "dim"), bool(made.args or made.keywords))
+        if not isinstance(first, Tensor):
+            return None
+        return self.submodule_call(attr, made, [first], kind)
+
+    def submodule_call(self, attr: str, made: Optional[ast.Call], args: list[Optional[Value]],
+                       kind: Optional[str] = None) -> Optional[Value]:
+        """A submodule applied to a tensor, by what made it (``made``) or else by its name."""
+        first = args[0] if args else None
+        kind = kind or nm.module_kind(attr)
         if not isinstance(first, Tensor):
             return None
         if kind == "einops" and made is not None and made.args and isinstance(made.args[0], ast.Constant):
