@@ -172,7 +172,10 @@ class Calls(Evaluator):
         if kind == "lead" and first.axes:
             width = self.static_label(nm.argument(made, 1, "out_features"), 0) if made is not None else None
             return Tensor(axes=first.axes[:-1] + (width,), order=tuple(range(len(first.axes))))
-        return Tensor() if kind == "lead" else None
+        if kind != "lead":
+            return None
+        callee = (nm.dotted(made.func) or "") if made is not None else ""
+        return Tensor(projected=not re.search(r"[Cc]onv(?!1D)", callee))  # a convolution's features lead
 
     def namespace_call(self, node: ast.Call, attr: str, args: list[Optional[Value]]) -> Optional[Value]:
         """``torch.matmul(a, b)``, ``F.softmax(x, dim=-1)``, ``F.dropout(x, p)``, ..."""
