@@ -176,3 +176,21 @@ class Attention(nn.Module):
         return y.reshape(B, T, C)
 """
     assert_lint(src, m.UnscaledScores)  # the caller's q and k carry no scaling, and neither does the function
+
+
+def test_the_minus_one_after_the_heads_of_a_split_last_axis_is_the_head_size():
+    # timm's qkv.reshape(B, N, 3, self.num_heads, -1) of an F.linear output whose width nobody named
+    src = HEADER + """
+class Attention(nn.Module):
+    def __init__(self, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+    def forward(self, x, weight):
+        B, N, C = x.shape
+        qkv = F.linear(x, weight).reshape(B, N, 3, self.num_heads, -1).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv.unbind(0)
+        y = F.scaled_dot_product_attention(q, k, v)
+        return y.reshape(B, N, C)
+"""
+    assert_lint(src, m.MergeWithoutTranspose)
+    assert codes(src.replace("y.reshape(B, N, C)", "y.transpose(1, 2).reshape(B, N, C)")) == []
