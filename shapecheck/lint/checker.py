@@ -186,7 +186,7 @@ class Checker(Calls, ast.NodeVisitor):
             self.env.update({k: replace(v, uid=next(self.uid)) for k, v in self.rebound.items() if k in params})
             self.rebound = None  # not the functions defined inside
         else:
-            self.env.update({k: Tensor(axes=(None,) * 4, scale="unknown", uid=next(self.uid))
+            self.env.update({k: Tensor(axes=(None,) * 4, param=True, uid=next(self.uid))
                              for k in _queries_of_heads(node, self.env)})
         self.run(node.body)
         self.env, self.scalars, self.func, self.in_class, self.returns, self.aliases = saved
