@@ -36,12 +36,36 @@ class Evaluator(Scope):
         return Tensor(axes=t.axes, role="probs", scale=t.scale if t.role == "scores" else "unknown")
 
     def scaled(self, node: ast.AST, t: Tensor, factor: ast.expr) -> Tensor:
-        kind = nm.scale_kind(self.scale_names(factor, 0))
+        kind = self.root_kind(factor, 0) or nm.scale_kind(self.scale_names(factor, 0))
         self.emit(ev.Scaled(node, t, factor, kind))
         at = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
         if t.scale not in ("none", "unknown") and kind != "width":
             kind = t.scale if t.scale != "other" else kind
         return replace(t, scale=kind, scale_at=at, order=t.order, uid=0, param=False)
+
+    def root_kind(self, factor: ast.expr, depth: int) -> Optional[str]:
+        """"width" when the factor is a (reciprocal) square root of the head count times the head size
+        (``self.all_head_size ** -0.5`` with ``all_head_size = heads * head_size``), whatever their names."""
+        node = factor.operand if isinstance(factor, ast.UnaryOp) else factor
+        attr = nm.self_attr(node)
+        if attr is not None and depth < 2:
+            defined = self.class_attr(attr)
+            return self.root_kind(defined, depth + 1) if isinstance(defined, (ast.BinOp, ast.Call)) else None
+        base = None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and isinstance(node.right, (ast.Constant, ast.UnaryOp)):
+            power = node.right.operand if isinstance(node.right, ast.UnaryOp) else node.right
+            base = node.left if isinstance(power, ast.Constant) and power.value == 0.5 else None
+        elif isinstance(node, ast.Call) and (nm.dotted(node.func) or "").split(".")[-1] == "sqrt" and len(node.args) == 1:
+            base = node.args[0]
+        while isinstance(base, ast.Call) and nm.dotted(base.func) in ("float", "int") and len(base.args) == 1:
+            base = base.args[0]
+        made = self.class_attr(nm.self_attr(base) or "") if base is not None else None
+        if isinstance(made, ast.BinOp):
+            base = made
+        if not (isinstance(base, ast.BinOp) and isinstance(base.op, ast.Mult)):
+            return None  # a width by its name alone may be one head's (single-head attention): the names decide
+        label = self.static_label(base, 0)
+        return "width" if label is not None and label.atoms == ("d_head", "heads") else None
 
     def scale_names(self, node: ast.AST, depth: int) -> list[str]:
         """Identifiers a scale factor is made of, following local names and ``self.`` attributes."""

@@ -194,3 +194,22 @@ class Attention(nn.Module):
 """
     assert_lint(src, m.MergeWithoutTranspose)
     assert codes(src.replace("y.reshape(B, N, C)", "y.transpose(1, 2).reshape(B, N, C)")) == []
+
+
+def test_a_scale_built_from_heads_times_head_size_is_the_width():
+    src = HEADER + """
+class SelfAttention(nn.Module):
+    def __init__(self, hidden, heads):
+        super().__init__()
+        self.heads = heads
+        self.head_size = hidden // heads
+        self.all_size = self.heads * self.head_size
+        self.query = nn.Linear(hidden, self.all_size)
+    def forward(self, x):
+        B, T, C = x.shape
+        q = self.query(x).view(B, T, self.heads, self.head_size).transpose(1, 2)
+        s = q @ q.transpose(-1, -2) / self.all_size ** 0.5
+        return s.softmax(dim=-1) @ q
+"""
+    assert_lint(src, m.WidthScaledScores)
+    assert codes(src.replace("self.all_size ** 0.5", "self.head_size ** 0.5")) == []
