@@ -45,7 +45,7 @@ class Evaluator(Scope):
 
     def root_kind(self, factor: ast.expr, depth: int) -> Optional[str]:
         """"width" when the factor is a (reciprocal) square root of the head count times the head size
-        (``self.all_head_size ** -0.5`` with ``all_head_size = heads * head_size``), whatever their names."""
+        (``self.all_head_size ** -0.5`` with ``all_head_size = heads * head_size``), whatever the scale is called."""
         node = factor.operand if isinstance(factor, ast.UnaryOp) else factor
         attr = nm.self_attr(node)
         if attr is not None and depth < 2:

@@ -199,12 +199,12 @@ class Attention(nn.Module):
 def test_a_scale_built_from_heads_times_head_size_is_the_width():
     src = HEADER + """
 class SelfAttention(nn.Module):
-    def __init__(self, hidden, heads):
+    def __init__(self, hidden_size, heads):
         super().__init__()
         self.heads = heads
-        self.head_size = hidden // heads
+        self.head_size = hidden_size // heads
         self.all_size = self.heads * self.head_size
-        self.query = nn.Linear(hidden, self.all_size)
+        self.query = nn.Linear(hidden_size, self.all_size)
     def forward(self, x):
         B, T, C = x.shape
         q = self.query(x).view(B, T, self.heads, self.head_size).transpose(1, 2)
