@@ -298,6 +298,8 @@ class Calls(Evaluator):
                 target = self.target_of(only.elts)
             elif isinstance(only, ast.Attribute) and nm.dotted(only) and nm.dotted(only).startswith("torch."):  # type: ignore[union-attr]
                 return Tensor()  # view(torch.float16): a dtype view
+            elif value is None and nm.int_value(only) is None:
+                target = None  # view(hidden_shape) of a shape nobody tracked: not a 1-D view
             else:
                 target = self.target_of(arg_nodes)
         else:
