@@ -200,7 +200,7 @@ class Calls(Evaluator):
             b = _as_tensor(args[1])
             if attr == "bmm" and _is_transpose(node.args[1], (1, 2)):
                 b = replace(b, key_t=True)
-            return matmul(_as_tensor(first), b)
+            return matmul(_as_tensor(self.as_query(node.args[0], node.args[1], first)), b)
         if attr in nm.SOFTMAX:
             return self.softmax(node, node.args[0] if node.args else None, first,
                                    nm.argument(node, 1, "dim"), len(node.args) > 1 or bool(node.keywords))

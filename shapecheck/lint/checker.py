@@ -13,7 +13,6 @@ from dataclasses import replace
 from typing import Optional, Sequence, Union
 
 from shapecheck.lint import events as ev
-from shapecheck.lint import names as nm
 from shapecheck.lint.calls import Calls
 from shapecheck.lint.scope import FunctionInfo, all_args, class_info
 from shapecheck.lint.tracking import Axis, Dim, Label, Pieces, Shape, Tensor, Value, join, name_label
@@ -185,9 +184,7 @@ class Checker(Calls, ast.NodeVisitor):
         if self.rebound is not None:
             self.env.update({k: replace(v, uid=next(self.uid)) for k, v in self.rebound.items() if k in params})
             self.rebound = None  # not the functions defined inside
-        else:
-            self.env.update({k: Tensor(axes=(None,) * 4, param=True, uid=next(self.uid))
-                             for k in _queries_of_heads(node, self.env)})
+
         self.run(node.body)
         self.env, self.scalars, self.func, self.in_class, self.returns, self.aliases = saved
 
@@ -352,31 +349,6 @@ def _bind_arguments(helper: Union[ast.FunctionDef, ast.AsyncFunctionDef], call: 
     bound: dict[str, Optional[Value]] = dict(zip(positional, args))
     names = set(positional) | {a.arg for a in helper.args.kwonlyargs}
     return bound if all(k.arg in names for k in call.keywords) else None
-
-
-def _queries_of_heads(func: Union[ast.FunctionDef, ast.AsyncFunctionDef], env: dict[str, Optional[Value]]) -> set[str]:
-    """Parameters of unknown rank that are the query of ``q @ k.transpose(-1, -2)`` in a function that also swaps
-    heads and positions (``transpose(1, 2)``): 4-D, (batch, heads, seq, d_head), their axes left unnamed."""
-    queries, swaps_heads = set(), False
-    for node in ast.walk(func):
-        if _is_swap(node, {1, 2}) or _is_swap(node, {2, 3}):
-            swaps_heads = True
-        left = right = None
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
-            left, right = node.left, node.right
-        elif isinstance(node, ast.Call) and (nm.dotted(node.func) or "").split(".")[-1] == "matmul" \
-                and len(node.args) == 2:
-            left, right = node.args
-        if isinstance(left, ast.Name) and (_is_swap(right, {-1, -2}) or _is_swap(right, {2, 3})):
-            value = env.get(left.id)
-            if isinstance(value, Tensor) and value.param and value.axes is None:
-                queries.add(left.id)
-    return queries if swaps_heads else set()
-
-
-def _is_swap(node: Optional[ast.AST], dims: set[int]) -> bool:
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "transpose" \
-        and len(node.args) == 2 and {nm.int_value(a) for a in node.args} == dims
 
 
 def _summary(value: Optional[Value]) -> object:

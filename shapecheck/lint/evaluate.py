@@ -215,7 +215,7 @@ class Evaluator(Scope):
     def binop(self, node: ast.AST, lnode: ast.expr, op: ast.operator, rnode: ast.expr,
               left: Optional[Value], right: Optional[Value]) -> Optional[Value]:
         if isinstance(op, ast.MatMult):
-            return matmul(_as_tensor(left), _as_tensor(right))
+            return matmul(_as_tensor(self.as_query(lnode, rnode, left)), _as_tensor(right))
         if isinstance(op, ast.Add) and (isinstance(left, Shape) or isinstance(right, Shape)):
             a, b = self.shape_of(lnode, left), self.shape_of(rnode, right)
             return None if a is None or b is None else Shape(a.axes + b.axes)
@@ -228,6 +228,23 @@ class Evaluator(Scope):
         if isinstance(op, (ast.FloorDiv, ast.Div)):
             return Dim(quotient(self.size_label(lnode), self.size_label(rnode)))
         return None
+
+    def as_query(self, lnode: ast.expr, rnode: ast.expr, value: Optional[Value]) -> Optional[Value]:
+        """A parameter of unknown rank that is the query of ``q @ k.transpose(-1, -2)`` (or ``k.mT``) in a
+        function that swaps heads and positions too (``transpose(1, 2)``) is 4-D, (batch, heads, seq, d_head),
+        its axes left unnamed."""
+        if not (isinstance(value, Tensor) and value.param and value.axes is None and isinstance(lnode, ast.Name)
+                and _key_transposed(rnode) and self.func is not None):
+            return value
+        seen = self.memo.setdefault("swaps_heads", {})
+        func = self.func.node
+        if id(func) not in seen:
+            seen[id(func)] = any(_is_swap(n, {1, 2}) or _is_swap(n, {2, 3}) for n in ast.walk(func))  # type: ignore[index]
+        if not seen[id(func)]:  # type: ignore[index]
+            return value
+        query = replace(value, axes=(None,) * 4)
+        self.env[lnode.id] = query
+        return query
 
     def tensor_arith(self, node: ast.AST, op: ast.operator, lnode: ast.expr, rnode: ast.expr,
                      left: Optional[Value], right: Optional[Value]) -> Optional[Value]:
@@ -357,6 +374,16 @@ def _each(pieces: Optional[Value]) -> Optional[Tensor]:
         found = join(found, other) if isinstance(found, Tensor) and isinstance(other, Tensor) else None
     return replace(found, uid=0) if isinstance(found, Tensor) else None
 
+
+
+def _is_swap(node: Optional[ast.AST], dims: set[int]) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "transpose" \
+        and len(node.args) == 2 and {nm.int_value(a) for a in node.args} == dims
+
+
+def _key_transposed(node: ast.expr) -> bool:
+    """``k.transpose(-1, -2)``, ``k.transpose(2, 3)`` or ``k.mT``."""
+    return _is_swap(node, {-1, -2}) or _is_swap(node, {2, 3}) or (isinstance(node, ast.Attribute) and node.attr == "mT")
 
 
 def _maybe_size(value: Optional[Value]) -> bool:
