@@ -56,7 +56,10 @@ class Calls(Evaluator):
             if base is None and func.attr in _TENSOR_ONLY:
                 base = Tensor(scale="unknown")
             if isinstance(base, (Tensor, Shape)):
-                return self.method_call(node, func.attr, base, args)
+                found = self.method_call(node, func.attr, base, args)
+                if found is None and isinstance(base, Tensor) and base.param and base.axes is None:
+                    return self.submodule_call(func.attr, None, args)  # ``attn.to_q(x)``: the module passed in
+                return found
             return None
         if isinstance(func, ast.Name):
             return self.name_call(node, func.id, args)
@@ -150,6 +153,15 @@ class Calls(Evaluator):
             return self.softmax(node, x, first, nm.argument(made, 0, "dim"), bool(made.args or made.keywords))
         if not isinstance(first, Tensor):
             return None
+        return self.submodule_call(attr, made, [first], kind)
+
+    def submodule_call(self, attr: str, made: Optional[ast.Call], args: list[Optional[Value]],
+                       kind: Optional[str] = None) -> Optional[Value]:
+        """A submodule applied to a tensor, by what made it (``made``) or else by its name."""
+        first = args[0] if args else None
+        kind = kind or nm.module_kind(attr)
+        if not isinstance(first, Tensor):
+            return None
         if kind == "einops" and made is not None and made.args and isinstance(made.args[0], ast.Constant):
             sizes = {kw.arg: self.static_label(kw.value, 0) for kw in made.keywords if kw.arg}
             return ops.einops(str(made.args[0].value), first, sizes)
@@ -160,7 +172,10 @@ class Calls(Evaluator):
         if kind == "lead" and first.axes:
             width = self.static_label(nm.argument(made, 1, "out_features"), 0) if made is not None else None
             return Tensor(axes=first.axes[:-1] + (width,), order=tuple(range(len(first.axes))))
-        return Tensor() if kind == "lead" else None
+        if kind != "lead":
+            return None
+        callee = (nm.dotted(made.func) or "") if made is not None else ""
+        return Tensor(projected=not re.search(r"[Cc]onv(?!1D)", callee))  # a convolution's features lead
 
     def namespace_call(self, node: ast.Call, attr: str, args: list[Optional[Value]]) -> Optional[Value]:
         """``torch.matmul(a, b)``, ``F.softmax(x, dim=-1)``, ``F.dropout(x, p)``, ..."""
@@ -185,7 +200,7 @@ class Calls(Evaluator):
             b = _as_tensor(args[1])
             if attr == "bmm" and _is_transpose(node.args[1], (1, 2)):
                 b = replace(b, key_t=True)
-            return matmul(_as_tensor(first), b)
+            return matmul(_as_tensor(self.as_query(node.args[0], node.args[1], first)), b)
         if attr in nm.SOFTMAX:
             return self.softmax(node, node.args[0] if node.args else None, first,
                                    nm.argument(node, 1, "dim"), len(node.args) > 1 or bool(node.keywords))
@@ -283,6 +298,8 @@ class Calls(Evaluator):
                 target = self.target_of(only.elts)
             elif isinstance(only, ast.Attribute) and nm.dotted(only) and nm.dotted(only).startswith("torch."):  # type: ignore[union-attr]
                 return Tensor()  # view(torch.float16): a dtype view
+            elif value is None and nm.int_value(only) is None:
+                target = None  # view(hidden_shape) of a shape nobody tracked: not a 1-D view
             else:
                 target = self.target_of(arg_nodes)
         else:

@@ -29,11 +29,63 @@ class Checker(Calls, ast.NodeVisitor):
         self.functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         self.returns: Optional[list[Optional[Value]]] = None
         self.summaries: dict[tuple, Optional[Value]] = {}
+        self.aliases: dict[str, str] = {}  # ``attention_interface = eager_attention_forward``: local -> function
+        self.call_sites: dict[str, list[dict[str, Optional[Value]]]] = {}
+        self.rebound: Optional[dict[str, Value]] = None
         self.run(tree.body)
+        self.recheck_called()
+
+    # ---- module-level functions checked again with the tensors their callers pass ----------
+    def record_call(self, name: str, call: ast.Call, args: list[Optional[Value]]) -> None:
+        """What one call passes to the file's function ``name``: parameter name -> value."""
+        helper = self.functions[name]
+        positional = [a.arg for a in [*helper.args.posonlyargs, *helper.args.args]]
+        site: dict[str, Optional[Value]] = {}
+        for param, node, value in zip(positional, call.args, args):
+            if isinstance(node, ast.Starred):
+                break
+            site[param] = value
+        names = set(positional) | {a.arg for a in helper.args.kwonlyargs}
+        for kw in call.keywords:
+            if kw.arg in names:
+                site[kw.arg] = self.values.get(id(kw.value))
+        self.call_sites.setdefault(name, []).append(site)
+
+    def recheck_called(self) -> None:
+        """Each function called in the file with tensors of known rank is run again with them: a parameter
+        gets the caller's axes when every call passes it a tensor of known axes, and they agree on the rank."""
+        for name, sites in self.call_sites.items():
+            bound: dict[str, Value] = {}
+            for param in set().union(*sites):
+                found = [site.get(param) for site in sites]
+                value: Optional[Value] = found[0]
+                for other in found[1:]:
+                    value = join(value, other) if value is not None and other is not None else None
+                if isinstance(value, Tensor) and value.axes is not None:
+                    bound[param] = replace(value, uid=0, param=False, partial=False)
+            if bound:
+                self.rebound = bound
+                self.visit(self.functions[name])
+                self.rebound = None
+
+    def note_alias(self, target: ast.expr, value: ast.expr) -> None:
+        """``attention_interface = eager_attention_forward`` (or ``get_interface(impl, eager_attention_forward)``):
+        calls of the local name reach that function of the file."""
+        if not isinstance(target, ast.Name):
+            return
+        candidates = [value] if isinstance(value, ast.Name) else [
+            *value.args, *(k.value for k in value.keywords)] if isinstance(value, ast.Call) else []
+        for node in candidates:
+            if isinstance(node, ast.Name) and node.id in self.functions and node.id not in self.env:
+                self.aliases[target.id] = node.id
+                return
 
     # ---- helpers of the same file, followed with the caller's tensors ---------------------
     def name_call(self, node: ast.Call, name: str, args: list[Optional[Value]]) -> Optional[Value]:
         helper = self.functions.get(name)
+        target = name if helper is not None and name not in self.env else self.aliases.get(name)
+        if target is not None and not self.following and self.rebound is None:
+            self.record_call(target, node, args)
         if helper is not None and name not in self.env:
             return self.follow(helper, node, args, method=False)
         return super().name_call(node, name, args)
@@ -123,13 +175,18 @@ class Checker(Calls, ast.NodeVisitor):
         args = node.args
         for expr in [*node.decorator_list, *args.defaults, *(d for d in args.kw_defaults if d is not None)]:
             self.ev(expr)
-        saved = (self.env, self.scalars, self.func, self.in_class, self.returns)
+        saved = (self.env, self.scalars, self.func, self.in_class, self.returns, self.aliases)
         params = frozenset(a.arg for a in all_args(args))
         self.func = FunctionInfo(node, self.cls if self.in_class else None, params)
         self.env, self.scalars, self.in_class, self.returns = dict(self.env), dict(self.scalars), False, None
+        self.aliases = {}
         self.bind_scope(args)
+        if self.rebound is not None:
+            self.env.update({k: replace(v, uid=next(self.uid)) for k, v in self.rebound.items() if k in params})
+            self.rebound = None  # not the functions defined inside
+
         self.run(node.body)
-        self.env, self.scalars, self.func, self.in_class, self.returns = saved
+        self.env, self.scalars, self.func, self.in_class, self.returns, self.aliases = saved
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
@@ -139,10 +196,12 @@ class Checker(Calls, ast.NodeVisitor):
         self.targets = ()
         for target in node.targets:
             self.bind(target, value, node.value)
+            self.note_alias(target, node.value)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         if node.value is not None:
             self.bind(node.target, self.ev(node.value), node.value)
+            self.note_alias(node.target, node.value)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         current = self.ev(node.target) if isinstance(node.target, ast.Name) else None

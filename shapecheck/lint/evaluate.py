@@ -36,12 +36,36 @@ class Evaluator(Scope):
         return Tensor(axes=t.axes, role="probs", scale=t.scale if t.role == "scores" else "unknown")
 
     def scaled(self, node: ast.AST, t: Tensor, factor: ast.expr) -> Tensor:
-        kind = nm.scale_kind(self.scale_names(factor, 0))
+        kind = self.root_kind(factor, 0) or nm.scale_kind(self.scale_names(factor, 0))
         self.emit(ev.Scaled(node, t, factor, kind))
         at = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
         if t.scale not in ("none", "unknown") and kind != "width":
             kind = t.scale if t.scale != "other" else kind
         return replace(t, scale=kind, scale_at=at, order=t.order, uid=0, param=False)
+
+    def root_kind(self, factor: ast.expr, depth: int) -> Optional[str]:
+        """"width" when the factor is a (reciprocal) square root of the head count times the head size
+        (``self.all_head_size ** -0.5`` with ``all_head_size = heads * head_size``), whatever the scale is called."""
+        node = factor.operand if isinstance(factor, ast.UnaryOp) else factor
+        attr = nm.self_attr(node)
+        if attr is not None and depth < 2:
+            defined = self.class_attr(attr)
+            return self.root_kind(defined, depth + 1) if isinstance(defined, (ast.BinOp, ast.Call)) else None
+        base = None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and isinstance(node.right, (ast.Constant, ast.UnaryOp)):
+            power = node.right.operand if isinstance(node.right, ast.UnaryOp) else node.right
+            base = node.left if isinstance(power, ast.Constant) and power.value == 0.5 else None
+        elif isinstance(node, ast.Call) and (nm.dotted(node.func) or "").split(".")[-1] == "sqrt" and len(node.args) == 1:
+            base = node.args[0]
+        while isinstance(base, ast.Call) and nm.dotted(base.func) in ("float", "int") and len(base.args) == 1:
+            base = base.args[0]
+        made = self.class_attr(nm.self_attr(base) or "") if base is not None else None
+        if isinstance(made, ast.BinOp):
+            base = made
+        if not (isinstance(base, ast.BinOp) and isinstance(base.op, ast.Mult)):
+            return None  # a width by its name alone may be one head's (single-head attention): the names decide
+        label = self.static_label(base, 0)
+        return "width" if label is not None and label.atoms == ("d_head", "heads") else None
 
     def scale_names(self, node: ast.AST, depth: int) -> list[str]:
         """Identifiers a scale factor is made of, following local names and ``self.`` attributes."""
@@ -191,7 +215,7 @@ class Evaluator(Scope):
     def binop(self, node: ast.AST, lnode: ast.expr, op: ast.operator, rnode: ast.expr,
               left: Optional[Value], right: Optional[Value]) -> Optional[Value]:
         if isinstance(op, ast.MatMult):
-            return matmul(_as_tensor(left), _as_tensor(right))
+            return matmul(_as_tensor(self.as_query(lnode, rnode, left)), _as_tensor(right))
         if isinstance(op, ast.Add) and (isinstance(left, Shape) or isinstance(right, Shape)):
             a, b = self.shape_of(lnode, left), self.shape_of(rnode, right)
             return None if a is None or b is None else Shape(a.axes + b.axes)
@@ -204,6 +228,23 @@ class Evaluator(Scope):
         if isinstance(op, (ast.FloorDiv, ast.Div)):
             return Dim(quotient(self.size_label(lnode), self.size_label(rnode)))
         return None
+
+    def as_query(self, lnode: ast.expr, rnode: ast.expr, value: Optional[Value]) -> Optional[Value]:
+        """A parameter of unknown rank that is the query of ``q @ k.transpose(-1, -2)`` (or ``k.mT``) in a
+        function that swaps heads and positions too (``transpose(1, 2)``) is 4-D, (batch, heads, seq, d_head),
+        its axes left unnamed."""
+        if not (isinstance(value, Tensor) and value.param and value.axes is None and isinstance(lnode, ast.Name)
+                and _key_transposed(rnode) and self.func is not None):
+            return value
+        seen = self.memo.setdefault("swaps_heads", {})
+        func = self.func.node
+        if id(func) not in seen:
+            seen[id(func)] = any(_is_swap(n, {1, 2}) or _is_swap(n, {2, 3}) for n in ast.walk(func))  # type: ignore[index]
+        if not seen[id(func)]:  # type: ignore[index]
+            return value
+        query = replace(value, axes=(None,) * 4)
+        self.env[lnode.id] = query
+        return query
 
     def tensor_arith(self, node: ast.AST, op: ast.operator, lnode: ast.expr, rnode: ast.expr,
                      left: Optional[Value], right: Optional[Value]) -> Optional[Value]:
@@ -333,6 +374,16 @@ def _each(pieces: Optional[Value]) -> Optional[Tensor]:
         found = join(found, other) if isinstance(found, Tensor) and isinstance(other, Tensor) else None
     return replace(found, uid=0) if isinstance(found, Tensor) else None
 
+
+
+def _is_swap(node: Optional[ast.AST], dims: set[int]) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "transpose" \
+        and len(node.args) == 2 and {nm.int_value(a) for a in node.args} == dims
+
+
+def _key_transposed(node: ast.expr) -> bool:
+    """``k.transpose(-1, -2)``, ``k.transpose(2, 3)`` or ``k.mT``."""
+    return _is_swap(node, {-1, -2}) or _is_swap(node, {2, 3}) or (isinstance(node, ast.Attribute) and node.attr == "mT")
 
 
 def _maybe_size(value: Optional[Value]) -> bool:

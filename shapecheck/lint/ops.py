@@ -11,11 +11,18 @@ from typing import Optional, Sequence
 
 from shapecheck.lint.tracking import WILD, Axis, Label, Target, Tensor, fresh, matmul_scale, quotient
 
+HEADS, D_HEAD = Label(("heads",), "heads"), Label(("d_head",), "d_head")
 _EINOPS_TOKEN = re.compile(r"\(|\)|\.\.\.|[A-Za-z_][A-Za-z0-9_]*|\d+")
 
 
 def resolve_wild(src: Optional[Sequence[Axis]], target: list[Target]) -> list[Target]:
-    """``view(B, T, -1)``: the ``-1`` is whatever the source has left over, when every size is named."""
+    """``view(B, T, -1)``: the ``-1`` is whatever the source has left over, when every size is named;
+    ``view(B, T, 3, heads, -1)`` of a (B, T, width) source splits the last axis, and the ``-1`` after the heads is
+    the size of one head."""
+    if src is not None and target.count(WILD) == 1 and target[-1] is WILD and len(target) > len(src) \
+            and len(target) >= 2 and target[-2] == HEADS and (src[-1] is None or "heads" not in src[-1].atoms) \
+            and all(isinstance(a, Label) and a == t for a, t in zip(src[:-1], target)):
+        return target[:-1] + [D_HEAD]
     if src is None or target.count(WILD) != 1 or any(a is None for a in src):
         return target
     if not all(isinstance(t, Label) or t is WILD for t in target):

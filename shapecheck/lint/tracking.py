@@ -116,6 +116,7 @@ class Tensor:
     uid: int = 0
     param: bool = False  # an argument nobody annotated: a tensor or a size
     min_rank: Optional[int] = None  # a lower bound on the rank when the rank itself is unknown
+    projected: bool = False  # a linear projection's output of unknown rank: its last axis is the features
 
     @property
     def rank(self) -> Optional[int]:
@@ -182,6 +183,7 @@ def _join_tensors(a: Tensor, b: Tensor) -> Tensor:
             for f in ("order", "role", "key_pos", "scale_at", "mask_at", "mask_source", "mask_uid", "min_rank")}
     return Tensor(
         axes=axes, scale=a.scale if a.scale == b.scale else "unknown", key_t=a.key_t and b.key_t, param=a.param and b.param,
+        projected=a.projected and b.projected,
         partial=a.partial or b.partial, uid=a.uid if a.uid == b.uid else 0, **same,  # type: ignore[arg-type]
     )
 
@@ -190,7 +192,8 @@ def swap(t: Tensor, d0: int, d1: int) -> Tensor:
     """``transpose(d0, d1)``."""
     rank = t.rank
     if rank is None:
-        return replace(t, axes=None, order=None, key_pos=_swap_unknown(t.key_pos, d0, d1), key_t=False)
+        return replace(t, axes=None, order=None, key_pos=_swap_unknown(t.key_pos, d0, d1), key_t=False,
+                       projected=False)
     try:
         i, j = _norm(d0, rank), _norm(d1, rank)
     except IndexError:

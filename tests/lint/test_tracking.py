@@ -144,3 +144,72 @@ def test_map_of_a_lambda_over_qkv_keeps_the_pieces_unscaled():
 def test_query_key_norms_set_their_own_temperature():
     assert codes(EINOPS.format(line="q, k = self.norm(q), self.norm(k)")) == []
     assert codes(EINOPS.format(line="q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)")) == []
+
+
+EAGER = HEADER + """
+def eager_attention_forward(module, query, key, value, scaling):
+    weights = torch.matmul(query, key.transpose(-1, -2)) * scaling
+    weights = F.softmax(weights, dim=1, dtype=torch.float32).to(query.dtype)
+    return torch.matmul(weights, value).transpose(1, 2).contiguous()
+"""
+
+
+def test_an_eager_attention_function_called_from_nowhere_reads_its_query_as_4d():
+    # q @ k.transpose(-1, -2) and a swap of heads and positions: the query is (batch, heads, seq, d_head)
+    assert_lint(EAGER, m.SoftmaxAxis)
+    assert codes(EAGER.replace("dim=1", "dim=-1")) == []
+    assert codes(EAGER.replace(".transpose(1, 2)", "")) == []  # no evidence of heads: silent
+
+
+def test_the_attention_interface_is_followed_to_the_files_function_with_the_callers_axes():
+    src = EAGER.replace(".transpose(-1, -2)) * scaling", ".transpose(-1, -2))").replace("dim=1", "dim=-1") + """
+class Attention(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads, self.head_dim = heads, dim // heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).view(B, T, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4).unbind(0)
+        attention_interface = eager_attention_forward
+        y = attention_interface(self, q, k, v, scaling=1.0)
+        return y.reshape(B, T, C)
+"""
+    assert_lint(src, m.UnscaledScores)  # the caller's q and k carry no scaling, and neither does the function
+
+
+def test_the_minus_one_after_the_heads_of_a_split_last_axis_is_the_head_size():
+    # timm's qkv.reshape(B, N, 3, self.num_heads, -1) of an F.linear output whose width nobody named
+    src = HEADER + """
+class Attention(nn.Module):
+    def __init__(self, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+    def forward(self, x, weight):
+        B, N, C = x.shape
+        qkv = F.linear(x, weight).reshape(B, N, 3, self.num_heads, -1).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv.unbind(0)
+        y = F.scaled_dot_product_attention(q, k, v)
+        return y.reshape(B, N, C)
+"""
+    assert_lint(src, m.MergeWithoutTranspose)
+    assert codes(src.replace("y.reshape(B, N, C)", "y.transpose(1, 2).reshape(B, N, C)")) == []
+
+
+def test_a_scale_built_from_heads_times_head_size_is_the_width():
+    src = HEADER + """
+class SelfAttention(nn.Module):
+    def __init__(self, hidden_size, heads):
+        super().__init__()
+        self.heads = heads
+        self.head_size = hidden_size // heads
+        self.all_size = self.heads * self.head_size
+        self.query = nn.Linear(hidden_size, self.all_size)
+    def forward(self, x):
+        B, T, C = x.shape
+        q = self.query(x).view(B, T, self.heads, self.head_size).transpose(1, 2)
+        s = q @ q.transpose(-1, -2) / self.all_size ** 0.5
+        return s.softmax(dim=-1) @ q
+"""
+    assert_lint(src, m.WidthScaledScores)
+    assert codes(src.replace("self.all_size ** 0.5", "self.head_size ** 0.5")) == []

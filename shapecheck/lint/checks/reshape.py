@@ -14,10 +14,11 @@ from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
 from shapecheck.lint.scope import Scope
 from shapecheck.lint.tracking import (
-    Dim, Label, Target, Tensor, groups, name_label, product, show, unique_index,
+    WILD, Dim, Label, Target, Tensor, groups, name_label, product, show, unique_index,
 )
 
 HEADS, D_HEAD = Label(("heads",), "heads"), Label(("d_head",), "d_head")
+BATCH = Label(("batch",), "batch")
 SEQ_Q, SEQ_K = Label(("seq_q",), "seq_q"), Label(("seq_k",), "seq_k")
 _MIXING = frozenset({"batch", "heads"})  # axes whose mixing corrupts every example
 
@@ -31,6 +32,8 @@ def reshape_checks(scope: Scope, e: ev.Reshape) -> None:
     if _key_length(scope, call, kind, src, target):
         return
     if src is None:
+        if t.projected:
+            _split_projected(scope, call, kind, target)
         return
     for check in (_order, _merge, _split):
         if check(scope, call, kind, src, target):
@@ -127,6 +130,19 @@ def _split(scope: Scope, call: ast.Call, kind: str, src: Sequence, target: list[
             scope.report(msg.SplitWithoutTranspose, call, kind, show(target), show(src), label.text)
             return True
     return False
+
+def _split_projected(scope: Scope, call: ast.Call, kind: str, target: list[Target]) -> None:
+    """``proj(x).view(B, heads, -1, d_head)``: a projection's features are its last axis, so heads split
+    from them cannot come before the positions (whatever the input's rank)."""
+    if len(target) != 4 or target[0] != BATCH or target[1] != HEADS or target[3] != D_HEAD:
+        return
+    seq = target[2]
+    if not (seq is WILD or isinstance(seq, Label) and seq.atoms and not {"batch", "heads", "d_head"} & set(seq.atoms)
+            and not all(a.isdigit() for a in seq.atoms)):
+        return
+    scope.report(msg.SplitWithoutTranspose, call, kind, show(target), "batch, ..., d_model",
+                 "seq" if seq is WILD else seq.text)  # type: ignore[union-attr]
+
 
 def _split_of(width: Optional[Label], target: list[Target]) -> Optional[tuple[Label, Label]]:
     """(the head count, the head size): heads and d_head, or two target axes whose product is ``width``

@@ -42,13 +42,32 @@ def softmax_axis(scope: Scope, e: ev.Softmax) -> None:
                  f"dim=-1 (the keys, {key_name.text if key_name else 'seq_k'})")
 
 
+def _callee(func: ast.expr) -> str:
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def _root(node: ast.expr) -> Optional[str]:
+    """``s`` for ``s``, ``s.transpose(-1, -2).contiguous()``, ``s[0]``."""
+    while True:
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            node = node.func.value
+        elif isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        else:
+            return None
+
+
 def _dual_softmax(scope: Scope, e: ev.Softmax) -> bool:
     """Matching code normalises a similarity over both axes on purpose (``softmax(s, 1) * softmax(s, 2)``)."""
     if e.source is None or scope.func is None:
         return False
-    text = ast.unparse(e.source)
+    root = _root(e.source)
     others = [c for c in ast.walk(scope.func.node) if isinstance(c, ast.Call) and c is not e.call
-              and "softmax" in ast.unparse(c.func) and c.args and text in ast.unparse(c)]
+              and _callee(c.func) in nm.SOFTMAX | {"Softmax"} and c.args and root is not None
+              and root in {_root(a) for a in c.args}  # the same scores, maybe transposed
+              and not any(sub is e.call for sub in ast.walk(c))]  # not the ``.to(dtype)`` around this one
     return bool(others)
 
 
