@@ -170,6 +170,11 @@ MASK_CONVENTIONS: dict[str, MaskConvention] = {
     "attn_mask": "ignore", "src_mask": "keep",  # torch's attn_mask: True = not allowed
     "mask": "keep", "attention_mask": "keep",  # SDPA / most research code: True or 1 = may attend
 }
+
+# Mask names whose convention a public API fixes, so lint trusts the name (verify probes behaviour instead).
+KEEP_MASK_NAMES = frozenset({"attention_mask", "input_mask", "encoder_attention_mask"})  # 1 = may attend
+PADDING_MASK_NAMES = frozenset({"key_padding_mask", "src_key_padding_mask", "tgt_key_padding_mask",
+                                "memory_key_padding_mask"})  # True = padding (torch's nn.Transformer*)
 """A mask name's usual convention; the module's probed behaviour wins (``shapecheck.testing.adapt``)."""
 MASK_TEXT: dict[MaskConvention, str] = {"keep": "True/1 = may attend", "ignore": "True = ignore", "additive": "additive float"}
 PADDING_MASKS = ("key_padding_mask", "src_key_padding_mask", "padding_mask", "encoder_padding_mask")  # (batch, seq_k) by convention

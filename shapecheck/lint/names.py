@@ -27,9 +27,6 @@ _KEEP_LEAD = re.compile(
 )
 _KEY = frozenset({"k", "v", "key", "value", "keys", "values", "kv"})
 _QUERY = frozenset({"q", "query", "queries"})
-KEEP_MASKS = frozenset({"attention_mask", "input_mask", "encoder_attention_mask"})  # 1 = attend
-PAD_MASKS = frozenset({"key_padding_mask", "src_key_padding_mask",
-                       "tgt_key_padding_mask", "memory_key_padding_mask"})  # True = padding
 # fused attention functions -> the position of their dropout probability
 FUSED_ATTENTION = {"scaled_dot_product_attention": 4, "flash_attn_func": 3, "flash_attn_varlen_func": 7,
                    "flash_attn_qkvpacked_func": 1, "flash_attn_kvpacked_func": 2}

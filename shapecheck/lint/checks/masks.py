@@ -17,6 +17,7 @@ from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
 from shapecheck.lint.scope import Scope
 from shapecheck.lint.tracking import Tensor
+from shapecheck.vocabulary import KEEP_MASK_NAMES, PADDING_MASK_NAMES
 
 _SCORE_WORDS = re.compile(r"score|attn|attention|weight|logit", re.I)
 
@@ -110,7 +111,7 @@ def _passed_under_the_name(scope: Scope) -> frozenset[str]:
         for node in ast.walk(scope.tree):
             if isinstance(node, ast.Call):
                 for kw in node.keywords:
-                    if kw.arg in nm.KEEP_MASKS | nm.PAD_MASKS and not (
+                    if kw.arg in KEEP_MASK_NAMES | PADDING_MASK_NAMES and not (
                             isinstance(kw.value, ast.Name) and kw.value.id == kw.arg):
                         found.add(kw.arg)
         scope.memo["passed_masks"] = frozenset(found)
@@ -128,9 +129,9 @@ def _mask_misuse(scope: Scope, node: ast.expr, negated: bool) -> Optional[tuple[
     if isinstance(node, ast.Name):
         if not scope.is_untouched_param(node.id):
             return None
-        if node.id in nm.KEEP_MASKS and not negated:
+        if node.id in KEEP_MASK_NAMES and not negated:
             return node.id, True
-        if node.id in nm.PAD_MASKS and negated:
+        if node.id in PADDING_MASK_NAMES and negated:
             return node.id, False
         return None
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Invert, ast.Not)):
