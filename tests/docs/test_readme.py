@@ -51,8 +51,9 @@ def test_readme_has_examples_of_every_command():
 
 
 def _rewrite(session: Session, output: list[str]) -> None:
+    """Replace the output under ``$ <command>`` (found by its text: earlier rewrites may have moved it)."""
     lines = README.read_text(encoding="utf-8").splitlines()
-    start = session.line  # index of the line after the "$"
+    start = lines.index(f"$ {session.command}") + 1
     end = start
     while end < len(lines) and not lines[end].startswith("$ ") and not lines[end].startswith("```"):
         end += 1
