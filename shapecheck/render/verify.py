@@ -24,7 +24,7 @@ def details(result: Any) -> str:
 
 def summary(report: Any) -> str:
     counts = {s: sum(r.status == s for r in report.results) for s in STATUSES}
-    line = ", ".join(f"{n} {s}" for s, n in counts.items())
+    line = ", ".join(f"{n} {s}" + ("s" if s == "warning" and n != 1 else "") for s, n in counts.items())
     return line + ("\ninterrupted: the properties above finished; the rest did not run" if report.interrupted else "")
 
 
