@@ -205,12 +205,20 @@ class LayerInForward(Message):
     args = ("layer", "method")
 
 
+class FillOverflowsHalf(Message):
+    code, name, severity = "SC120", "fill-overflows-half", "warning"
+    template = ("masked_fill(..., {0}) on attention scores in a module run in half precision, with no dtype guard: "
+                "float16 cannot hold {0} and masked_fill raises")
+    hint = "fill with torch.finfo(scores.dtype).min, or upcast the scores with .float() before the fill"
+    args = ("fill value",)
+
+
 RULES: tuple[type[Message], ...] = (
     FileNotParsed, EmptyFile, AnalysisStopped, SoftmaxAxis, UnscaledScores, WidthScaledScores,
     MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, MaskedFillDiscarded,
     MaskedFillWrongName, MaskConvention, DropoutAlwaysOn, UndefinedName, ReshapeOrder, KeyQueryLength,
     SdpaDropoutAlwaysOn, DropoutModuleAsProbability, ScaledAfterSoftmax, MaskAfterSoftmax, FillDoesNotMask,
-    LayerInForward,
+    LayerInForward, FillOverflowsHalf,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules about memory layout: they hold whatever the code means, so they are reported inside followed helpers too.

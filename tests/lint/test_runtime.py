@@ -193,3 +193,13 @@ def test_sc117_an_additive_mask_after_softmax_leaks_and_the_twin_matches_sdpa():
     expected = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=additive)
     assert torch.allclose(_clean("fairseq_attention").additive_mask_after_softmax(q, k, v, additive), expected, atol=1e-5)
     assert not torch.isfinite(_buggy("sc117_mask_after_softmax").additive_mask_after_softmax(q, k, v, additive)).all()
+
+
+@torch.no_grad()
+def test_sc120_a_minus_1e9_fill_raises_in_float16_and_the_finfo_twin_runs():
+    torch.manual_seed(0)
+    x, mask = torch.randn(2, 3, 8).half(), torch.tensor([1, 1, 0])
+    with pytest.raises(RuntimeError, match="overflow"):
+        _buggy("sc120_fill_overflows_half").half_model(8, 2)(x, mask)
+    out = _clean("half_attention").half_model(8, 2)(x, mask)
+    assert out.shape == (2, 3, 8) and torch.isfinite(out).all()

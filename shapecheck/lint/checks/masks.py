@@ -1,5 +1,5 @@
 """Masks: discarded or misnamed masked_fill (SC107, SC108), conventions (SC109), masking after the softmax
-(SC117), fill values that do not mask (SC118).
+(SC117), fill values that do not mask (SC118), large literal fills with no dtype guard (SC120).
 
 The convention rule decides from how a mask is used (the positions it fills), and
 only for a parameter nobody reassigned; where the use is unclear it stays silent.
@@ -82,6 +82,56 @@ def fill_does_not_mask(scope: Scope, e: ev.MaskedFill) -> None:
     value = fill_value(e.fill)
     if isinstance(e.tensor, Tensor) and e.tensor.role == "scores" and value is not None and value > -1.0:
         scope.report(msg.FillDoesNotMask, e.call, ast.unparse(e.fill))  # type: ignore[arg-type]
+
+
+_GUARD_WORDS = re.compile(r"finfo|dtype|float32|float16|bfloat16|^half$|autocast|^amp$", re.I)
+_HALF_WORDS = re.compile(r"^half$|float16|fp16|autocast|^amp$|GradScaler", re.I)
+_HALF_MAX = 65504.0  # the largest finite float16
+
+
+@on(ev.MaskedFill)
+def fill_overflows_half(scope: Scope, e: ev.MaskedFill) -> None:
+    """A literal fill beyond float16's range (-1e9, -1e8) on scores that feed a softmax, in a module that runs
+    in half precision (``.half()``, ``float16``, autocast), inside a function with no dtype guard.
+
+    -1e4 is not reported: float16 holds it and exp(-1e4) is 0, so it masks."""
+    value = fill_value(e.fill)
+    if not (isinstance(e.tensor, Tensor) and e.tensor.role == "scores" and value is not None
+            and -1e30 <= value < -_HALF_MAX and isinstance(e.fill, (ast.UnaryOp, ast.Constant))):
+        return
+    func = scope.func
+    if func is None or scope.following or not _mentions_half(scope) or not _has_softmax(func.node) \
+            or _has_dtype_guard(func.node):
+        return
+    scope.report(msg.FillOverflowsHalf, e.call, f"-{-value:.0e}".replace("e+0", "e").replace("e+", "e"))
+
+
+def _identifiers(node: ast.AST):
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            yield n.id, n
+        elif isinstance(n, ast.Attribute):
+            yield n.attr, n
+        elif isinstance(n, ast.keyword) and n.arg is not None:
+            yield n.arg, n
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str) and len(n.value) < 40:
+            yield n.value, n
+
+
+def _mentions_half(scope: Scope) -> bool:
+    if "mentions_half" not in scope.memo:
+        scope.memo["mentions_half"] = any(_HALF_WORDS.search(word) for word, _ in _identifiers(scope.tree))
+    return bool(scope.memo["mentions_half"])
+
+
+def _has_softmax(func: ast.AST) -> bool:
+    return any(isinstance(n, ast.Call) and "softmax" in (nm.dotted(n.func) or "").lower() for n in ast.walk(func))
+
+
+def _has_dtype_guard(func: ast.AST) -> bool:
+    """``torch.finfo``, a dtype read or check, ``.float()``/``.half()``/``.to(torch.float32)``, autocast."""
+    return any(word == "float" and isinstance(n, ast.Attribute) or _GUARD_WORDS.search(word)
+               for word, n in _identifiers(func) if not isinstance(n, ast.Constant))
 
 
 def fill_value(node: Optional[ast.expr]) -> Optional[float]:
