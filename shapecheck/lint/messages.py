@@ -213,12 +213,20 @@ class FillOverflowsHalf(Message):
     args = ("fill value",)
 
 
+class PaddingMaskOnQueries(Message):
+    code, name = "SC121", "padding-mask-on-queries"
+    template = ("mask {0} puts its {1} axis on the scores' query axis ({2}): padded keys keep their weight "
+                "(query rows are masked instead), or it fails to broadcast when the lengths differ")
+    hint = "put the key axis last: mask[:, None, None, :] (or unsqueeze(1).unsqueeze(2)) on [batch, heads, {2}, {1}] scores"
+    args = ("mask", "key axis", "query axis")
+
+
 RULES: tuple[type[Message], ...] = (
     FileNotParsed, EmptyFile, AnalysisStopped, SoftmaxAxis, UnscaledScores, WidthScaledScores,
     MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, MaskedFillDiscarded,
     MaskedFillWrongName, MaskConvention, DropoutAlwaysOn, UndefinedName, ReshapeOrder, KeyQueryLength,
     SdpaDropoutAlwaysOn, DropoutModuleAsProbability, ScaledAfterSoftmax, MaskAfterSoftmax, FillDoesNotMask,
-    LayerInForward, FillOverflowsHalf,
+    LayerInForward, FillOverflowsHalf, PaddingMaskOnQueries,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules about memory layout: they hold whatever the code means, so they are reported inside followed helpers too.

@@ -203,3 +203,24 @@ def test_sc120_a_minus_1e9_fill_raises_in_float16_and_the_finfo_twin_runs():
         _buggy("sc120_fill_overflows_half").half_model(8, 2)(x, mask)
     out = _clean("half_attention").half_model(8, 2)(x, mask)
     assert out.shape == (2, 3, 8) and torch.isfinite(out).all()
+
+
+@torch.no_grad()
+@pytest.mark.parametrize("method", ["forward", "forward_unsqueezed"])
+def test_sc121_a_padding_mask_on_the_query_axis_lets_padded_keys_through_and_the_twin_does_not(method):
+    torch.manual_seed(0)
+    x, memory = torch.randn(1, 3, 8), torch.randn(1, 3, 8)
+    pad = torch.tensor([[False, False, True]])  # the last key is padding
+    other = memory.clone()
+    other[:, -1].normal_()  # only the padded key changes
+
+    def first_query(cls, mem):
+        return getattr(cls, method)(x, mem, pad)[:, 0]
+
+    buggy = _buggy("sc121_padding_mask_on_queries").CrossAttention(8, 2).eval()
+    assert not torch.allclose(first_query(buggy, memory), first_query(buggy, other))
+    with pytest.raises(RuntimeError):
+        getattr(buggy, method)(torch.randn(1, 4, 8), memory, pad)  # seq_q != seq_k: no broadcast
+    clean = _clean("cross_attention_padding").CrossAttention(8, 2).eval()
+    assert torch.allclose(first_query(clean, memory), first_query(clean, other))
+    assert clean(torch.randn(1, 4, 8), memory, pad).shape == (1, 4, 8)

@@ -1,5 +1,5 @@
 """Masks: discarded or misnamed masked_fill (SC107, SC108), conventions (SC109), masking after the softmax
-(SC117), fill values that do not mask (SC118), large literal fills with no dtype guard (SC120).
+(SC117), fill values that do not mask (SC118), large literal fills with no dtype guard (SC120), a key padding mask laid on the query axis (SC121).
 
 The convention rule decides from how a mask is used (the positions it fills), and
 only for a parameter nobody reassigned; where the use is unclear it stays silent.
@@ -16,7 +16,7 @@ from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
 from shapecheck.lint.scope import Scope
-from shapecheck.lint.tracking import Tensor
+from shapecheck.lint.tracking import Label, Tensor
 from shapecheck.vocabulary import KEEP_MASK_NAMES, PADDING_MASK_NAMES
 
 _SCORE_WORDS = re.compile(r"score|attn|attention|weight|logit", re.I)
@@ -132,6 +132,58 @@ def _has_dtype_guard(func: ast.AST) -> bool:
     """``torch.finfo``, a dtype read or check, ``.float()``/``.half()``/``.to(torch.float32)``, autocast."""
     return any(word == "float" and isinstance(n, ast.Attribute) or _GUARD_WORDS.search(word)
                for word, n in _identifiers(func) if not isinstance(n, ast.Constant))
+
+
+@on(ev.MaskedFill)
+def padding_mask_on_queries(scope: Scope, e: ev.MaskedFill) -> None:
+    """Cross-attention scores [batch, heads, seq_q, seq_k] filled by a mask whose tracked seq_k axis sits at the
+    query position with a size-1 axis last (``mask[:, None, :, None]``, ``unsqueeze(1).unsqueeze(-1)``)."""
+    t = e.tensor
+    if not (isinstance(t, Tensor) and t.role == "scores" and t.axes is not None and len(t.axes) == 4
+            and t.key_pos == 3) or e.mask is None or scope.following:
+        return
+    query, key = t.axes[2], t.axes[3]
+    if query is None or key is None or not query.atoms or not key.atoms or query == key:
+        return
+    mask = _mask_axes(scope, _mask_core(e.mask))
+    if mask is None or len(mask) != 4:
+        return
+    if mask[2] == key and mask[3] is not None and not mask[3].atoms and mask[3].text == "1":
+        scope.report(msg.PaddingMaskOnQueries, e.mask, ast.unparse(e.mask), key.text, query.text)
+
+
+def _mask_core(node: ast.expr) -> ast.expr:
+    """The mask tensor under ``~m``, ``m == 0``, ``m.bool()``, ``m.logical_not()``."""
+    while True:
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Invert, ast.Not)):
+            node = node.operand
+        elif isinstance(node, ast.Compare) and len(node.ops) == 1:
+            node = node.left
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.args \
+                and node.func.attr in ("bool", "logical_not"):
+            node = node.func.value
+        else:
+            return node
+
+
+def _mask_axes(scope: Scope, node: ast.expr) -> Optional[tuple]:
+    """The mask's axes: tracked, or ``m[:, None, :, None]`` of a tracked ``m`` (None adds a size-1 axis)."""
+    if isinstance(node, ast.Subscript):
+        base = scope.values.get(id(node.value))
+        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if not isinstance(base, Tensor) or base.axes is None:
+            return None
+        whole = [p for p in parts if isinstance(p, ast.Slice) and p.lower is None and p.upper is None
+                 and p.step is None]
+        new = [p for p in parts if isinstance(p, ast.Constant) and p.value is None]
+        if len(whole) + len(new) != len(parts) or len(whole) != len(base.axes):
+            return None
+        axes, source = [], iter(base.axes)
+        for p in parts:
+            axes.append(next(source) if isinstance(p, ast.Slice) else Label((), "1"))
+        return tuple(axes)
+    value = scope.values.get(id(node))
+    return value.axes if isinstance(value, Tensor) else None
 
 
 def fill_value(node: Optional[ast.expr]) -> Optional[float]:
