@@ -224,3 +224,16 @@ def test_sc121_a_padding_mask_on_the_query_axis_lets_padded_keys_through_and_the
     clean = _clean("cross_attention_padding").CrossAttention(8, 2).eval()
     assert torch.allclose(first_query(clean, memory), first_query(clean, other))
     assert clean(torch.randn(1, 4, 8), memory, pad).shape == (1, 4, 8)
+
+
+@torch.no_grad()
+def test_sc113_keys_viewed_with_the_query_input_shape_fail_or_mix_positions_and_the_twin_does_not():
+    torch.manual_seed(0)
+    buggy = _buggy("sc113_input_shape_cross_attention").CrossAttention(8, 2).eval()
+    clean = _clean("hf_cross_attention").CrossAttention(8, 2).eval()
+    clean.load_state_dict(buggy.state_dict())
+    with pytest.raises(RuntimeError, match="invalid for input of size"):
+        buggy(torch.randn(2, 3, 8), torch.randn(2, 5, 8))
+    assert clean(torch.randn(2, 3, 8), torch.randn(2, 5, 8)).shape == (2, 3, 8)
+    x, memory = torch.randn(2, 4, 8), torch.randn(2, 2, 8)  # 4 queries, 2 keys: the view runs and is wrong
+    assert not torch.allclose(buggy(x, memory), clean(x, memory), atol=1e-4)

@@ -26,6 +26,8 @@ _MIXING = frozenset({"batch", "heads"})  # axes whose mixing corrupts every exam
 @on(ev.Reshape)
 def reshape_checks(scope: Scope, e: ev.Reshape) -> None:
     call, kind, t, target = e.call, e.kind, e.tensor, e.target
+    if _key_query_shape(scope, call, kind):
+        return
     if target is None:
         return
     src = t.axes
@@ -51,6 +53,81 @@ def _key_length(scope: Scope, call: ast.Call, kind: str, src: Optional[Sequence]
     q_text = _arg_text(call, target.index(SEQ_Q), "tgt_len")
     scope.report(msg.KeyQueryLength, call, q_text, kind, show(target), _seq_k_name(scope) or "src_len")
     return True
+
+_KV_INPUTS = frozenset({"key_value_states", "encoder_hidden_states"})
+
+
+def _key_query_shape(scope: Scope, call: ast.Call, kind: str) -> bool:
+    """``self.k_proj(key_value_states).view(*input_shape, -1, d)`` (or ``.view(hidden_shape)``) where the shape
+    is the query input's ``x.shape[:-1]``: keys and values take the query length in cross-attention."""
+    func = scope.func
+    if func is None or scope.following or not isinstance(call.func, ast.Attribute):
+        return False
+    source = _projected_input(call.func.value, _plain_aliases(func.node))
+    if source is None:
+        return False
+    shapes = _query_shapes(func.node, source)
+    used = [a.value.id for a in call.args if isinstance(a, ast.Starred) and isinstance(a.value, ast.Name)]
+    used += [a.id for a in call.args[:1] if len(call.args) == 1 and isinstance(a, ast.Name)]
+    hit = next((shapes[n] for n in used if n in shapes), None)
+    if hit is None:
+        return False
+    name, query = hit
+    scope.report(msg.KeyQueryLength, call, f"{name} = {query}.shape[:-1]", kind, ", ".join(map(ast.unparse, call.args)),
+                 f"{source}.shape[:-1]")
+    return True
+
+
+def _plain_aliases(func: ast.AST) -> dict[str, str]:
+    """Names assigned exactly once, straight from a key/value input (``current_states = key_value_states``)."""
+    if not hasattr(func, "_sc_kv_aliases"):
+        stores = Counter(n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+        found = {n: n for n in _KV_INPUTS if stores[n] == 0}
+        for node in ast.walk(func):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                    and isinstance(node.value, ast.Name) and node.value.id in found \
+                    and stores[node.targets[0].id] == 1:
+                found[node.targets[0].id] = node.value.id
+        func._sc_kv_aliases = found  # type: ignore[attr-defined]
+    return func._sc_kv_aliases  # type: ignore[attr-defined]
+
+
+def _projected_input(node: ast.expr, aliases: dict[str, str]) -> Optional[str]:
+    """The key/value input of ``self.k_proj(x)`` (a projection called on one name), else None."""
+    if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords \
+            and nm.self_attr(node.func) is not None and isinstance(node.args[0], ast.Name):
+        return aliases.get(node.args[0].id)
+    return None
+
+
+def _query_shapes(func: ast.AST, source: str) -> dict[str, tuple[str, str]]:
+    """Shape names made of another input's ``x.shape[:-1]`` / ``x.size()[:-1]``, each assigned once:
+    ``input_shape = x.shape[:-1]`` and ``hidden_shape = (*input_shape, -1, d)`` -> (input_shape, x)."""
+    stores = Counter(n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+    found: dict[str, tuple[str, str]] = {}
+    assigns = [n for n in ast.walk(func) if isinstance(n, ast.Assign) and len(n.targets) == 1
+               and isinstance(n.targets[0], ast.Name) and stores[n.targets[0].id] == 1]
+    for node in assigns:
+        v = node.value
+        if isinstance(v, ast.Subscript) and isinstance(v.slice, ast.Slice) and v.slice.lower is None \
+                and v.slice.step is None and ast.unparse(v.slice.upper or ast.Constant(0)) == "-1":
+            base = v.value
+            if isinstance(base, ast.Call) and isinstance(base.func, ast.Attribute) and base.func.attr == "size" \
+                    and not base.args:
+                base = base.func.value
+            elif isinstance(base, ast.Attribute) and base.attr == "shape":
+                base = base.value
+            else:
+                continue
+            if isinstance(base, ast.Name) and base.id != source and base.id not in _KV_INPUTS:
+                found[node.targets[0].id] = (node.targets[0].id, base.id)
+    for node in assigns:
+        v = node.value
+        if isinstance(v, ast.Tuple) and v.elts and isinstance(v.elts[0], ast.Starred) \
+                and isinstance(v.elts[0].value, ast.Name) and v.elts[0].value.id in found:
+            found[node.targets[0].id] = found[v.elts[0].value.id]
+    return found
+
 
 def _receiver_names(scope: Scope, call: ast.Call) -> list[str]:
     """The names assigned to, and the names along the receiver's chain (``self.k_proj(x).view`` -> k_proj)."""
