@@ -63,7 +63,7 @@ def _key_query_shape(scope: Scope, call: ast.Call, kind: str) -> bool:
     func = scope.func
     if func is None or scope.following or not isinstance(call.func, ast.Attribute):
         return False
-    source = _projected_input(call.func.value, _plain_aliases(func.node))
+    source = _projected_input(call.func.value, _plain_aliases(scope, func.node))
     if source is None:
         return False
     shapes = _query_shapes(func.node, source)
@@ -78,9 +78,10 @@ def _key_query_shape(scope: Scope, call: ast.Call, kind: str) -> bool:
     return True
 
 
-def _plain_aliases(func: ast.AST) -> dict[str, str]:
+def _plain_aliases(scope: Scope, func: ast.AST) -> dict[str, str]:
     """Names assigned exactly once, straight from a key/value input (``current_states = key_value_states``)."""
-    if not hasattr(func, "_sc_kv_aliases"):
+    key = f"kv_aliases:{id(func)}"
+    if key not in scope.memo:
         stores = Counter(n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
         found = {n: n for n in _KV_INPUTS if stores[n] == 0}
         for node in ast.walk(func):
@@ -88,8 +89,8 @@ def _plain_aliases(func: ast.AST) -> dict[str, str]:
                     and isinstance(node.value, ast.Name) and node.value.id in found \
                     and stores[node.targets[0].id] == 1:
                 found[node.targets[0].id] = node.value.id
-        func._sc_kv_aliases = found  # type: ignore[attr-defined]
-    return func._sc_kv_aliases  # type: ignore[attr-defined]
+        scope.memo[key] = found
+    return scope.memo[key]  # type: ignore[return-value]
 
 
 def _projected_input(node: ast.expr, aliases: dict[str, str]) -> Optional[str]:
