@@ -50,7 +50,7 @@ from typing import Any, Optional
 import torch
 from torch import nn
 
-from shapecheck.errors import UsageError
+from shapecheck.errors import UsageError, first_line
 from shapecheck.vocabulary import AMBIGUOUS_WIDTHS, CONFIG_PARAMETERS, CONSTRUCTOR_ROLES, ROLE_FALLBACKS, constructor_role
 
 HEAD_NAMES = CONSTRUCTOR_ROLES["heads"]  # read by shapecheck.auditing.recognize
@@ -133,11 +133,6 @@ def _importing_from(directory: str) -> Iterator[None]:
         sys.path[:], sys.dont_write_bytecode = old_path, old_flag
 
 
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
-
-
 def _import_file(path: str) -> Any:
     if not os.path.isfile(path):
         raise UsageError(f"no such file: {path}")
@@ -155,7 +150,7 @@ def _import_file(path: str) -> Any:
         sys.modules.pop(module_name, None)
         if isinstance(error, KeyboardInterrupt):
             raise
-        raise UsageError(f"cannot import {path}: {_first_line(error)}") from None
+        raise UsageError(f"cannot import {path}: {first_line(error)}") from None
     return module
 
 
@@ -166,7 +161,7 @@ def _import_module(name: str) -> Any:
     except BaseException as error:  # noqa: BLE001
         if isinstance(error, KeyboardInterrupt):
             raise
-        raise UsageError(f"cannot import module {name}: {_first_line(error)}") from None
+        raise UsageError(f"cannot import module {name}: {first_line(error)}") from None
 
 
 def _is_file(source: str) -> bool:
@@ -555,7 +550,7 @@ def construct(target: Target, construction: Construction, device: str = "cpu") -
         if missing:
             raise UsageError(f"{target.spec}: {target.name} reads config attributes with no role shapecheck knows: "
                              f"{', '.join(missing)}; give them with --init '{missing[0]}=...'") from None
-        raise UsageError(f"{target.spec}: the module fails to construct: {construction.describe()} raised {_first_line(error)}; {INIT_HINT}") from None
+        raise UsageError(f"{target.spec}: the module fails to construct: {construction.describe()} raised {first_line(error)}; {INIT_HINT}") from None
     if not isinstance(module, nn.Module):
         raise UsageError(f"{target.spec}: factory {target.name} returned {type(module).__name__}, not an nn.Module")
     return module

@@ -17,6 +17,7 @@ from typing import Any, Optional, Union
 import torch
 from torch import Tensor, nn
 
+from shapecheck import errors
 from shapecheck.testing.adapt import (
     MASK_SHAPES, Convention, Layout, MaskKind, MaskOption, Outcome, Sizes, arguments, call, forward_parameters, read_signature,
     takes_transformers_masks, window_of,
@@ -29,9 +30,8 @@ _KINDS: tuple[MaskKind, ...] = ("keep", "ignore", "additive", "keep_float")
 
 
 def first_line(error: BaseException) -> str:
-    """``Type: first line of the message`` (at most 200 characters)."""
-    lines = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {lines[0] if lines else ''}"[:200]
+    """``errors.first_line``, at most 200 characters (verify's messages sit in a table cell)."""
+    return errors.first_line(error)[:200]
 
 
 def attempt(module: nn.Module, conv: Convention, query: Tensor, key: Optional[Tensor] = None, **kw: Any) -> Union[Outcome, str]:

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import HypothesisException
 from hypothesis.reporting import with_reporter
 
-from shapecheck.errors import UsageError
+from shapecheck.errors import UsageError, first_line
 from shapecheck.testing.hints import hint
 from shapecheck.testing.properties import PROPERTIES, PROPERTY_NAMES, WARNING, Property
 from shapecheck.testing.strategies import AttentionCase, attention_cases
@@ -112,8 +112,7 @@ def _reason(subject: Subject, prop: Property, case: AttentionCase, draw: Any) ->
     except UsageError:
         raise
     except Exception as error:  # noqa: BLE001 - the module under test may raise anything
-        lines = str(error).strip().splitlines()
-        return f"raised {type(error).__name__}: {lines[0] if lines else ''}"[:300]
+        return f"raised {first_line(error)}"[:300]
 
 
 def run_property(subject: Subject, prop: Property, passed: frozenset[str] = frozenset(),
