@@ -44,8 +44,8 @@ class Sizes:
 
 def make_sizes(values: dict[str, Any]) -> Sizes:
     """``Sizes`` from a preset's values, d_k = d_v = d_model / heads unless given."""
-    if values["d_model"] % values["heads"]:
+    if values["d_model"] % values["heads"] and not ("d_k" in values and "d_v" in values):
         raise UsageError(f"--d-model {values['d_model']} is not divisible by --heads {values['heads']}")
-    d_head = values["d_model"] // values["heads"]
+    d_head = max(values["d_model"] // values["heads"], 1)
     known = {k: v for k, v in values.items() if k in Sizes.__dataclass_fields__}
     return Sizes(**{"d_k": d_head, "d_v": d_head, **known})
