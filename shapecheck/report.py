@@ -46,14 +46,18 @@ class ReportConfig:
     def kind(self) -> Kind:
         return KINDS[self.model]
 
-    def label(self) -> str:
-        """``preset bert-base (Devlin et al. 2019, BERT-base)`` or ``model encoder``, then the sizes it reads."""
-        head = f"preset {self.preset} ({PRESETS[self.preset].source})" if self.preset else f"model {self.model}"
+    def described(self) -> dict[str, Any]:
+        """The sizes this kind reads: d_model, heads, then those of d_k, d_v, d_ff, layers, vocab, max_seq, impl."""
         s = self.sizes
         shown = {"d_model": s.d_model, "heads": s.heads, "d_k": s.d_k, "d_v": s.d_v, "d_ff": s.d_ff,
                  "layers": s.layers, "vocab": s.vocab, "max_seq": s.max_seq, "impl": s.impl}
         uses = self.kind.uses | {"d_model", "heads"} | ({"d_v"} if "d_k" in self.kind.uses else set())
-        return head + ": " + " ".join(f"{k}={v}" for k, v in shown.items() if k in uses)
+        return {k: v for k, v in shown.items() if k in uses}
+
+    def label(self) -> str:
+        """``preset bert-base (Devlin et al. 2019, BERT-base): d_model=768 ...`` or ``model encoder: ...``."""
+        head = f"preset {self.preset} ({PRESETS[self.preset].source})" if self.preset else f"model {self.model}"
+        return head + ": " + " ".join(f"{k}={v}" for k, v in self.described().items())
 
 
 def build(config: ReportConfig) -> tuple[nn.Module, str, Feed]:

@@ -8,6 +8,7 @@ Exit codes: 0 success; 1 a measured value disagrees with its formula, or
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional
 
 import typer
@@ -86,15 +87,17 @@ def register(app: typer.Typer) -> None:
             from shapecheck.counting.load import load_model
 
             module, name = load_model(target, config_file, init=init, sizes={"d_model": d_model, "heads": heads})
-            feed = None
+            feed, described = None, {}
         else:
             from shapecheck.report import build, resolve_config
 
             if init:
                 usage_error("--init sets a TARGET's constructor arguments; --model and --preset take size flags")
             sizes = dict(zip(SIZE_FLAGS, (d_model, heads, layers, d_ff, d_k, d_v, batch, vocab, max_seq)))
-            module, name, feed = build(resolve_config(model, preset, seq_len=seq_len, impl=impl, **sizes))
-        result = _report(module, name, settings, feed, length, fvcore, dtype)
+            config = resolve_config(model, preset, seq_len=seq_len, impl=impl, **sizes)
+            module, name, feed = build(config)
+            described = config.described()
+        result = replace(_report(module, name, settings, feed, length, fvcore, dtype), sizes=described)
         typer.echo(render(result, output_format, strict), nl=False)
         if plot:
             typer.echo(chart(module, settings.batch), nl=False)
@@ -119,8 +122,6 @@ def _check_combinations(length, settings, output_format: str, plot: bool, plot_f
 
 def _report(module, name: str, settings, feed, length, fvcore: bool, dtype: Optional[str]):
     """The model report at ``settings``; a named length gives polynomials (``counting.symbolic``)."""
-    from dataclasses import replace
-
     from shapecheck.counting.hf import config_dtype
     from shapecheck.counting.symbolic import interpolated
     from shapecheck.counting.tree import model_report

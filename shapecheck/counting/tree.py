@@ -75,6 +75,7 @@ class ModelReport:
     uncounted: list[dict[str, Any]]
     notes: list[str] = field(default_factory=list)
     crossover: dict[str, Any] = field(default_factory=dict)  # where the S² terms overtake the S-linear ones
+    sizes: dict[str, Any] = field(default_factory=dict)  # a built-in model's sizes (d_model, heads, ...), for the record
 
     @property
     def agrees(self) -> bool:
@@ -155,9 +156,12 @@ def input_shapes(module: nn.Module, parts: dict[str, Part]) -> Iterator[dict[str
     shapes: dict[str, tuple[int, ...]] = {}
 
     def hook(path: str):
-        def record(_: nn.Module, args: tuple, kwargs: dict) -> None:
+        def record(called: nn.Module, args: tuple, kwargs: dict) -> None:
             first = next((a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)), None)
-            shapes.setdefault(path, tuple(first.shape) if first is not None and first.dim() >= 2 else ())
+            shape = tuple(first.shape) if first is not None and first.dim() >= 2 else ()
+            if len(shape) == 3 and getattr(called, "batch_first", True) is False:  # torch's (seq, batch, width)
+                shape = (shape[1], shape[0], shape[2])
+            shapes.setdefault(path, shape)
         return record
 
     handles = [module.get_submodule(p).register_forward_pre_hook(hook(p), with_kwargs=True) for p in parts]
@@ -253,7 +257,7 @@ def model_report(module: nn.Module, name: str, s: Settings, feed: Optional[Feed]
     total = {"params": total_params, "active_params": _active(module, parts, total_params), "flops": flops,
              "macs": flops // 2, "flops_per_token": flops // tokens, "tokens": tokens}
     per_token = _per_token(module, parts, s, total_params, flops // tokens)
-    notes = _notes(parts, s)
+    notes = _notes(parts, s) + tied_notes(module)
     unused = [p for p, _ in entries if p in parts and p not in shapes]
     if unused:
         notes.append("not called as modules, so not compared with their formulas (their parent uses the weights "
@@ -290,6 +294,13 @@ def with_fvcore(module: nn.Module, feed: Feed, s: Settings, rows: list[Row], not
                  "which it then counts as 0")
     return [r if r.kind == "repeat" else replace(r, fvcore_macs=counts.get("" if r.path == "(model)" else r.path, 0))
             for r in rows]
+
+
+def tied_notes(module: nn.Module) -> list[str]:
+    from shapecheck.counting.params import tied_parameters
+
+    return [f"tied: {' = '.join(group)} are one tensor, counted once (in the first module that holds it)"
+            for group in tied_parameters(module)]
 
 
 ROUTING_OPS = ("topk", "sort", "argsort", "cumsum", "histc", "bincount", "one_hot", "nonzero", "scatter", "scatter_add",

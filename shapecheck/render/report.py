@@ -60,7 +60,7 @@ def as_dict(report: ModelReport) -> dict[str, Any]:
     A polynomial (``--seq-len S``) is written as its sympy text, e.g. ``"32*S**2 + 128*S"``.
     """
     rows = [{**asdict(r), "agrees": r.agrees if r.expected_params is not None else None} for r in report.rows]
-    return {"config": {"model": report.name, **asdict(report.settings)}, "rows": rows,
+    return {"config": {"model": report.name, **report.sizes, **asdict(report.settings)}, "rows": rows,
             "total": {**report.total, "per_token": report.per_token}, "memory": report.memory,
             "crossover": report.crossover, "uncounted": report.uncounted, "notes": report.notes}
 
