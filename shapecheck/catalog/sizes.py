@@ -32,15 +32,6 @@ class Sizes:
     qkv_bias: bool = False
     tie_embeddings: bool = False
 
-    def values(self) -> dict[Any, int]:
-        """Symbol -> value for the formulas (batch and sequence length come from the run)."""
-        from shapecheck.counting import formulas as f
-
-        return {
-            f.h: self.heads, f.d_model: self.d_model, f.d_k: self.d_k, f.d_v: self.d_v, f.d_ff: self.d_ff,
-            f.vocab: self.vocab, f.max_seq: self.max_seq, f.segments: self.segments,
-        }
-
 
 def make_sizes(values: dict[str, Any]) -> Sizes:
     """``Sizes`` from a preset's values, d_k = d_v = d_model / heads unless given."""

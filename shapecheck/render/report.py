@@ -88,11 +88,11 @@ def _footer(report: ModelReport) -> list[str]:
              f"{per_token}; MACs {number(t['macs'])}"]
     if m:
         lines.append("memory: " + ", ".join(f"{k} {human_bytes(v)}" for k, v in m.items()))
-    lines += crossover_lines(report)
     for name, entry in report.per_token.get("estimates", {}).items():
         lines.append(f"per token, {name}: forward {entry['forward']:,}, train {entry['train']:,} ({entry['convention']})")
     if "mfu" in report.per_token:
         lines.append(f"MFU: {100 * report.per_token['mfu']:.1f}%")
+    lines += crossover_lines(report)
     lines += [f"uncounted: {e['op']}: {e['calls']} calls" for e in report.uncounted] or ["uncounted: none"]
     return lines + [f"note: {n}" for n in report.notes]
 
