@@ -32,20 +32,11 @@ class Sizes:
     qkv_bias: bool = False
     tie_embeddings: bool = False
 
-    def values(self) -> dict[Any, int]:
-        """Symbol -> value for the formulas (batch and sequence length come from the run)."""
-        from shapecheck.counting import formulas as f
-
-        return {
-            f.h: self.heads, f.d_model: self.d_model, f.d_k: self.d_k, f.d_v: self.d_v, f.d_ff: self.d_ff,
-            f.vocab: self.vocab, f.max_seq: self.max_seq, f.segments: self.segments,
-        }
-
 
 def make_sizes(values: dict[str, Any]) -> Sizes:
     """``Sizes`` from a preset's values, d_k = d_v = d_model / heads unless given."""
-    if values["d_model"] % values["heads"]:
+    if values["d_model"] % values["heads"] and not ("d_k" in values and "d_v" in values):
         raise UsageError(f"--d-model {values['d_model']} is not divisible by --heads {values['heads']}")
-    d_head = values["d_model"] // values["heads"]
+    d_head = max(values["d_model"] // values["heads"], 1)
     known = {k: v for k, v in values.items() if k in Sizes.__dataclass_fields__}
     return Sizes(**{"d_k": d_head, "d_v": d_head, **known})

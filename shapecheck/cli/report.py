@@ -1,32 +1,31 @@
-"""``shapecheck report``: per-layer parameters and FLOPs next to their closed forms.
+"""``shapecheck report``: per-module parameters and FLOPs next to their closed forms.
 
-Rendering only: the numbers come from ``shapecheck.report.build_report``.
+Parsing only: the model comes from ``counting.load`` (a TARGET or a config) or ``shapecheck.report``
+(a built-in kind or preset), the numbers from ``counting.tree.model_report``, the text from ``render``.
 Exit codes: 0 success; 1 a measured value disagrees with its formula, or
 ``--strict`` and some op did work without a formula; 2 bad input.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional
 
 import typer
 
+from shapecheck.catalog import KINDS, PRESETS
 from shapecheck.cli import options
 from shapecheck.cli.common import EXIT_FINDINGS, usage_error
-from shapecheck.counting.models import MODELS
-from shapecheck.catalog import PRESETS
-from shapecheck.errors import ShapecheckError
-
 from shapecheck.counting.memory import DTYPES
 from shapecheck.counting.per_token import PEAK_TFLOPS
-from shapecheck.counting.tree import MODES
-from shapecheck.render.builtin_report import render
+from shapecheck.counting.tree import MODES, Settings
+from shapecheck.render.report import exit_code, render
 from shapecheck.render.report_chart import chart, write_chart
 
 FORMATS = ("table", "json", "markdown", "csv")
 DTYPE_NAMES = tuple(DTYPES)
 SIZE_FLAGS = ("d_model", "heads", "layers", "d_ff", "d_k", "d_v", "batch", "vocab", "max_seq")
-MODEL_HELP = "; ".join(f"{name}: {kind.help}" for name, kind in MODELS.items())
+MODEL_HELP = "; ".join(f"{name}: {kind.help}" for name, kind in KINDS.items())
 
 
 def register(app: typer.Typer) -> None:
@@ -46,12 +45,12 @@ def register(app: typer.Typer) -> None:
         init: Optional[dict] = options.init(),
         heads: Optional[int] = options.heads("Attention heads h (default 8; a TARGET's or preset's own)."),
         d_model: Optional[int] = options.d_model("Model width (default 512; a TARGET's or preset's own)."),
-        model: Optional[str] = options.choice("--model", choices=tuple(MODELS), help=f"A built-in model. {MODEL_HELP}."),
+        model: Optional[str] = options.choice("--model", choices=tuple(KINDS), help=f"A built-in model. {MODEL_HELP}."),
         layers: Optional[int] = options.positive("--layers", help="Layers per stack (default 6)."),
         d_ff: Optional[int] = options.positive("--d-ff", help="Feed-forward width (default 4·d_model)."),
         d_k: Optional[int] = options.positive("--d-k", help="Per-head query/key width (default d_model/h)."),
         d_v: Optional[int] = options.positive("--d-v", help="Per-head value width (default d_model/h)."),
-        seq_len: Optional[str] = options.text("--seq-len", metavar="N|NAME", help="Sequence length (default 128), or (built-in models) a name such as S for polynomials in it."),
+        seq_len: Optional[str] = options.text("--seq-len", metavar="N|NAME", help="Sequence length (default 128), or a name such as S: FLOPs as polynomials in it (--mode forward)."),
         batch: Optional[int] = options.positive("--batch", help="Batch size (default 1)."),
         vocab: Optional[int] = options.positive("--vocab", help="Vocabulary (models with embeddings or heads)."),
         max_seq: Optional[int] = options.positive("--max-seq", help="Learned position table size (bert, gpt)."),
@@ -64,72 +63,73 @@ def register(app: typer.Typer) -> None:
         all_layers: bool = options.flag("--all-layers", help="Table: show every layer, not layer 0 and a summary of identical ones."),
         fvcore: bool = options.flag("--fvcore", help="Add fvcore's count per row as a cross-check (fvcore reports MACs and calls them flops)."),
     ) -> None:
-        """Per-layer parameters and FLOPs with their closed-form formulas, measured on the real module.
+        """Per-module parameters and FLOPs with their closed-form formulas, measured on the meta device.
 
-        Parameters come from the reference module built on the meta device (no weights allocated),
-        FLOPs from dispatch-level counting of one forward pass; both sit next to the formula.
+        Any model: a TARGET, a transformers config, a built-in kind (--model) or a preset. Rows come from its
+        module tree; each recognised part (attention, MLP, norm, embedding, MoE ...) carries its formula.
         """
-        from shapecheck.report import build_report, numeric_length, resolve_config
+        from shapecheck.report import parse_length
 
-        tree_preset = preset if preset in tree_presets() else None
-        if target is not None or config_file is not None or tree_preset:
-            peak = float(peak_tflops) if peak_tflops else PEAK_TFLOPS.get(device_name or "")
-            settings = dict(mode=mode, context=context, dtype=dtype, depth=depth, recompute=recompute,
-                            causal_flops=causal_flops, tokens_per_second=tokens_per_second, peak_tflops=peak,
-                            batch=batch or 1, seq_len=numeric_length(seq_len))
-            flags = dict(model=model, preset=None if tree_preset else preset, layers=layers, d_ff=d_ff, d_k=d_k, d_v=d_v, vocab=vocab,
-                         max_seq=max_seq, impl=impl, plot=plot or None, plot_file=plot_file, fvcore=fvcore or None)
-            _tree_report(target, config_file, output_format, settings, flags, init,
-                         {"d_model": d_model, "heads": heads}, tree_preset, strict)
-            return
-        any_model = dict(mode=None if mode == "forward" else mode, dtype=dtype, depth=depth, recompute=recompute or None,
-                         causal_flops=None if causal_flops == "full" else causal_flops, init=init,
-                         tokens_per_second=tokens_per_second, peak_tflops=peak_tflops, device=device_name)
-        given = [name for name, value in any_model.items() if value is not None]
-        if given:
-            usage_error(f"--{given[0].replace('_', '-')} applies to a TARGET, --config or the presets "
-                        f"{', '.join(tree_presets())}, not to the built-in models (--model)")
-        if plot and output_format in ("json", "csv"):
-            usage_error(f"--plot draws a terminal chart, which would break --format {output_format} output; "
-                        "use --format table or markdown with --plot, or --plot-file")
-        sizes = dict(zip(SIZE_FLAGS, (d_model, heads, layers, d_ff, d_k, d_v, batch, vocab, max_seq)))
-        config = resolve_config(model, preset, seq_len=seq_len, impl=impl, **sizes)
-        if plot_file is not None:
-            _require_matplotlib()
-        result = build_report(config, fvcore=fvcore)
-        code = EXIT_FINDINGS if not result.agrees or (strict and result.uncounted) else 0
-        typer.echo(render(result, output_format, all_layers, code), nl=False)
+        length = parse_length(seq_len)
+        settings = Settings(batch=batch or 1, seq_len=4 if isinstance(length, str) else length, mode=mode,
+                            context=context, dtype=dtype or "float32", depth=depth, recompute=recompute,
+                            causal_flops=causal_flops, tokens_per_second=tokens_per_second,
+                            peak_tflops=float(peak_tflops) if peak_tflops else PEAK_TFLOPS.get(device_name or ""),
+                            fold=not all_layers)
+        _check_combinations(length, settings, output_format, plot, plot_file, fvcore)
+        if target is not None or config_file is not None:
+            catalog = dict(model=model, preset=preset, layers=layers, d_ff=d_ff, d_k=d_k, d_v=d_v, vocab=vocab,
+                           max_seq=max_seq, impl=impl)
+            given = [name for name, value in catalog.items() if value is not None]
+            if given:
+                usage_error(f"--{given[0].replace('_', '-')} applies to the built-in models (--model/--preset), "
+                            "not to a TARGET or --config")
+            from shapecheck.counting.load import load_model
+
+            module, name = load_model(target, config_file, init=init, sizes={"d_model": d_model, "heads": heads})
+            feed, described = None, {}
+        else:
+            from shapecheck.report import build, resolve_config
+
+            if init:
+                usage_error("--init sets a TARGET's constructor arguments; --model and --preset take size flags")
+            sizes = dict(zip(SIZE_FLAGS, (d_model, heads, layers, d_ff, d_k, d_v, batch, vocab, max_seq)))
+            config = resolve_config(model, preset, seq_len=seq_len, impl=impl, **sizes)
+            module, name, feed = build(config)
+            described = config.described()
+        result = replace(_report(module, name, settings, feed, length, fvcore, dtype), sizes=described)
+        typer.echo(render(result, output_format, strict), nl=False)
         if plot:
-            typer.echo(chart(config), nl=False)
+            typer.echo(chart(module, settings.batch), nl=False)
         if plot_file:
-            write_chart(config, plot_file)
+            write_chart(module, name, settings.batch, plot_file)
             typer.echo(f"wrote the chart to {plot_file}", err=True)
-        raise typer.Exit(code)
+        if exit_code(result, strict):
+            raise typer.Exit(EXIT_FINDINGS)
 
 
-def tree_presets() -> tuple[str, ...]:
-    """Presets of a kind the built-in models (``--model``) do not list rows for: counted from the module tree."""
-    return tuple(name for name, preset in PRESETS.items() if preset.kind not in MODELS)
+def _check_combinations(length, settings, output_format: str, plot: bool, plot_file: Optional[str], fvcore: bool) -> None:
+    if isinstance(length, str) and settings.mode != "forward":
+        usage_error(f"--seq-len {length} (a polynomial in {length}) applies to --mode forward; give a number with --mode {settings.mode}")
+    if isinstance(length, str) and fvcore:
+        usage_error(f"--fvcore runs fvcore at one length; give a number, not --seq-len {length}")
+    if plot and output_format in ("json", "csv"):
+        usage_error(f"--plot draws a terminal chart, which would break --format {output_format} output; "
+                    "use --format table or markdown with --plot, or --plot-file")
+    if plot_file is not None:
+        _require_matplotlib()
 
 
-def _tree_report(target: Optional[str], config_file: Optional[str], output_format: str, settings: dict,
-                 flags: dict, init: Optional[dict], sizes: dict, preset: Optional[str] = None, strict: bool = False) -> None:
-    """``report TARGET`` / ``--config``: rows from the module tree (``shapecheck.counting.tree``)."""
+def _report(module, name: str, settings, feed, length, fvcore: bool, dtype: Optional[str]):
+    """The model report at ``settings``; a named length gives polynomials (``counting.symbolic``)."""
     from shapecheck.counting.hf import config_dtype
-    from shapecheck.counting.load import load_model
-    from shapecheck.counting.tree import Settings, model_report
-    from shapecheck.render.report import exit_code, render as render_tree
+    from shapecheck.counting.symbolic import interpolated
+    from shapecheck.counting.tree import model_report
 
-    given = [name for name, value in flags.items() if value is not None]
-    if given:
-        usage_error(f"--{given[0].replace('_', '-')} applies to the built-in models only, not to a TARGET, --config "
-                    f"or the presets {', '.join(tree_presets())}")
-    module, name = load_model(target, config_file, init=init, sizes=sizes, preset=preset)
-    settings["dtype"] = settings["dtype"] or config_dtype(module) or "float32"
-    result = model_report(module, name, Settings(**settings))
-    typer.echo(render_tree(result, output_format, strict), nl=False)
-    if exit_code(result, strict):
-        raise typer.Exit(EXIT_FINDINGS)
+    settings = replace(settings, dtype=dtype or config_dtype(module) or "float32")
+    if isinstance(length, str):
+        return interpolated(lambda n: model_report(module, name, replace(settings, seq_len=n), feed), length)
+    return model_report(module, name, settings, feed, fvcore)
 
 
 def _require_matplotlib() -> None:
@@ -139,4 +139,4 @@ def _require_matplotlib() -> None:
         usage_error("--plot-file needs matplotlib, which is not installed; pip install matplotlib, or use --plot")
 
 
-__all__ = ["register", "render", "chart", "ShapecheckError"]
+__all__ = ["register"]

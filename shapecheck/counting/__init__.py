@@ -13,7 +13,10 @@ The library API (every function returns data):
   its module (FlopCounterMode's formulas plus ours for every attention op it lacks) and
   lists ops that did arithmetic without a formula as ``uncounted``;
   ``flop_counter_mapping()`` plugs our formulas into ``FlopCounterMode``.
-- ``rows`` / ``models`` / ``presets``: the rows of each model kind ``shapecheck report`` knows.
+- ``tree``: ``model_report(module, name, settings)``, the report of any model: a row per module of
+  its tree, measured, with the closed form (``closed_forms``) of each part ``anatomy`` recognises;
+  ``symbolic.interpolated`` turns it into polynomials in a named sequence length; ``feed`` says how
+  a model is called. The built-in kinds and presets are built by ``shapecheck.report`` and go the same way.
 """
 
 from shapecheck.counting.dispatch import DispatchCount, OpRecord, count_flops, flop_counter_mapping

@@ -8,8 +8,8 @@ d_head), mlp and gated_mlp (a feed-forward pair or SwiGLU/GeGLU triple), moe (a 
 experts, each token to k), norm (LayerNorm or RMSNorm), embedding (an ``nn.Embedding`` table)
 and linear (any other projection). A match whose parameters no single module holds alone
 (BERT keeps an attention block's output projection and a feed-forward pair in different
-modules) gives its projections ``linear`` parts; fused and packed attention get measured rows
-only. A module whose weights are tied to another's (audit counts a tensor once) gets the part its own
+modules) gives its projections ``linear`` parts; a packed qkv projection (GPT-2's ``c_attn``) is an
+attention part at its block; fused attention (one kernel holding every weight) gets a measured row only. A module whose weights are tied to another's (audit counts a tensor once) gets the part its own
 shape gives. Parts never nest: the outermost wins.
 """
 
@@ -84,8 +84,26 @@ def _common(lists: Iterable[list[str]]) -> list[str]:
     return found
 
 
+def _packed(model: nn.Module, match: Match) -> Optional[tuple[str, Part]]:
+    """One qkv projection (GPT-2's ``c_attn``, nanoGPT's) and an output: the attention part, at the block."""
+    info, qkv, out = match.info, match.parts.get("qkv"), match.parts.get("o")
+    h, d_head = info.get("h"), info.get("d_head")
+    if not (qkv and h and d_head) or (qkv.d_out - h * d_head) % (2 * d_head):
+        return None
+    if not _holds_only(model, match.path, _ids(match.all_params())):
+        return None
+    sizes = {"d_model": qkv.d_in, "h": h, "h_kv": (qkv.d_out - h * d_head) // (2 * d_head), "d_head": d_head}
+    bias = {role: qkv.has_bias for role in ("q", "k", "v")}
+    if out is not None:
+        sizes["d_out"], bias["o"] = out.d_out, out.has_bias
+    return match.path, Part("attention", sizes, {"bias": bias, "window": info.get("window"), "relative": False})
+
+
 def _attention(model: nn.Module, match: Match) -> Iterator[tuple[str, Part]]:
     info, parts = match.info, match.parts
+    if "qkv" in parts and (packed := _packed(model, match)) is not None:
+        yield packed
+        return
     h, d_head = info.get("h"), info.get("d_head")
     q, k = parts.get("q"), parts.get("k")
     whole = all(isinstance(lookup(match.module, p.name), nn.Module) for p in parts.values())

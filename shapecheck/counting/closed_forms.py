@@ -60,6 +60,8 @@ def _attention(part: Part) -> Form:
     core = 2 * (2 * B * h * S * S_k * d_head)
     if part.flags.get("relative"):
         params += buckets * h  # T5's relative position bias table: a gather, no matmul
+    if not part.flags.get("grouped", True):  # as many key/value heads as query heads: h_kv = h
+        params, flops = params.subs(h_kv, h), flops.subs(h_kv, h)
     return Form(params, params, flops + core, core)
 
 
@@ -82,6 +84,7 @@ def _key(part: Part) -> tuple:
     if part.kind == "attention":
         flags["out"] = None if "d_out" not in part.sizes else part.sizes["d_out"] == part.sizes["d_model"]
         flags["bias"] = tuple(sorted(flags["bias"].items()))
+        flags["grouped"] = part.sizes.get("h_kv") != part.sizes.get("h")
     return part.kind, tuple(sorted(flags.items()))
 
 
@@ -90,7 +93,8 @@ def _form(key: tuple) -> Form:
     kind, flags = key[0], dict(key[1])
     if kind == "attention":
         sizes = {} if flags["out"] is None else {"d_out": 1 if flags["out"] else 2, "d_model": 1}
-        return _attention(Part(kind, sizes, {"bias": dict(flags["bias"]), "relative": flags.get("relative")}))
+        return _attention(Part(kind, sizes, {"bias": dict(flags["bias"]), "relative": flags.get("relative"),
+                                             "grouped": flags["grouped"]}))
     if kind in ("mlp", "gated_mlp"):
         params, flops = _ffn(kind == "gated_mlp", flags["bias"])
         return Form(params, params, flops)
@@ -120,3 +124,55 @@ def values(part: Part, batch: int, seq: int, keys: int) -> dict[sympy.Symbol, in
 
 def evaluate(expr: sympy.Expr, at: dict[sympy.Symbol, int]) -> int:
     return int(expr.subs(at)) if expr.free_symbols else int(expr)
+
+
+def crossover_length(flops: sympy.Expr) -> sympy.Expr:
+    """The length S at which a FLOP polynomial's S² terms equal its S-linear terms (S_k = S): b / a for a·S² + b·S."""
+    poly = sympy.Poly(sympy.expand(flops.subs(S_k, S)), S)
+    quadratic, linear = poly.coeff_monomial(S**2), poly.coeff_monomial(S)
+    return sympy.factor(linear / quadratic) if quadratic != 0 else sympy.oo
+
+
+def crossovers(parts: dict[str, Part], layers: list[str] = ()) -> dict[str, Any]:
+    """Where the S² terms overtake the S-linear ones: the first attention block alone, and its whole layer.
+
+    The layer is the item of ``layers`` (the model's stacked layers) that holds that attention; its formula is
+    the sum of the closed forms of the parts in it (norms and embeddings do no matmul work).
+    """
+    first = next((p for p, part in parts.items() if part.kind == "attention"), None)
+    if first is None:
+        return {}
+    chosen = {"attention": [first]}
+    layer = next((path for path in layers if first.startswith(path + ".")), "")
+    if layer:
+        chosen["layer"] = [p for p in parts if p.startswith(layer + ".")]
+    result = {}
+    for label, paths in chosen.items():
+        formula = crossover_length(sum((form(parts[p]).flops for p in paths), ZERO))
+        at = {}
+        for p in paths:
+            at.update(values(parts[p], 1, 1, 1))
+        value = formula.subs(at)
+        result[label] = {"module": layer if label == "layer" else first, "formula": formula,
+                         "value": int(value) if value.is_Integer else value}
+    return result
+
+
+PART_GROUPS = {"attention": "projection", "mlp": "ffn", "gated_mlp": "ffn", "moe": "ffn", "linear": "head"}
+
+
+def flops_by_part(parts: dict[str, Part], lengths: list[int], batch: int = 1) -> dict[str, list[int]]:
+    """Closed-form FLOPs of the recognised parts at each length, grouped: attention scores and values
+    ("attention"), the attention's projections ("projection"), feed-forward ("ffn"), other Linear ("head")."""
+    grouped: dict[str, sympy.Expr] = {}
+    for part in parts.values():
+        if part.kind not in PART_GROUPS:
+            continue
+        f = form(part)
+        at = {key: value for key, value in values(part, batch, 1, 1).items() if key not in (S, S_k)}
+        core = f.core.subs(at).subs(S_k, S)
+        grouped[PART_GROUPS[part.kind]] = grouped.get(PART_GROUPS[part.kind], ZERO) + f.flops.subs(at).subs(S_k, S) - core
+        if core != 0:
+            grouped["attention"] = grouped.get("attention", ZERO) + core
+    polys = {name: sympy.expand(expr) for name, expr in grouped.items()}
+    return {name: [int(expr.subs(S, n)) for n in lengths] for name, expr in polys.items() if expr != 0}

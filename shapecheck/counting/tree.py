@@ -22,7 +22,7 @@ from shapecheck.counting import closed_forms as cf
 from shapecheck.counting import measure, memory
 from shapecheck.counting.anatomy import Part, parts as recognised
 from shapecheck.counting.experts import ROUTING, routed
-from shapecheck.counting.inputs import runner
+from shapecheck.counting.feed import Feed, signature_feed
 from shapecheck.counting.per_token import estimates, mfu
 from shapecheck.display import show
 from shapecheck.errors import UsageError, first_line
@@ -42,6 +42,7 @@ class Settings:
     causal_flops: str = "full"
     tokens_per_second: Optional[float] = None
     peak_tflops: Optional[float] = None
+    fold: bool = True  # identical layers of a ModuleList fold into one row after the first
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ class Row:
     expected_params: Optional[int] = None
     expected_flops: Optional[int] = None
     count: int = 1  # layers a folded row stands for
+    fvcore_macs: Optional[int] = None  # fvcore's count for this module's subtree (MACs), when asked for
 
     @property
     def agrees(self) -> bool:
@@ -72,6 +74,8 @@ class ModelReport:
     per_token: dict[str, Any]
     uncounted: list[dict[str, Any]]
     notes: list[str] = field(default_factory=list)
+    crossover: dict[str, Any] = field(default_factory=dict)  # where the S² terms overtake the S-linear ones
+    sizes: dict[str, Any] = field(default_factory=dict)  # a built-in model's sizes (d_model, heads, ...), for the record
 
     @property
     def agrees(self) -> bool:
@@ -83,18 +87,18 @@ def _same(a: nn.Module, b: nn.Module) -> bool:
     return type(a) is type(b) and shapes(a) == shapes(b)
 
 
-def _walk(module: nn.Module, path: str, depth: int, limit: Optional[int], parts: dict[str, Part], out: list) -> None:
+def _walk(module: nn.Module, path: str, depth: int, s: Settings, parts: dict[str, Part], out: list) -> None:
     """(path, folded paths) in tree order; identical ModuleList items after the first fold into one entry."""
     out.append((path, ()))
-    if path in parts or (limit is not None and depth >= limit):
+    if path in parts or (s.depth is not None and depth >= s.depth):
         return
     children = [(f"{path}.{name}" if path else name, child) for name, child in module.named_children()]
     i = 0
     while i < len(children):
         child_path, child = children[i]
-        _walk(child, child_path, depth + 1, limit, parts, out)
+        _walk(child, child_path, depth + 1, s, parts, out)
         run = 1
-        if isinstance(module, nn.ModuleList):
+        if s.fold and isinstance(module, nn.ModuleList):
             while i + run < len(children) and _same(child, children[i + run][1]):
                 run += 1
         if run > 1:
@@ -152,9 +156,12 @@ def input_shapes(module: nn.Module, parts: dict[str, Part]) -> Iterator[dict[str
     shapes: dict[str, tuple[int, ...]] = {}
 
     def hook(path: str):
-        def record(_: nn.Module, args: tuple, kwargs: dict) -> None:
+        def record(called: nn.Module, args: tuple, kwargs: dict) -> None:
             first = next((a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)), None)
-            shapes.setdefault(path, tuple(first.shape) if first is not None and first.dim() >= 2 else ())
+            shape = tuple(first.shape) if first is not None and first.dim() >= 2 else ()
+            if len(shape) == 3 and getattr(called, "batch_first", True) is False:  # torch's (seq, batch, width)
+                shape = (shape[1], shape[0], shape[2])
+            shapes.setdefault(path, shape)
         return record
 
     handles = [module.get_submodule(p).register_forward_pre_hook(hook(p), with_kwargs=True) for p in parts]
@@ -180,17 +187,17 @@ def device_of(module: nn.Module) -> str:
     return first.device.type if first is not None else "meta"
 
 
-def _measure(module: nn.Module, parts: dict[str, Part], s: Settings) -> measure.Measured:
+def _measure(module: nn.Module, parts: dict[str, Part], s: Settings, feed: Feed) -> measure.Measured:
     moe = {module.get_submodule(p): part.sizes["k"] for p, part in parts.items() if part.kind == "moe"}
     device = device_of(module)
     with routed(moe):
         if s.mode == "train":
             layers = _stacked_layers(module) if s.recompute else []
-            return measure.train(module, runner(module, s.batch, s.seq_len, device, grad=True), layers)
+            return measure.train(module, feed.runner(module, s.batch, s.seq_len, device, grad=True), layers)
         if s.mode == "decode":
-            return measure.decode(module, runner(module, s.batch, 1, device), _attention_keys(parts, s), not moe)
+            return measure.decode(module, feed.runner(module, s.batch, 1, device), _attention_keys(parts, s), not moe)
         attention = [p for p, part in parts.items() if part.kind == "attention"]
-        return measure.forward(module, runner(module, s.batch, s.seq_len, device), attention, not moe)
+        return measure.forward(module, feed.runner(module, s.batch, s.seq_len, device), attention, not moe)
 
 
 def _stacked_layers(module: nn.Module) -> list[nn.Module]:
@@ -217,23 +224,29 @@ def _non_embedding(module: nn.Module, parts: dict[str, Part], total: int) -> int
     return total - sum(p.numel() for p in {id(p): p for p in module.parameters() if id(p) in tables}.values())
 
 
-def model_report(module: nn.Module, name: str, s: Settings) -> ModelReport:
-    """The report of ``module`` (built on meta, in ``s.dtype``) under ``s``; see the module docstring."""
+def model_report(module: nn.Module, name: str, s: Settings, feed: Optional[Feed] = None,
+                 fvcore: bool = False) -> ModelReport:
+    """The report of ``module`` (built on meta, in ``s.dtype``) under ``s``; see the module docstring.
+
+    ``feed`` says how to call it (default: from its forward signature); ``fvcore`` adds fvcore's count per row.
+    """
     module = module.to(memory.DTYPES[s.dtype]).train(s.mode == "train")
+    feed = feed or signature_feed(module)
     parts = recognised(module)
     params = measure.owners(module)
     with input_shapes(module, parts) as shapes:
         try:
-            measured = _measure(module, parts, s)
+            measured = _measure(module, parts, s, feed)
         except UsageError:
             raise
         except Exception as error:  # noqa: BLE001 - the user's forward raises anything
             raise UsageError(f"{name}: its forward pass fails on {device_of(module)} in --mode {s.mode} "
                              f"(batch {s.batch}, seq_len {s.seq_len}): {first_line(error)}") from None
     entries: list = []
-    _walk(module, "", 0, s.depth, parts, entries)
+    _walk(module, "", 0, s, parts, entries)
     names = {id(m): p for p, m in module.named_modules()}
-    recomputed = frozenset(names[id(m)] for m in _stacked_layers(module)) if s.recompute and s.mode == "train" else frozenset()
+    layers = [names[id(m)] for m in _stacked_layers(module)]
+    recomputed = frozenset(layers) if s.recompute and s.mode == "train" else frozenset()
     rows = [_row(module, p, folded, parts, measured, s, shapes, recomputed) for p, folded in entries]
     total_params = sum(params.values())
     tokens = s.batch * (1 if s.mode == "decode" else s.seq_len)
@@ -244,7 +257,7 @@ def model_report(module: nn.Module, name: str, s: Settings) -> ModelReport:
     total = {"params": total_params, "active_params": _active(module, parts, total_params), "flops": flops,
              "macs": flops // 2, "flops_per_token": flops // tokens, "tokens": tokens}
     per_token = _per_token(module, parts, s, total_params, flops // tokens)
-    notes = _notes(parts, s)
+    notes = _notes(parts, s) + tied_notes(module)
     unused = [p for p, _ in entries if p in parts and p not in shapes]
     if unused:
         notes.append("not called as modules, so not compared with their formulas (their parent uses the weights "
@@ -254,8 +267,40 @@ def model_report(module: nn.Module, name: str, s: Settings) -> ModelReport:
         estimate = memory.korthikanti(s.seq_len, s.batch, a.sizes["d_model"], a.sizes["h"], len(attention))
         notes.append(f"activations by Korthikanti et al. 2022 eq. 1 (16-bit GPT layers, no recomputation, "
                      f"s·b·h·(34 + 5·a·s/h) per layer): {estimate:,} bytes; measured: {measured.activations:,}")
+    if fvcore:
+        rows = with_fvcore(module, feed, s, rows, notes)
     return ModelReport(name, s, rows, total, memory.memory(total_params, trainable, s.dtype, measured.activations, kv),
-                       per_token, _uncounted(measured.uncounted), notes)
+                       per_token, _uncounted(measured.uncounted), notes,
+                       cf.crossovers(parts, layers) if s.mode == "forward" else {})
+
+
+def with_fvcore(module: nn.Module, feed: Feed, s: Settings, rows: list[Row], notes: list[str]) -> list[Row]:
+    """Each row with fvcore's count for its module (fvcore: MACs, children included; SDPA counted as 0)."""
+    from dataclasses import replace
+
+    from shapecheck.counting.peers import fvcore_macs
+
+    args, kwargs = feed.inputs(s.batch, 1 if s.mode == "decode" else s.seq_len, device_of(module), False)
+    if kwargs:
+        notes.append("fvcore: the forward needs keyword inputs, which fvcore cannot pass; column left out")
+        return rows
+    with torch.no_grad():
+        counts = fvcore_macs(module.eval(), args)
+    if isinstance(counts, str):
+        notes.append(f"fvcore: {counts}; column left out")
+        return rows
+    notes.append(f"fvcore: counts one multiply-add as one flop (MACs); its total {counts.get('', 0):,} MACs "
+                 f"= {2 * counts.get('', 0):,} FLOPs; fvcore has no handle for scaled_dot_product_attention, "
+                 "which it then counts as 0")
+    return [r if r.kind == "repeat" else replace(r, fvcore_macs=counts.get("" if r.path == "(model)" else r.path, 0))
+            for r in rows]
+
+
+def tied_notes(module: nn.Module) -> list[str]:
+    from shapecheck.counting.params import tied_parameters
+
+    return [f"tied: {' = '.join(group)} are one tensor, counted once (in the first module that holds it)"
+            for group in tied_parameters(module)]
 
 
 ROUTING_OPS = ("topk", "sort", "argsort", "cumsum", "histc", "bincount", "one_hot", "nonzero", "scatter", "scatter_add",

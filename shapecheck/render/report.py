@@ -12,6 +12,7 @@ from dataclasses import asdict
 from typing import Any, Optional
 
 from shapecheck.counting.tree import ModelReport, Row
+from shapecheck.display import show
 from shapecheck.render import layout
 
 WIDE = 120
@@ -27,8 +28,15 @@ def human_bytes(n: Optional[int]) -> str:
     return f"{n} B"
 
 
-def short(n: int) -> str:
-    """1234567 -> '1.23M' (tables); JSON keeps exact integers."""
+def number(n: Any) -> str:
+    """An exact count with thousands separators, or a polynomial in a named length (``--seq-len S``)."""
+    return show(n)
+
+
+def short(n: Any) -> str:
+    """1234567 -> '1.23M' (tables); JSON keeps exact integers; a polynomial stays whole."""
+    if not isinstance(n, int):
+        return show(n)
     for size, unit in ((10**15, "P"), (10**12, "T"), (10**9, "G"), (10**6, "M"), (10**3, "k")):
         if abs(n) >= size:
             return f"{n / size:.3g}{unit}"
@@ -47,10 +55,14 @@ def exit_code(report: ModelReport, strict: bool = False) -> int:
 
 
 def as_dict(report: ModelReport) -> dict[str, Any]:
+    """The JSON schema, shared by markdown and csv: config, rows, total (per token), memory (bytes), uncounted, notes.
+
+    A polynomial (``--seq-len S``) is written as its sympy text, e.g. ``"32*S**2 + 128*S"``.
+    """
     rows = [{**asdict(r), "agrees": r.agrees if r.expected_params is not None else None} for r in report.rows]
-    return {"config": {"model": report.name, **asdict(report.settings)}, "rows": rows,
+    return {"config": {"model": report.name, **report.sizes, **asdict(report.settings)}, "rows": rows,
             "total": {**report.total, "per_token": report.per_token}, "memory": report.memory,
-            "uncounted": report.uncounted, "notes": report.notes}
+            "crossover": report.crossover, "uncounted": report.uncounted, "notes": report.notes}
 
 
 def _header(report: ModelReport) -> list[str]:
@@ -59,21 +71,38 @@ def _header(report: ModelReport) -> list[str]:
             + (f" context={s.context}" if s.mode == "decode" else "") + f" dtype={s.dtype}"]
 
 
+def crossover_lines(report: ModelReport) -> list[str]:
+    lines = []
+    for label, entry in report.crossover.items():
+        formula, value = show(entry["formula"]), str(entry["value"])
+        same = formula == value
+        lines.append(f"crossover ({label} {entry['module'] or '(model)'}): S² terms overtake S-linear terms at "
+                     f"S = {value}{'' if same else ' = ' + formula}")
+    return lines
+
+
 def _footer(report: ModelReport) -> list[str]:
     t, m = report.total, report.memory
-    lines = [f"total: params {t['params']:,} (active {t['active_params']:,}); FLOPs {t['flops']:,} "
-             f"({t['flops_per_token']:,} per token); MACs {t['macs']:,}",
-             "memory: " + ", ".join(f"{k} {human_bytes(v)}" for k, v in m.items())]
-    for name, entry in report.per_token["estimates"].items():
+    per_token = f" ({t['flops_per_token']:,} per token)" if "flops_per_token" in t else ""
+    lines = [f"total: params {t['params']:,} (active {t['active_params']:,}); FLOPs {number(t['flops'])}"
+             f"{per_token}; MACs {number(t['macs'])}"]
+    if m:
+        lines.append("memory: " + ", ".join(f"{k} {human_bytes(v)}" for k, v in m.items()))
+    for name, entry in report.per_token.get("estimates", {}).items():
         lines.append(f"per token, {name}: forward {entry['forward']:,}, train {entry['train']:,} ({entry['convention']})")
     if "mfu" in report.per_token:
         lines.append(f"MFU: {100 * report.per_token['mfu']:.1f}%")
+    lines += crossover_lines(report)
     lines += [f"uncounted: {e['op']}: {e['calls']} calls" for e in report.uncounted] or ["uncounted: none"]
     return lines + [f"note: {n}" for n in report.notes]
 
 
 def _cells(row: Row) -> list[str]:
     return [row.path, row.kind, short(row.params), short(row.flops), mark(row)]
+
+
+def _fvcore(report: ModelReport) -> bool:
+    return any(r.fvcore_macs is not None for r in report.rows)
 
 
 def table(report: ModelReport, at: int = 0) -> str:
@@ -83,7 +112,11 @@ def table(report: ModelReport, at: int = 0) -> str:
         return layout.text(*_header(report), *_blocks(report, at), *_footer(report), at=at)
     columns = [layout.Column("module", fold=True), layout.Column("kind"), layout.Column("params", "right"),
                layout.Column("FLOPs", "right"), layout.Column("formula (FLOPs)", fold=True), layout.Column("", "center")]
-    body = [[r.path, r.kind, f"{r.params:,}", f"{r.flops:,}", r.flops_formula or "", mark(r)] for r in report.rows]
+    body = [[r.path, r.kind, f"{r.params:,}", number(r.flops), r.flops_formula or "", mark(r)] for r in report.rows]
+    if _fvcore(report):
+        columns.insert(4, layout.Column("fvcore MACs", "right"))
+        for cells, r in zip(body, report.rows):
+            cells.insert(4, "" if r.fvcore_macs is None else f"{r.fvcore_macs:,}")
     return layout.text(*_header(report), layout.table(columns, body), *_footer(report), at=at)
 
 
@@ -94,10 +127,12 @@ def wrapped(text: str, at: int) -> list[str]:
     return textwrap.wrap(text, at, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
 
 
-def _measured_line(what: str, measured: int, formula: Optional[str], expected: Optional[int]) -> str:
+def _measured_line(what: str, measured: Any, formula: Optional[str], expected: Any) -> str:
     if formula is None or expected is None:
-        return f"{what} {measured:,}"
-    return f"{what} {formula} = {expected:,}, measured {measured:,} {'✓' if expected == measured else '✗'}"
+        return f"{what} {number(measured)}"
+    if formula == number(expected):  # a polynomial in --seq-len S is its own value
+        return f"{what} {formula}, measured {number(measured)} {'✓' if expected == measured else '✗'}"
+    return f"{what} {formula} = {number(expected)}, measured {number(measured)} {'✓' if expected == measured else '✗'}"
 
 
 def _blocks(report: ModelReport, at: int) -> list[str]:
@@ -106,6 +141,8 @@ def _blocks(report: ModelReport, at: int) -> list[str]:
         lines.append(f"{r.path} ({r.kind}{', ' + r.detail if r.detail else ''})")
         lines += wrapped(_measured_line("params", r.params, r.params_formula, r.expected_params), at)
         lines += wrapped(_measured_line("FLOPs", r.flops, r.flops_formula, r.expected_flops), at)
+        if r.fvcore_macs is not None:
+            lines += wrapped(f"fvcore {r.fvcore_macs:,} MACs = {2 * r.fvcore_macs:,} FLOPs", at)
     return lines
 
 
@@ -113,7 +150,7 @@ def markdown(report: ModelReport) -> str:
     lines = ["# shapecheck report", "", *[f"- {line}" for line in _header(report)], "",
              "| module | kind | params | params formula | FLOPs | FLOPs formula | ok |", "|---|---|---|---|---|---|---|"]
     for r in report.rows:
-        cells = [r.path, r.kind, f"{r.params:,}", r.params_formula or "", f"{r.flops:,}", r.flops_formula or "", mark(r)]
+        cells = [r.path, r.kind, f"{r.params:,}", r.params_formula or "", number(r.flops), r.flops_formula or "", mark(r)]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines + ["", *[f"- {line}" for line in _footer(report)]]) + "\n"
 
@@ -122,16 +159,16 @@ def csv_text(report: ModelReport) -> str:
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(["module", "kind", "params", "expected_params", "params_formula", "flops", "expected_flops",
-                     "flops_formula", "count"])
+                     "flops_formula", "count", "fvcore_macs"])
     for r in report.rows:
         writer.writerow([r.path, r.kind, r.params, r.expected_params, r.params_formula, r.flops, r.expected_flops,
-                         r.flops_formula, r.count])
+                         r.flops_formula, r.count, r.fvcore_macs])
     t = report.total
-    writer.writerow(["TOTAL", "", t["params"], "", "", t["flops"], "", "", ""])
+    writer.writerow(["TOTAL", "", t["params"], "", "", t["flops"], "", "", "", ""])
     for key, value in report.memory.items():
-        writer.writerow([f"(memory) {key}", "bytes", value, "", "", "", "", "", ""])
+        writer.writerow([f"(memory) {key}", "bytes", value, "", "", "", "", "", "", ""])
     for e in report.uncounted:
-        writer.writerow([f"(uncounted) {e['op']}", "", "", "", "", "", "", "", e["calls"]])
+        writer.writerow([f"(uncounted) {e['op']}", "", "", "", "", "", "", "", e["calls"], ""])
     return out.getvalue()
 
 

@@ -1,43 +1,65 @@
-"""Small configs and a per-row checker shared by the report tests."""
+"""Small configs of the built-in models, their reports, and closed forms per recognised part."""
 
 from __future__ import annotations
 
 import torch
 
-from shapecheck.counting import formulas as f
+from shapecheck.counting import closed_forms as cf
+from shapecheck.counting.anatomy import parts as recognised
 from shapecheck.counting.dispatch import DispatchCount, count_flops
-from shapecheck.counting.models import MODELS
-from shapecheck.report import ReportConfig, attribute, resolve_config
+from shapecheck.counting.feed import kind_feed
+from shapecheck.counting.measure import subtree
+from shapecheck.counting.tree import ModelReport, Settings, input_shapes, model_report
+from shapecheck.report import ReportConfig, build, resolve_config
 
 SMALL = dict(d_model=16, heads=2, seq_len=5, batch=2)
 
 
 def small(model: str, **overrides) -> ReportConfig:
     """A tiny config of ``model``: every size flag it accepts set small."""
-    kind = MODELS[model]
+    from shapecheck.catalog import KINDS
+
     sizes = dict(SMALL)
-    sizes.update({k: v for k, v in dict(layers=2, d_ff=24, vocab=50, max_seq=8).items() if k in kind.uses})
+    sizes.update({k: v for k, v in dict(layers=2, d_ff=24, vocab=50, max_seq=8).items() if k in KINDS[model].uses})
     sizes.update(overrides)
     return resolve_config(model, **sizes)
 
 
-def expected_flops(config: ReportConfig, specs, seq: int | None = None) -> list[int]:
-    """Each row's closed-form matmul FLOPs at the config's values."""
-    values = {**config.sizes().values(), f.B: config.batch, f.S: seq or config.seq_len}
-    return [int(spec.cost.flops.subs(values)) for spec in specs]
+def report(config: ReportConfig, fvcore: bool = False, **settings) -> ModelReport:
+    """``shapecheck report`` of a built-in config, as data."""
+    module, name, feed = build(config)
+    at = Settings(batch=config.batch, seq_len=4 if config.symbolic else config.seq_len, **settings)
+    if config.symbolic:
+        from dataclasses import replace
+
+        from shapecheck.counting.symbolic import interpolated
+
+        return interpolated(lambda n: model_report(module, name, replace(at, seq_len=n), feed), config.seq_len)
+    return model_report(module, name, at, feed, fvcore)
 
 
-def count_real(config: ReportConfig, *, train: bool, grad: bool, device: str = "cpu") -> tuple[list[int], DispatchCount, list]:
-    """Build the model for real on ``device``, run one forward pass in the given mode, attribute its FLOPs to rows."""
-    kind = MODELS[config.model]
-    sizes = config.sizes()
+def expected(part, shape: tuple[int, ...]) -> int:
+    """A part's closed-form matmul FLOPs at the (batch..., seq, width) shape it was called with."""
+    batch, seq = 1, shape[-2]
+    for n in shape[:-2]:
+        batch *= n
+    return cf.evaluate(cf.form(part).flops, cf.values(part, batch, seq, seq))
+
+
+def count_real(config: ReportConfig, *, train: bool, grad: bool, device: str = "cpu") -> tuple[dict, dict, DispatchCount]:
+    """Build the model for real on ``device``, run one forward in the given mode: per recognised part called,
+    (measured FLOPs of its subtree, its closed form), and the count."""
+    kind = config.kind
     with torch.device(device):
-        module = kind.build(sizes)
+        module = kind.build(config.sizes)
     module.train(train)
-    specs = kind.rows(sizes)
-    inputs = kind.inputs(sizes, config.batch, config.seq_len, torch.device(device))
-    with torch.set_grad_enabled(grad):
-        count = count_flops(lambda: kind.run(module, inputs), module, kind.attention_paths(sizes))
-    sums, unclaimed = attribute(specs, count)
-    assert unclaimed == 0, f"{unclaimed} FLOPs in no row"
-    return sums, count, specs
+    parts = recognised(module)
+    run = kind_feed(kind, config.sizes).runner(module, config.batch, config.seq_len, device)
+    attention = [p for p, part in parts.items() if part.kind == "attention"]
+    with torch.set_grad_enabled(grad), input_shapes(module, parts) as shapes:
+        count = count_flops(run, module, attention)
+    own: dict[str, int] = {}
+    for record in count.records:
+        own[record.module] = own.get(record.module, 0) + record.flops
+    rows = {p: (subtree(own, p), expected(parts[p], shapes[p])) for p in parts if shapes.get(p)}
+    return rows, own, count

@@ -251,3 +251,28 @@ def test_per_token_estimates_state_their_conventions(decoder):
     softmax = LAYERS * 3 * H * S
     assert per_token == report.per_token["measured"] + 2 * VOCAB * D + softmax + gqa_kv - LAYERS * 2 * D * FF
     assert all(entry["convention"] for entry in estimates.values())
+
+
+class FunctionalHead(torch.nn.Module):
+    """A block whose output Linear is never called as a module: forward uses its weight directly."""
+
+    def __init__(self, d_model: int = 8) -> None:
+        super().__init__()
+        self.up = torch.nn.Linear(d_model, 4 * d_model)
+        self.out = torch.nn.Linear(4 * d_model, 5)  # a classifier, not a feed-forward pair
+
+    def forward(self, x):
+        return torch.nn.functional.linear(torch.relu(self.up(x)), self.out.weight, self.out.bias)
+
+
+def test_a_part_used_through_its_weights_is_not_compared_and_its_parent_holds_the_flops():
+    from shapecheck.counting.tree import Settings, model_report
+
+    with torch.device("meta"):
+        module = FunctionalHead()
+    report = model_report(module, "FunctionalHead", Settings(batch=2, seq_len=3))
+    rows = {r.path: r for r in report.rows}
+    assert rows["up"].expected_flops == rows["up"].flops == 2 * 2 * 3 * 8 * 32
+    assert rows["out"].expected_flops is None and rows["out"].flops == 0
+    assert rows["(model)"].flops == 2 * 2 * 3 * 8 * 32 + 2 * 2 * 3 * 32 * 5  # the functional matmul: at the parent
+    assert any(n.startswith("not called as modules") and "out" in n for n in report.notes)

@@ -29,34 +29,39 @@ def test_the_readme_command_works_with_the_paper_defaults():
     assert "layers=6" in output and "d_ff=2048" in output and "seq_len=128" in output
     assert "S = 1024 = 2·d_model" in output  # attention crossover
     assert "S = 3072" in output  # whole-layer crossover, 6·d_model
-    assert "✗" not in output
+    assert "layers.0.self_attn (attention, d_model=512 h=8 h_kv=8 d_head=64" in output
+    assert "✓" in output and "✗" not in output
 
 
 def test_json_follows_the_schema_and_rows_add_up():
     data = json.loads(run(*SMALL, "--model", "encoder-decoder", "--vocab", "40", "--format", "json").stdout)
-    assert set(data) >= {"config", "rows", "total", "uncounted"}
+    assert set(data) >= {"config", "rows", "total", "memory", "crossover", "uncounted", "notes"}
     for row in data["rows"]:
-        assert set(row) >= {"name", "params", "params_formula", "flops", "macs", "other_flops", "flops_formula",
-                            "measured_params", "measured_flops"}
-        assert row["macs"] * 2 == row["flops"]
-    for key in ("params", "flops", "macs", "other_flops"):
-        assert sum(r[key] for r in data["rows"]) == data["total"][key]
-    assert data["total"]["params"] == data["total"]["model_params"]
+        assert set(row) >= {"path", "kind", "params", "flops", "params_formula", "flops_formula", "expected_params",
+                            "expected_flops", "agrees"}
+    model = data["rows"][0]
+    assert model["path"] == "(model)" and model["params"] == data["total"]["params"]
+    assert model["flops"] == data["total"]["flops"] == 2 * data["total"]["macs"]
+    top = [r for r in data["rows"] if r["path"] != "(model)" and "." not in r["path"]]
+    tied = 2 * 40 * 16  # tgt_embed and generator show src_embed's table in their rows; the total has it once
+    assert sum(r["params"] for r in top) - tied == data["total"]["params"]
+    assert all(r["agrees"] for r in data["rows"] if r["agrees"] is not None)
     assert data["uncounted"] == []
 
 
 def test_csv_and_markdown_carry_rows_total_and_uncounted():
     rows = list(csv.DictReader(io.StringIO(run(*SMALL, "--format", "csv").stdout)))
-    assert rows[-2]["name"] == "TOTAL" and rows[-1]["name"] == "(uncounted) none"
-    assert sum(int(r["flops"]) for r in rows[:-2]) == int(rows[-2]["flops"])
+    total = next(r for r in rows if r["module"] == "TOTAL")
+    assert total["flops"] == rows[0]["flops"] and rows[0]["module"] == "(model)"
     md = run(*SMALL, "--format", "markdown").stdout
-    assert "| layers.1.ffn.w_2 |" in md and "## Uncounted" in md
+    assert "| layers.0.ffn | mlp |" in md and "- uncounted: none" in md
 
 
 def test_symbolic_sequence_length_gives_polynomials():
     data = json.loads(run("--model", "mha", "--d-model", "16", "--heads", "2", "--seq-len", "n", "--format", "json").stdout)
-    scores = next(r for r in data["rows"] if r["name"] == "scores")
-    assert scores["flops"] == scores["measured_flops"] == "32*n**2"  # 2·B·h·n²·d_k = 2·1·2·8 n²
+    block = data["rows"][0]
+    assert block["kind"] == "attention"
+    assert block["flops"] == block["expected_flops"] == "64*n**2 + 2048*n"  # 4·B·h·n²·d_head + 8·B·n·d_head·d_model·h
     assert data["crossover"]["attention"]["value"] == 32
 
 
@@ -65,17 +70,17 @@ def test_uncounted_ops_are_listed_and_strict_exits_1(monkeypatch):
     loose = run(*SMALL, "--format", "json")
     assert loose.exit_code == 0
     assert json.loads(loose.stdout)["uncounted"][0]["op"] == "aten.relu"
-    assert "uncounted: aten.relu" in run(*SMALL).stdout
+    assert "uncounted: aten.relu: 2 calls" in run(*SMALL).stdout
     assert run(*SMALL, "--strict").exit_code == 1
     assert "(uncounted) aten.relu" in run(*SMALL, "--format", "csv").stdout
-    assert "- aten.relu: 2 calls in layers.0.ffn, layers.1.ffn" in run(*SMALL, "--format", "markdown").stdout
+    assert "- uncounted: aten.relu: 2 calls" in run(*SMALL, "--format", "markdown").stdout
     assert run(*SMALL, "--strict", "--format", "json").exit_code == 1
 
 
 def test_repeated_layers_are_collapsed_in_the_table_only_on_request_expanded():
     collapsed = run(*SMALL).stdout
-    assert "layers.1..1" in collapsed and "layers.1.ffn.w_1" not in collapsed
-    assert "layers.1.ffn.w_1" in run(*SMALL, "--all-layers").stdout
+    assert "layers.1 (repeat, 1 × layers.0)" in collapsed and "layers.1.ffn" not in collapsed
+    assert "layers.1.ffn (mlp" in run(*SMALL, "--all-layers").stdout
 
 
 def test_plot_file_writes_the_chart_or_says_matplotlib_is_missing(tmp_path):
@@ -115,6 +120,9 @@ def test_terminal_plot():
     (["--model", "bert", "--max-seq", "3", "--seq-len", "S"], "measured at S = 1, 2, 3, 4, more than max_seq=3"),
     (["--model", "mha", "--plot", "--format", "json"], "--plot draws a terminal chart, which would break --format json"),
     (["--model", "mha", "--plot", "--format", "csv"], "which would break --format csv"),
+    (["--model", "mha", "--seq-len", "S", "--mode", "train"], "--seq-len S (a polynomial in S) applies to --mode forward"),
+    (["--model", "mha", "--seq-len", "S", "--fvcore"], "--fvcore runs fvcore at one length"),
+    (["--model", "mha", "--init", "bias=False"], "--init sets a TARGET's constructor arguments"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, needle):
     result = run(*args)
@@ -126,36 +134,35 @@ def test_bad_input_is_one_line_and_exit_2(args, needle):
 
 @pytest.mark.parametrize("impl", ["math", "sdpa"])
 def test_fvcore_column_agrees_on_explicit_matmuls_and_shows_the_sdpa_miss(impl):
-    data = json.loads(run("--model", "mha", "--d-model", "16", "--heads", "2", "--impl", impl, "--fvcore",
-                          "--format", "json").stdout)
-    rows = {r["name"]: r for r in data["rows"]}
-    for name in ("q_proj", "k_proj", "v_proj", "out_proj"):
-        assert 2 * rows[name]["fvcore_macs"] == rows[name]["measured_flops"]
-    core = rows["scores"]["measured_flops"] + rows["av"]["measured_flops"]
-    assert 2 * rows["scores"]["fvcore_macs"] == (core if impl == "math" else 0)
+    data = json.loads(run("--model", "encoder", *SMALL, "--impl", impl, "--fvcore", "--format", "json").stdout)
+    rows = {r["path"]: r for r in data["rows"]}
+    assert 2 * rows["layers.0.ffn"]["fvcore_macs"] == rows["layers.0.ffn"]["flops"]
+    attention = rows["layers.0.self_attn"]
+    core = 2 * (2 * 1 * 2 * 6 * 6 * 8)  # QKᵀ and softmax·V at B=1 h=2 S=6 d_head=8
+    assert 2 * attention["fvcore_macs"] == attention["flops"] - (0 if impl == "math" else core)
     assert any(note.startswith("fvcore: counts one multiply-add") for note in data["notes"])
 
 
 def test_chart_shares_sum_to_one_and_each_part_keeps_its_colour():
-    from shapecheck.render.report_chart import PART_COLOURS, shares
-    from shapecheck.report import flops_by_kind, resolve_config
+    from shapecheck.render.report_chart import PART_COLOURS, flops_by_part, shares
+    from shapecheck.report import build, resolve_config
 
-    for model in ("bert-lm", "encoder-decoder", "gpt-lm"):
-        parts = flops_by_kind(resolve_config(model), [64, 4096])
-        assert set(parts) <= set(PART_COLOURS)
+    for model in ("bert-lm", "encoder-decoder", "gpt-lm", "llama"):
+        lengths, parts = flops_by_part(build(resolve_config(model))[0])
+        assert set(parts) <= set(PART_COLOURS) and "attention" in parts
         fractions = shares(parts)
-        for i in range(2):
+        for i in range(len(lengths)):
             assert sum(v[i] for v in fractions.values()) == pytest.approx(1.0)
-    attention = shares(flops_by_kind(resolve_config("encoder"), [64, 8192]))["attention"]
-    assert attention[1] > attention[0]  # the S² part grows with S
+    attention = shares(flops_by_part(build(resolve_config("encoder"))[0])[1])["attention"]
+    assert attention[-1] > attention[0]  # the S² part grows with S
 
 
 @pytest.mark.parametrize("width", [80, 240])
 @pytest.mark.parametrize("model", ["encoder-decoder", "bert-lm"])
-def test_the_built_in_table_fits_the_terminal(model, width):
+def test_the_table_fits_the_terminal(model, width):
     result = runner.invoke(app, ["report", "--model", model, *SMALL, "--fvcore"], env={"COLUMNS": str(width)})
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert max(len(line) for line in lines) <= width
-    wide = any("params formula" in line and "measured FLOPs" in line for line in lines)
-    assert wide == (width >= 200)
+    wide = any("formula (FLOPs)" in line and "fvcore MACs" in line for line in lines)
+    assert wide == (width >= 120)

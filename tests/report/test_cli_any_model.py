@@ -86,14 +86,13 @@ def _unknown_architecture(tmp_path):
     (_bad_json, [], "not JSON"),
     (_unknown_architecture, [], "unknown architecture 'NoSuchModelForCausalLM'"),
     (None, ["transformers:LlamaForCausalLM"], "needs --config"),
-    (None, [DECODER, "--d-ff", "8"], "--d-ff applies to the built-in models only"),
-    (None, ["--preset", "llama-2-7b", "--model", "gpt"], "--model applies to the built-in models only"),
+    (None, [DECODER, "--d-ff", "8"], "--d-ff applies to the built-in models (--model/--preset), not to a TARGET"),
+    (None, ["--preset", "llama-2-7b", "--model", "gpt"], "--preset llama-2-7b contradicts --model gpt"),
     (None, ["--preset", "llama-2-7b", "--init", "a=1"], "--init sets a TARGET's constructor arguments"),
     (None, [DECODER, "--mode", "sideways"], "--mode 'sideways' is not one of: forward, train, decode"),
     (None, [DECODER, "--context", "0"], "--context must be a positive integer, got 0"),
     (None, ["nofile.py:Model"], "nofile.py"),
     (None, ["tests/report/test_cli_any_model.py:Failing"], "its forward pass fails on meta in --mode forward"),
-    (None, ["--model", "encoder", "--mode", "train"], "--mode applies to a TARGET, --config or the presets"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, make, extra, needle):
     args = (["--config", make(tmp_path)] if make else []) + extra
@@ -131,7 +130,7 @@ class Failing(torch.nn.Module):
         raise ValueError("a forward that fails\nover two lines")
 
 
-def test_torch_multihead_attention_takes_query_key_value_and_its_functional_out_proj_is_not_a_finding():
+def test_torch_multihead_attention_seq_first_packed_projection_is_one_recognised_block():
     result = run("torch.nn:MultiheadAttention", "--d-model", "16", "--heads", "2", "--batch", "2", "--seq-len", "3",
                  "--format", "json")
     assert result.exit_code == 0, result.output
@@ -141,5 +140,6 @@ def test_torch_multihead_attention_takes_query_key_value_and_its_functional_out_
     with FlopCounterMode(display=False, custom_mapping=flop_counter_mapping()) as counter, torch.no_grad():
         module(x, x, x)
     assert data["total"]["flops"] == counter.get_total_flops()
-    out_proj = next(r for r in data["rows"] if r["path"] == "out_proj")
-    assert out_proj["expected_flops"] is None and any("not called as modules" in n for n in data["notes"])
+    block = data["rows"][0]  # in_proj_weight packs q, k, v; batch_first=False reads (seq, batch, width)
+    assert block["kind"] == "attention" and block["agrees"] is True
+    assert block["expected_flops"] == block["flops"] == data["total"]["flops"]

@@ -8,11 +8,14 @@ import pytest
 import sympy
 import torch
 
+from shapecheck.catalog import KINDS
+from shapecheck.counting import closed_forms as cf
 from shapecheck.counting import formulas as f
-from shapecheck.counting.models import MODELS
-from shapecheck.report import build_report, resolve_config
+from shapecheck.counting.dispatch import count_flops
+from shapecheck.counting.feed import kind_feed
+from shapecheck.report import build, resolve_config
 
-from .helpers import count_real, small
+from .helpers import report as build_report, small
 
 
 def _layer_terms(d_ff=None, d_k=None, d_v=None):
@@ -30,15 +33,29 @@ def test_crossovers_are_2_and_6_d_model():
     assert f.crossover_length(general_attention) == 2 * f.d_model  # whatever d_k, d_v, h
 
 
+def test_the_tree_crossovers_are_the_same_lengths():
+    """The report's crossovers come from the recognised parts' closed forms: 2·d_model and 6·d_model again."""
+    from shapecheck.counting.anatomy import parts
+
+    module, _, _ = build(resolve_config("encoder", d_model=64, heads=4, layers=1, seq_len=8))
+    found = cf.crossovers(parts(module), ["layers.0"])
+    assert found["attention"]["formula"] == 2 * cf.d_model
+    assert found["attention"]["value"] == 128 and found["layer"]["value"] == 6 * 64
+
+
 @pytest.mark.parametrize("d_model,heads", [(16, 2), (24, 3)])
 def test_at_the_crossover_measured_quadratic_equals_linear(d_model, heads):
     """Counted, not derived: at S = 2·d_model the attention core equals the projections; at 6·d_model the layer."""
-    for seq, model, linear_kinds in ((2 * d_model, "mha", {"projection"}), (6 * d_model, "encoder", {"projection", "ffn"})):
-        config = small(model, d_model=d_model, heads=heads, seq_len=seq, batch=1, **({"layers": 1, "d_ff": 4 * d_model} if model == "encoder" else {}))
-        sums, _, specs = count_real(config, train=False, grad=False, device="meta")
-        quadratic = sum(n for n, s in zip(sums, specs) if s.kind == "attention")
-        linear = sum(n for n, s in zip(sums, specs) if s.kind in linear_kinds)
-        assert quadratic == linear
+    for seq, model in ((2 * d_model, "mha"), (6 * d_model, "encoder")):
+        config = small(model, d_model=d_model, heads=heads, seq_len=seq, batch=1,
+                       **({"layers": 1, "d_ff": 4 * d_model} if model == "encoder" else {}))
+        module, _, feed = build(config)
+        run = feed.runner(module, 1, seq, "meta")
+        with torch.no_grad():
+            count = count_flops(run, module, ["" if model == "mha" else "layers.0.self_attn"])
+        parts = count.by_part()
+        quadratic = parts.get("scores", 0) + parts.get("av", 0)
+        assert quadratic == count.total - quadratic
 
 
 def test_report_crossover_matches_the_default_config():
@@ -46,24 +63,31 @@ def test_report_crossover_matches_the_default_config():
     assert report.crossover["attention"]["value"] == 1024 and report.crossover["layer"]["value"] == 3072
 
 
-@pytest.mark.parametrize("model", ["encoder", "decoder", "bert-lm", "gpt-lm"])
+@pytest.mark.parametrize("model", ["encoder", "decoder", "bert-lm", "gpt-lm", "llama"])
 def test_symbolic_rows_are_the_polynomials_of_the_numeric_ones(model):
     symbolic = build_report(small(model, seq_len="S"))
+    S = sympy.Symbol("S", positive=True, integer=True)
     for seq in (5, 7):
         numeric = build_report(small(model, seq_len=seq))
+        assert [r.path for r in symbolic.rows] == [r.path for r in numeric.rows]
         for sym_row, num_row in zip(symbolic.rows, numeric.rows):
-            S = sympy.Symbol("S", positive=True, integer=True)
-            assert sympy.sympify(sym_row.measured_flops).subs(S, seq) == num_row.measured_flops
             assert sympy.sympify(sym_row.flops).subs(S, seq) == num_row.flops
+            if num_row.expected_flops is not None:
+                assert sympy.sympify(sym_row.expected_flops).subs(S, seq) == num_row.expected_flops
+        assert sympy.sympify(symbolic.total["flops"]).subs(S, seq) == numeric.total["flops"]
 
 
-@pytest.mark.parametrize("model", sorted(MODELS))
+@pytest.mark.parametrize("model", sorted(KINDS))
 def test_counting_one_layer_per_stack_equals_counting_every_layer(model):
-    config = small(model, layers=3) if "layers" in MODELS[model].uses else small(model)
-    once, every = build_report(config), build_report(config, repeats=False)
-    assert [r.measured_flops for r in once.rows] == [r.measured_flops for r in every.rows]
-    assert once.agrees and every.stacks == []
-    assert bool(once.stacks) == ("layers" in MODELS[model].uses)
+    from shapecheck.counting import measure
+
+    config = small(model, layers=3) if "layers" in KINDS[model].uses else small(model)
+    module, _, feed = build(config)
+    run = feed.runner(module, config.batch, config.seq_len, "meta")
+    once, every = measure.forward(module, run, repeats=True), measure.forward(module, run, repeats=False)
+    paths = [p for p, _ in module.named_modules()]
+    assert [once.at(p) for p in paths] == [every.at(p) for p in paths]
+    assert once.at("") > 0
 
 
 def test_layers_that_differ_are_not_reused():
@@ -84,15 +108,16 @@ def test_fvcore_counts_macs_and_misses_fused_attention():
     results = {}
     for impl in ("math", "sdpa"):
         config = small("mha", impl=impl)
-        kind = MODELS["mha"]
-        module = kind.build(config.sizes()).eval()
-        inputs = kind.inputs(config.sizes(), config.batch, config.seq_len, torch.device("cpu"))
+        kind = config.kind
+        module = kind.build(config.sizes).eval()
+        inputs = kind.inputs(config.sizes, config.batch, config.seq_len, torch.device("cpu"))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             analysis = fvcore.FlopCountAnalysis(module, inputs)
             analysis.unsupported_ops_warnings(False)
             results[impl] = analysis.total()
     ours = build_report(small("mha"))
-    core = sum(r.measured_flops for r in ours.rows if r.kind == "attention")
-    assert 2 * results["math"] == ours.total["measured_flops"]
-    assert 2 * results["sdpa"] == ours.total["measured_flops"] - core
+    core = 2 * (2 * 2 * 2 * 5 * 5 * 8)  # QKᵀ and softmax·V, 2·B·h·S·S_k·d_head each, at B=2 h=2 S=5 d_head=8
+    assert 2 * results["math"] == ours.total["flops"]
+    assert 2 * results["sdpa"] == ours.total["flops"] - core
+

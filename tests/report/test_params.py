@@ -8,7 +8,9 @@ from torch import nn
 
 from shapecheck.counting import formulas as f
 from shapecheck.counting.params import assign_parameters, count_parameters, on_meta, tied_parameters
-from shapecheck.report import build_report, resolve_config
+from shapecheck.report import resolve_config
+
+from .helpers import report as build_report
 
 transformers = pytest.importorskip("transformers")
 
@@ -25,7 +27,7 @@ def _hf_count(factory) -> int:
 def test_bert_presets_equal_transformers_bert_model(preset, hf):
     report = build_report(resolve_config(preset=preset, seq_len=4))
     expected = _hf_count(lambda: transformers.BertModel(transformers.BertConfig(**hf)))
-    assert report.total["params"] == report.total["measured_params"] == expected
+    assert report.total["params"] == expected
 
 
 @pytest.mark.parametrize("preset,hf", [
@@ -37,7 +39,7 @@ def test_bert_presets_equal_transformers_bert_model(preset, hf):
 def test_gpt2_presets_equal_transformers_gpt2_model(preset, hf):
     report = build_report(resolve_config(preset=preset, seq_len=4))
     expected = _hf_count(lambda: transformers.GPT2Model(transformers.GPT2Config(**hf)))
-    assert report.total["params"] == report.total["measured_params"] == expected
+    assert report.total["params"] == expected
 
 
 def test_bert_base_matmul_flops_equal_flop_counter_on_transformers_eager_bert():
@@ -48,7 +50,7 @@ def test_bert_base_matmul_flops_equal_flop_counter_on_transformers_eager_bert():
         hf = transformers.BertModel(transformers.BertConfig(attn_implementation="eager")).eval()
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         hf(torch.zeros(2, 16, dtype=torch.long, device="meta"))
-    assert report.total["flops"] == report.total["measured_flops"] == counter.get_total_flops()
+    assert report.total["flops"] == counter.get_total_flops()
 
 
 @pytest.mark.parametrize("model,torch_stack", [
@@ -127,12 +129,8 @@ def test_meta_construction_allocates_nothing():
     assert model.weight.is_meta and count_parameters(model) == 100_000 * 100_001
 
 
-def test_the_report_states_the_attention_block_with_and_without_biases():
-    """The note's two numbers are nn.MultiheadAttention's parameter counts with bias=True and bias=False."""
-    notes = build_report(resolve_config("mha", d_model=512, heads=8, seq_len=4)).notes
-    note = next(n for n in notes if n.startswith("attention block params:"))
-    with_biases = count_parameters(on_meta(lambda: nn.MultiheadAttention(512, 8)))
-    without = count_parameters(on_meta(lambda: nn.MultiheadAttention(512, 8, bias=False)))
-    assert f"= {with_biases:,} with biases, {without:,} without" in note
-    assert "2·d_k·d_model·h + 2·d_model·d_v·h weights + 2·d_k·h + d_model + d_v·h biases" in note
-    assert "(4·d_model² + 4·d_model when h·d_k = h·d_v = d_model)" in note  # derived from the formula, not restated
+def test_the_attention_row_states_seed_003s_formula_with_biases():
+    """h_kv = h: the block's formula is 4·d_head·d_model·h plus biases, and its value is nn.MultiheadAttention's."""
+    row = next(r for r in build_report(resolve_config("mha", d_model=512, heads=8, seq_len=4)).rows if r.kind == "attention")
+    assert row.params_formula == "4·d_head·d_model·h + 3·d_head·h + d_model"
+    assert row.params == row.expected_params == count_parameters(on_meta(lambda: nn.MultiheadAttention(512, 8)))
