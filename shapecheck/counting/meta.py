@@ -93,6 +93,13 @@ def _masked_fill(x: torch.Tensor, mask: torch.Tensor, value: Any) -> Optional[to
     return _empty(x.shape, x)
 
 
+def _embedding(weight: torch.Tensor, indices: torch.Tensor, *_: Any) -> Optional[torch.Tensor]:
+    """A lookup: (*indices, width) rows of the table (torch's meta kernel imports torch.fx's symbolic shapes)."""
+    if weight.dim() != 2 or indices.dtype not in (torch.long, torch.int):
+        return None
+    return _empty((*indices.shape, weight.shape[1]), weight)
+
+
 def _cat(tensors: Any, dim: int = 0) -> Optional[torch.Tensor]:
     """Concatenation of tensors of one dtype and rank along ``dim`` (no legacy empty 1-D tensors)."""
     tensors = list(tensors)
@@ -143,6 +150,7 @@ SHORTCUTS: dict[Any, Callable[..., Any]] = {
     aten.where.self: _where,
     aten.masked_fill.Scalar: _masked_fill,
     aten.cat.default: _cat,
+    aten.embedding.default: _embedding,
     **{op: _reduce for op in (aten.mean.dim, aten.sum.dim_IntList, aten.var.correction, aten.std.correction)},
 }
 
