@@ -60,10 +60,12 @@ def _binary(a: Any, b: Any, *_: Any, **__: Any) -> Optional[torch.Tensor]:
     return _empty(torch.broadcast_shapes(*shapes), like, dtype)
 
 
-def _integer(a: Any, b: Any, *_: Any, **__: Any) -> Optional[torch.Tensor]:
+def _integer(a: Any, b: Any, *_: Any, alpha: Any = 1) -> Optional[torch.Tensor]:
     """add/sub/mul of two integer tensors of one dtype (positions, indices): that dtype, broadcast."""
     if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or a.dtype != b.dtype:
         return _binary(a, b)
+    if not isinstance(alpha, int):
+        return None  # a float alpha with integer tensors: torch refuses it
     if a.dtype.is_floating_point or a.dtype.is_complex or a.dtype == torch.bool:
         return _binary(a, b)  # floats as before; booleans: torch refuses to subtract them
     return _empty(torch.broadcast_shapes(a.shape, b.shape), a)
