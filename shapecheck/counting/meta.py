@@ -166,7 +166,8 @@ def _arange(*args: Any, dtype: Optional[torch.dtype] = None, layout: Any = None,
     """
     start, end, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
     plain = all(isinstance(a, int) and not isinstance(a, bool) for a in (start, end, step))
-    if not plain or step == 0 or requires_grad or pin_memory or layout not in (None, torch.strided):
+    unusual = requires_grad or pin_memory or layout not in (None, torch.strided) or dtype in (torch.bool, torch.complex64)
+    if not plain or step == 0 or unusual:
         return None
     length = (end - start + step - (1 if step > 0 else -1)) // step
     if length < 0:
