@@ -12,6 +12,8 @@
    the same class through FlopCounterMode (with and without shapecheck's mapping), fvcore, calflops and
    DeepSpeed's profiler where installed (optional: "not installed" otherwise), as ratios to our total.
 Each command runs in a fresh process; the figures are medians over --repeat runs.
+``--no-peers`` leaves out the peer counters (fvcore, FlopCounterMode, calflops, DeepSpeed): only our commands
+and their import floors.
 """
 
 from __future__ import annotations
@@ -133,7 +135,7 @@ def try_timed(argv: list[str], repeat: int) -> tuple[tuple[float, float], float,
         return str(error).strip().splitlines()[-1][-120:]
 
 
-def llama_rows(report: list[str], repeat: int) -> list[tuple]:
+def llama_rows(report: list[str], repeat: int, peers: bool = True) -> list[tuple]:
     import importlib.util
     import tempfile
 
@@ -155,7 +157,7 @@ def llama_rows(report: list[str], repeat: int) -> list[tuple]:
     rows.append(('python -c "import torch, transformers" (floor)', wall, rss, ""))
     wall, rss, _ = timed([PY, "-c", "import torch, transformers; transformers.LlamaForCausalLM"], repeat)
     rows.append(("the same + resolving LlamaForCausalLM (lazy import)", wall, rss, ""))
-    for peer, module in PEER_MODULES.items():
+    for peer, module in PEER_MODULES.items() if peers else ():
         if importlib.util.find_spec(module) is None:
             rows.append((f"{peer} on Llama-2-70B (meta)", None, None, "not installed"))
             continue
@@ -172,6 +174,7 @@ def llama_rows(report: list[str], repeat: int) -> list[tuple]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--no-peers", action="store_true", help="only shapecheck's commands and the import floors")
     args = parser.parse_args()
     report = [PY, "-m", "shapecheck", "report"]
     g = GPT3
@@ -194,12 +197,12 @@ def main() -> None:
     wall, rss, out = timed(report + ["--heads", "8", "--d-model", "512", "--format", "json"], args.repeat)
     ours = json.loads(out)["total"]["measured_flops"]
     rows.append(("report --heads 8 --d-model 512", wall, rss, f"flops={ours:,}"))
-    for peer in ("fvcore", "flop_counter"):
+    for peer in ("fvcore", "flop_counter") if not args.no_peers else ():
         wall, rss, out = timed([PY, "-c", PEER, peer], args.repeat)
         counted = int(out.strip().splitlines()[-1])
         rows.append((f"{peer} on the same encoder (real CPU tensors)", wall, rss,
                      f"flops={counted:,} ({counted - ours:+,} against ours)"))
-    rows += llama_rows(report, args.repeat)
+    rows += llama_rows(report, args.repeat, not args.no_peers)
     print(f"{'command':<52} {'median s':>8} {'min s':>6} {'peak MB':>8}  notes")
     for name, walls, rss, note in rows:
         if walls is None:

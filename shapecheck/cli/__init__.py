@@ -6,7 +6,10 @@ Exit codes: 0 success, 1 findings, 2 bad input (one line on stderr, no traceback
 
 from __future__ import annotations
 
+import atexit
+import gc
 import importlib
+import os
 import sys
 
 import typer
@@ -125,6 +128,34 @@ def __getattr__(name: str) -> typer.Typer:
 
 
 def main() -> None:
-    """Console-script entry point: imports only the subcommand asked for, so ``lint`` starts fast."""
+    """Console-script entry point: imports only the subcommand asked for, so ``lint`` starts fast.
+
+    ``report`` is a short process that counts on meta and prints: it runs with the cyclic garbage
+    collector off (its full passes over torch's, sympy's and transformers' import-time objects cost
+    0.3-0.9 s and free almost nothing; peak RSS is the same) and ends without tearing the interpreter
+    down (another 0.3 s), once its output is flushed and the atexit handlers have run.
+    """
     asked = sys.argv[1] if len(sys.argv) > 1 else None
-    build_app((asked,) if asked in COMMANDS else COMMANDS)(prog_name="shapecheck")
+    app = build_app((asked,) if asked in COMMANDS else COMMANDS)
+    if asked != "report":
+        app(prog_name="shapecheck")
+        return
+    gc.disable()
+    try:
+        app(prog_name="shapecheck")
+    except SystemExit as done:
+        _exit_now(done.code)
+
+
+def _exit_now(code: object) -> None:
+    """``sys.exit(code)``, less the interpreter's teardown: flush, run the atexit handlers, ``os._exit``."""
+    if code is not None and not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:  # the reader went away (a closed pipe): as Python reports it at exit
+        code = 120
+    atexit._run_exitfuncs()
+    os._exit(code or 0)

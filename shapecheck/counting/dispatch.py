@@ -26,7 +26,9 @@ and ``av`` in turn, as the explicit path computes QKᵀ then softmax·V.
 
 from __future__ import annotations
 
+import logging
 import math
+import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -35,9 +37,49 @@ from typing import Any
 import torch
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils.flop_counter import flop_registry
 
 from shapecheck.counting.meta import shortcut
+
+
+class _TritonKernel(type):
+    """``isinstance(x, _JITFunction)`` in flop_counter, answered without importing triton.
+
+    An object can only be a triton ``JITFunction`` once ``triton.runtime.jit`` is loaded, so checking
+    ``sys.modules`` first gives the same answer as the class itself.
+    """
+
+    def __instancecheck__(cls, instance: Any) -> bool:
+        jit = sys.modules.get("triton.runtime.jit")
+        return jit is not None and isinstance(instance, jit.JITFunction)
+
+
+class _TritonJITFunction(metaclass=_TritonKernel):
+    pass
+
+
+def _import_flop_counter() -> Any:
+    """``torch.utils.flop_counter`` without the ~0.2 s import of triton it does only to name ``JITFunction``.
+
+    While it loads, ``triton.runtime.jit`` is hidden (its own "triton not found" warning silenced); its
+    ``_JITFunction`` then becomes ``_TritonJITFunction``, which recognises a JITFunction exactly as before.
+    Where triton is already loaded, or flop_counter is, nothing is hidden.
+    """
+    name = "torch.utils.flop_counter"
+    if name in sys.modules or "triton.runtime.jit" in sys.modules:
+        return __import__(name, fromlist=["flop_registry"])
+    log = logging.getLogger(name)
+    disabled, log.disabled = log.disabled, True
+    sys.modules["triton.runtime.jit"] = None  # type: ignore[assignment]  # import fails fast: ImportError
+    try:
+        module = __import__(name, fromlist=["flop_registry"])
+    finally:
+        del sys.modules["triton.runtime.jit"]
+        log.disabled = disabled
+    module._JITFunction = _TritonJITFunction
+    return module
+
+
+flop_registry = _import_flop_counter().flop_registry
 
 aten = torch.ops.aten
 Shape = tuple[int, ...]

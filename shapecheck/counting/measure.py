@@ -96,21 +96,25 @@ def decode(module: nn.Module, run_one: Callable[[], Any], attention_paths: dict[
 
 
 class _Saved:
-    """Bytes of the distinct storages autograd saves for backward, parameters excluded."""
+    """Bytes of the distinct storages autograd saves for backward, parameters excluded.
+
+    Each storage is held until the count is read, so its address (the key) cannot be freed and reused by
+    another storage meanwhile: the count does not depend on when the garbage collector frees a cycle.
+    """
 
     def __init__(self, module: nn.Module) -> None:
         self.params = {p.untyped_storage()._cdata for p in module.parameters()}
-        self.storages: dict[int, int] = {}
+        self.storages: dict[int, tuple[Any, int]] = {}
 
     def pack(self, tensor: torch.Tensor) -> torch.Tensor:
         storage = tensor.untyped_storage()
         if storage._cdata not in self.params:
-            self.storages.setdefault(storage._cdata, storage.nbytes())
+            self.storages.setdefault(storage._cdata, (storage, storage.nbytes()))
         return tensor
 
     @property
     def bytes(self) -> int:
-        return sum(self.storages.values())
+        return sum(nbytes for _, nbytes in self.storages.values())
 
 
 @contextlib.contextmanager
