@@ -12,24 +12,11 @@ from shapecheck.counting import hf
 from shapecheck.errors import UsageError
 
 
-def from_preset(name: str, sizes: Optional[dict[str, int]] = None) -> tuple[nn.Module, str]:
-    """A catalogue preset's reference module on meta (``--d-model``/``--heads`` override its sizes)."""
-    from shapecheck.catalog import build_on_meta, get_preset, preset_sizes
-
-    preset = get_preset(name)
-    given = {k: v for k, v in (sizes or {}).items() if v is not None}
-    return build_on_meta(name, preset_sizes(name, **given)), f"preset {name} ({preset.source})"
-
-
 def load_model(target: Optional[str], config: Optional[str], *, init: Optional[dict[str, Any]] = None,
-               sizes: Optional[dict[str, int]] = None, preset: Optional[str] = None) -> tuple[nn.Module, str]:
+               sizes: Optional[dict[str, int]] = None) -> tuple[nn.Module, str]:
     """The module built on the meta device and a label for it; every failure is one ``UsageError`` line."""
     if init and (target is None or target.startswith(hf.PREFIX)):
         raise UsageError("--init sets a TARGET's constructor arguments; a config file or preset fixes its own")
-    if preset is not None:
-        if target is not None or config is not None:
-            raise UsageError(f"--preset {preset} names the model; give either it or a TARGET/--config")
-        return from_preset(preset, sizes)
     if target and target.startswith(hf.PREFIX):
         if config is None:
             raise UsageError(f"{target} needs --config path/to/config.json (no hub access is attempted)")
