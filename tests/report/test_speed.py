@@ -17,7 +17,6 @@ from shapecheck.counting import meta
 from shapecheck.counting.anatomy import parts
 from shapecheck.counting.dispatch import count_flops
 from shapecheck.counting.experts import routed
-from shapecheck.counting.load import from_preset
 from shapecheck.counting.repeats import count_with_repeats, identical_stacks
 from shapecheck.counting.tree import Settings, model_report
 
@@ -91,7 +90,7 @@ def _records(count):
 
 @pytest.mark.parametrize("preset", ["llama-2-7b", "mixtral-8x7b", "gpt2", "bert-base", "qwen2-0.5b"])
 def test_counting_with_shape_only_kernels_equals_counting_with_torchs_meta_kernels(preset):
-    module, _ = from_preset(preset, {"d_model": 64, "heads": 4})
+    module = build_on_meta(preset, preset_sizes(preset, d_model=64, heads=4))
     module.eval()
     ids = torch.zeros(2, 9, dtype=torch.long, device="meta")
     paths = [p for p, m in module.named_modules() if type(m).__name__.endswith("Attention")]
