@@ -121,3 +121,23 @@ def test_fvcore_counts_macs_and_misses_fused_attention():
     assert 2 * results["math"] == ours.total["flops"]
     assert 2 * results["sdpa"] == ours.total["flops"] - core
 
+
+
+def test_rows_follow_the_module_tree_whatever_the_attributes_are_called():
+    """No row list names a reference model's attributes: renamed submodules keep their formulas and agree."""
+    from reference_models.transformer import EncoderLayer, TransformerConfig
+    from shapecheck.counting.tree import Settings, model_report
+
+    class Renamed(EncoderLayer):
+        self_attn = property(lambda self: self.mixer)
+        ffn = property(lambda self: self.channel)
+
+        def __init__(self, config):
+            super().__init__(config)
+            self.mixer, self.channel = self._modules.pop("self_attn"), self._modules.pop("ffn")
+
+    with torch.device("meta"):
+        layer = Renamed(TransformerConfig(d_model=16, heads=2, d_ff=32, layers=1))
+    rows = {r.path: r for r in model_report(layer, "Renamed", Settings(batch=2, seq_len=5)).rows}
+    assert rows["mixer"].kind == "attention" and rows["channel"].kind == "mlp"
+    assert all(rows[p].agrees and rows[p].expected_flops > 0 for p in ("mixer", "channel"))
