@@ -556,6 +556,38 @@ def construct(target: Target, construction: Construction, device: str = "cpu") -
     return module
 
 
+CPU_BUDGET = 2**26  # elements a CPU fallback may allocate (256 MB of float32)
+
+
+class _Budget(torch.overrides.TorchFunctionMode):
+    """Stops a CPU construction once its tensors pass ``limit`` elements: only small models fall back."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit, self.elements = limit, 0
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        if isinstance(out, torch.Tensor):
+            self.elements += out.numel()
+            if self.elements > self.limit:
+                raise MemoryError(f"more than {self.limit:,} elements: too large to build on the CPU")
+        return out
+
+
+def construct_on_meta_or_cpu(target: Target, construction: Construction, budget: int = CPU_BUDGET) -> tuple[nn.Module, bool]:
+    """(module, built on the CPU): on meta, no weights; a constructor that cannot run there is retried on the
+    CPU while it allocates at most ``budget`` elements. When that fails too, the meta failure is raised."""
+    try:
+        return construct(target, construction, "meta"), False
+    except UsageError as on_meta:
+        try:
+            with _Budget(budget):
+                return construct(target, construction, "cpu"), True
+        except UsageError:
+            raise on_meta from None
+
+
 def build(target: Target, sizes: Optional[Sizes] = None, *, keep_defaults: bool = False, init: Optional[Mapping[str, Any]] = None,
           explicit: Collection[str] = (), device: str = "cpu", **size_values: Any) -> tuple[nn.Module, Construction]:
     """``map_arguments`` then ``construct``: the module and what was passed."""

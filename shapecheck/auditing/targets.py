@@ -3,7 +3,7 @@
 A target is built with its constructor's own defaults first (``map_arguments(...,
 keep_defaults=True)``): ``--d-model`` and ``--heads`` replace a default only when
 given, and a replaced default shows in the description (``dim=256 (default 512)``).
-It is counted on the meta device (on the CPU when its constructor cannot run
+It is counted on the meta device (on the CPU, when small, if its constructor cannot run
 there). Dead parameters are found on a small probe of the same class
 (``probe_sizes``), built the same way; when it cannot be built the verdict says
 liveness was not checked and why.
@@ -24,7 +24,7 @@ from shapecheck.auditing.api import audit
 from shapecheck.auditing.result import AuditResult, Liveness
 from shapecheck.catalog import build_on_meta, build_real, preset_sizes
 from shapecheck.errors import UsageError
-from shapecheck.target import Construction, Target, build, construct, load_target, map_arguments
+from shapecheck.target import Construction, Target, build, construct_on_meta_or_cpu, load_target, map_arguments
 
 DEFAULT_SIZES = {"d_model": 512, "heads": 8}  # for required parameters only; defaults are kept
 PROBE_SIZES = {"d_model": 16, "heads": 2}
@@ -39,10 +39,7 @@ def _explicit(sizes: dict[str, Optional[int]]) -> tuple[dict[str, int], tuple[st
 def _build(target: Target, sizes: dict[str, Optional[int]], init: dict[str, Any]) -> tuple[nn.Module, Construction]:
     full, explicit = _explicit(sizes)
     construction = map_arguments(target, full, keep_defaults=True, init=init, explicit=explicit)
-    try:
-        return construct(target, construction, "meta"), construction
-    except UsageError:
-        return construct(target, construction, "cpu"), construction
+    return construct_on_meta_or_cpu(target, construction)[0], construction
 
 
 def _probe(target: Target, sizes: dict[str, int], init: dict[str, Any]) -> tuple[Optional[nn.Module], str]:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-import torch
 from torch import nn
-from torch.overrides import TorchFunctionMode
 
 from shapecheck.counting import hf
 from shapecheck.errors import UsageError
@@ -27,36 +25,11 @@ def load_model(target: Optional[str], config: Optional[str], *, init: Optional[d
         return hf.build(config)
     if config is not None:
         raise UsageError(f"--config applies to transformers models; {target} is built from its own constructor")
-    from shapecheck.target import construct, load_target, map_arguments
+    from shapecheck.target import construct_on_meta_or_cpu, load_target, map_arguments
 
     loaded = load_target(target)
     given = {k: v for k, v in (sizes or {}).items() if v is not None}
     construction = map_arguments(loaded, given, keep_defaults=True, init=init or {}, explicit=tuple(given))
     label = f"{target}: {construction.describe()}"
-    try:
-        return construct(loaded, construction, "meta"), label
-    except UsageError as on_meta:
-        try:
-            with _Budget():
-                return construct(loaded, construction, "cpu"), f"{label} (built on the CPU: it fails on meta)"
-        except UsageError:
-            raise on_meta from None
-
-
-CPU_BUDGET = 2**26  # elements a CPU fallback may allocate (256 MB of float32)
-
-
-class _Budget(TorchFunctionMode):
-    """Stops a CPU construction once its tensors pass ``CPU_BUDGET`` elements: only small models fall back."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.elements = 0
-
-    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None) -> Any:
-        out = func(*args, **(kwargs or {}))
-        if isinstance(out, torch.Tensor):
-            self.elements += out.numel()
-            if self.elements > CPU_BUDGET:
-                raise MemoryError(f"more than {CPU_BUDGET:,} elements: too large to build on the CPU")
-        return out
+    module, on_cpu = construct_on_meta_or_cpu(loaded, construction)
+    return module, f"{label} (built on the CPU: it fails on meta)" if on_cpu else label

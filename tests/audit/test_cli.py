@@ -87,3 +87,12 @@ def test_table_prints_the_target_name_as_written(tmp_path):
     result = runner.invoke(app, ["audit", spec, "--d-model", "32", "--heads", "4"], env={"COLUMNS": "300"})  # no folding
     assert result.exit_code == 0, result.output
     assert f"{spec}: M(" in result.stdout and "Ⓜ" not in result.stdout
+
+
+def test_a_target_that_fails_on_meta_is_audited_on_the_cpu_only_when_small():
+    small = runner.invoke(app, ["audit", "tests/report/test_any_model.py:MetaShy", "--format", "json"])
+    assert small.exit_code in (0, 1), small.output
+    assert json.loads(small.stdout)["totals"]["total"] == 16 * 16 + 16
+    huge = runner.invoke(app, ["audit", "tests/report/test_any_model.py:MetaShyAndHuge"])
+    assert huge.exit_code == 2 and huge.stdout == ""
+    assert len(huge.stderr.strip().splitlines()) == 1 and "Tensor.item" in huge.stderr  # the meta failure, not an allocation
