@@ -35,6 +35,16 @@ class Calls(Evaluator):
     """Expression evaluation with calls; the checker adds the statements."""
 
     def ev_Call(self, node: ast.Call) -> Optional[Value]:
+        found = self.call(node)
+        if found is None and node.args and isinstance(node.args[0], ast.Name) and self.targets == (node.args[0].id,):
+            first = self.values.get(id(node.args[0]))
+            if isinstance(first, Tensor) and first.role == "scores":
+                # ``attn = self.rel_pos(attn, ...)``: a call nobody models whose result replaces the scores it was
+                # given (a bias, a relative position term) is taken to be those scores
+                return replace(first, uid=0, param=False)
+        return found
+
+    def call(self, node: ast.Call) -> Optional[Value]:
         func = node.func
         layer = nm.nn_layer(func)
         if layer is not None:
@@ -185,22 +195,23 @@ class Calls(Evaluator):
         if attr == "einsum":
             return self.einsum(node, args)
         if attr in nm.SAME_SHAPE_FUNCTIONS and attr != "where" and isinstance(first, Tensor):
-            scale = "unknown" if "norm" in attr else first.scale  # cosine attention learns its temperature
-            return replace(first, role=None, key_pos=None, key_t=False, uid=0, param=False, scale=scale)
+            if "norm" in attr:  # cosine attention learns its temperature; a normed tensor is no longer the scores
+                return replace(first, role=None, key_pos=None, key_t=False, uid=0, param=False, scale="unknown")
+            return replace(first, uid=0, param=False)  # tanh soft-capping, clamp: the scores stay the scores
         if attr == "linear" and isinstance(first, Tensor):  # F.linear(x, weight, bias): the leading axes stay
             return Tensor(axes=first.axes[:-1] + (None,), order=tuple(range(len(first.axes)))) if first.axes \
                 else Tensor()
         if attr in _CAT and isinstance(first, Pieces) and not first.repeat:
-            known = [p for p in first.items if isinstance(p, Tensor) and p.axes is not None]
             dim = nm.int_value(nm.argument(node, 1, "dim") or ast.Constant(0))
-            return ops.cat(known, dim) if known and dim is not None else Tensor()
+            return ops.cat(first.items, dim) if first.items and dim is not None else Tensor()
         if isinstance(first, Tensor) and attr in _AXIS_OPS:
             return self.axis_op(node, attr, first, node.args[1:])
         if attr in ("matmul", "bmm") and len(args) >= 2:
-            b = _as_tensor(args[1])
-            if attr == "bmm" and _is_transpose(node.args[1], (1, 2)):
-                b = replace(b, key_t=True)
-            return matmul(_as_tensor(self.as_query(node.args[0], node.args[1], first)), b)
+            return self.product(node, attr, node.args[0], node.args[1], first, args[1])
+        if attr == "baddbmm" and len(args) >= 3:  # baddbmm(input, a, b, beta=, alpha=): input·beta + alpha·(a @ b)
+            out = self.product(node, attr, node.args[1], node.args[2], args[1], args[2])
+            alpha = nm.keyword(node, "alpha")
+            return out if alpha is None or nm.int_value(alpha) == 1 else self.scaled(node, out, alpha)
         if attr in nm.SOFTMAX:
             return self.softmax(node, node.args[0] if node.args else None, first,
                                    nm.argument(node, 1, "dim"), len(node.args) > 1 or bool(node.keywords))
@@ -213,6 +224,17 @@ class Calls(Evaluator):
         if isinstance(first, Tensor) and attr in _RESHAPE | _SWAP | {"permute"}:
             return self.method_call(node, attr, first, args[1:], offset=1)
         return None
+
+    def product(self, node: ast.Call, attr: str, a_node: ast.expr, b_node: ast.expr, a: Optional[Value],
+                b: Optional[Value]) -> Tensor:
+        """``matmul``/``bmm``/``baddbmm`` of two operands; a batched product (``bmm``) is 3-D."""
+        second = _as_tensor(b)
+        if attr != "matmul" and _is_transpose(b_node, (1, 2)):
+            second = replace(second, key_t=True)
+        out = matmul(_as_tensor(self.as_query(a_node, b_node, a)), second)
+        if attr != "matmul" and out.axes is None:
+            out = replace(out, axes=(None,) * 3, min_rank=None, key_pos=2 if out.role == "scores" else None)
+        return out
 
     def method_call(self, node: ast.Call, attr: str, base: Value, args: list[Optional[Value]],
                     offset: int = 0) -> Optional[Value]:

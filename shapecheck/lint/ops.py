@@ -178,17 +178,21 @@ def drop_axis(t: Tensor, dim: int) -> Tensor:
     return fresh(axes, scale=t.scale, scale_at=t.scale_at)
 
 
-def cat(pieces: Sequence[Tensor], dim: int) -> Tensor:
-    """``torch.cat(pieces, dim)`` of the pieces whose axes are known (cat needs the others equal in size):
-    the other axes as they agree; the joined one unnamed."""
-    ranks = {p.rank for p in pieces}
-    first = pieces[0]
-    if len(ranks) != 1 or first.axes is None or not -len(first.axes) <= dim < len(first.axes):
-        return Tensor(scale=first.scale)
-    axes = [a if all(p.axes[i] == a for p in pieces) else None  # type: ignore[index]
-            for i, a in enumerate(first.axes)]
+def cat(pieces: Sequence[object], dim: int) -> Tensor:
+    """``torch.cat(pieces, dim)``: the other axes as the pieces of known axes agree (cat needs them equal in
+    size), the joined one unnamed. Scores joined with extra key columns (attention sinks) stay the scores."""
+    first = pieces[0] if pieces and isinstance(pieces[0], Tensor) else Tensor()
+    rank = first.rank
+    on_keys = first.role == "scores" and first.key_pos is not None and (
+        first.key_pos == dim if rank is None else -rank <= dim < rank and first.key_pos % rank == dim % rank)
+    keys = {"role": "scores", "key_pos": first.key_pos} if on_keys else {}
+    known = [p for p in pieces if isinstance(p, Tensor) and p.axes is not None]
+    if not known or len({p.rank for p in known}) != 1 or not -len(known[0].axes) <= dim < len(known[0].axes):  # type: ignore[arg-type]
+        return Tensor(scale=first.scale, scale_at=first.scale_at, min_rank=first.min_rank, **keys)  # type: ignore[arg-type]
+    axes = [a if all(p.axes[i] == a for p in known) else None  # type: ignore[index]
+            for i, a in enumerate(known[0].axes)]  # type: ignore[arg-type]
     axes[dim % len(axes)] = None
-    return fresh(axes, scale=first.scale, scale_at=first.scale_at)
+    return fresh(axes, scale=first.scale, scale_at=first.scale_at, **keys)
 
 
 def flatten(t: Tensor, start: int, end: int) -> Tensor:

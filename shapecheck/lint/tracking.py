@@ -180,7 +180,10 @@ def _join_tensors(a: Tensor, b: Tensor) -> Tensor:
     if a.axes is not None and b.axes is not None and len(a.axes) == len(b.axes):
         axes = tuple(x if x == y else None for x, y in zip(a.axes, b.axes))
     same = {f: getattr(a, f) if getattr(a, f) == getattr(b, f) else None
-            for f in ("order", "role", "key_pos", "scale_at", "mask_at", "mask_source", "mask_uid", "min_rank")}
+            for f in ("order", "role", "key_pos", "scale_at", "mask_at", "mask_source", "mask_uid")}
+    bounds = [t.rank or t.min_rank for t in (a, b)]
+    if axes is None and None not in bounds:  # paths of different ranks: the rank is at least the smaller one
+        same["min_rank"] = min(bounds)  # type: ignore[type-var]
     return Tensor(
         axes=axes, scale=a.scale if a.scale == b.scale else "unknown", key_t=a.key_t and b.key_t, param=a.param and b.param,
         projected=a.projected and b.projected,
@@ -206,6 +209,8 @@ def swap(t: Tensor, d0: int, d1: int) -> Tensor:
 def _swap_unknown(key_pos: Optional[int], d0: int, d1: int) -> Optional[int]:
     if key_pos is None or d0 >= 0 or d1 >= 0:
         return None
+    if {d0, d1} == {-1, -2}:
+        return key_pos  # the scores of the other direction (see ``permute``)
     return d1 if key_pos == d0 else d0 if key_pos == d1 else key_pos
 
 
@@ -224,6 +229,8 @@ def permute(t: Tensor, perm: Sequence[int]) -> Tensor:
     order = None if t.order is None else tuple(t.order[p] for p in perm)
     key_pos = perm.index(t.key_pos) if t.key_pos is not None and t.key_pos >= 0 else None
     key_t = rank >= 2 and perm[-2:] == [rank - 1, rank - 2] and perm[:-2] == list(range(rank - 2))
+    if key_t and t.role == "scores" and key_pos == rank - 2:
+        key_pos = rank - 1  # scores with queries and keys swapped: the other direction of bidirectional attention
     return replace(t, axes=tuple(axes[p] for p in perm), order=order, key_pos=key_pos, key_t=key_t)
 
 

@@ -213,3 +213,77 @@ class SelfAttention(nn.Module):
 """
     assert_lint(src, m.WidthScaledScores)
     assert codes(src.replace("self.all_size ** 0.5", "self.head_size ** 0.5")) == []
+
+
+def test_soft_capping_and_sink_columns_keep_the_scores():
+    # tanh soft-capping (gemma-style) and a column of attention sinks joined on the key axis are still the scores
+    src = HEADER + """
+def attend(query, key, value, sinks, scaling, softcap):
+    s = torch.matmul(query, key.transpose(2, 3)) * scaling
+    s = torch.tanh(s / softcap) * softcap
+    s = torch.cat([s, sinks], dim=-1)
+    p = F.softmax(s, dim={dim})[..., :-1]
+    return torch.matmul(p, value).transpose(1, 2)
+"""
+    assert codes(src.format(dim=-1)) == []
+    assert_lint(src.format(dim=1), m.SoftmaxAxis)
+
+
+def test_baddbmm_makes_three_dimensional_scores_scaled_by_alpha():
+    src = HEADER + """
+def scores(query, key, bias, scale):
+    s = torch.baddbmm(bias, query, key.transpose(-1, -2), beta=1, alpha=scale)
+    return s.softmax(dim={dim})
+"""
+    assert codes(src.format(dim=-1)) == []
+    assert_lint(src.format(dim=1), m.SoftmaxAxis)
+    assert_lint(src.format(dim=-1).replace(", alpha=scale", ""), m.UnscaledScores)
+
+
+def test_a_call_that_replaces_the_scores_keeps_them():
+    # ``attn = self.rel_pos(attn, ...)``: a module nobody models, given the scores and assigned back to them
+    src = HEADER + """
+class Attention(nn.Module):
+    def __init__(self, dim, num_heads, rel_pos_cls):
+        super().__init__()
+        self.num_heads = num_heads
+        self.scale = (dim // num_heads) ** -0.5
+        self.qkv = nn.Linear(dim, dim * 3)
+        self.rel_pos = rel_pos_cls(num_heads=num_heads) if rel_pos_cls else None
+    def forward(self, x):
+        B, N, C = x.shape
+        q, k, v = self.qkv(x).reshape(B, N, 3, self.num_heads, C // self.num_heads).permute(2, 0, 3, 1, 4).unbind(0)
+        attn = (q * self.scale) @ k.transpose(-2, -1)
+        if self.rel_pos is not None:
+            attn = self.rel_pos(attn)
+        attn = attn.softmax(dim={dim})
+        return (attn @ v).transpose(1, 2).reshape(B, N, C)
+"""
+    assert codes(src.format(dim=-1)) == []
+    assert_lint(src.format(dim=1), m.SoftmaxAxis)
+
+
+def test_paths_of_different_rank_bound_the_rank_from_below():
+    src = HEADER + """
+def attend(x, windows, scale, b, t, w, h, d):
+    if windows:
+        q = k = x.reshape(b, w, h, t, d)
+    else:
+        q = k = x.reshape(b, h, t, d)
+    s = (q * scale) @ k.transpose(-1, -2)
+    return s.softmax(dim={dim})
+"""
+    assert codes(src.format(dim=-1)) == []
+    assert_lint(src.format(dim=1), m.SoftmaxAxis)
+
+
+def test_transposed_scores_are_the_other_direction_of_bidirectional_attention():
+    src = HEADER + """
+def both_ways(vision, text, scale):
+    s = torch.bmm(vision, text.transpose(1, 2)) * scale
+    s = torch.clamp(s, min=-50000, max=50000)
+    text_probs = s.transpose(1, 2).softmax(dim=-1)
+    vision_probs = s.softmax(dim=-1)
+    return torch.bmm(vision_probs, text), torch.bmm(text_probs, vision)
+"""
+    assert codes(src) == []
