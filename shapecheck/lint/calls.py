@@ -176,9 +176,11 @@ class Calls(Evaluator):
             sizes = {kw.arg: self.static_label(kw.value, 0) for kw in made.keywords if kw.arg}
             return ops.einops(str(made.args[0].value), first, sizes)
         if kind == "all":
-            normed = "norm" in attr.lower() or (made is not None and "norm" in ast.unparse(made.func).lower())
-            # a norm's learned gain sets the temperature of QK-normed attention: its scaling is unknown
-            return replace(first, uid=0, param=False, scale="unknown" if normed else first.scale)
+            # a LayerNorm/RMSNorm of q or k keeps each vector's length near sqrt(d_head) (its gain starts at 1):
+            # the scores still need 1/sqrt(d_head); only unit vectors (``F.normalize``, in a norm class of this
+            # file too) set their own temperature
+            unit = made is not None and (nm.dotted(made.func) or "").split(".")[-1] in self.unit_norm_classes()
+            return replace(first, uid=0, param=False, scale="unknown" if unit else first.scale)
         if kind == "lead" and first.axes:
             width = self.static_label(nm.argument(made, 1, "out_features"), 0) if made is not None else None
             return Tensor(axes=first.axes[:-1] + (width,), order=tuple(range(len(first.axes))))
@@ -186,6 +188,15 @@ class Calls(Evaluator):
             return None
         callee = (nm.dotted(made.func) or "") if made is not None else ""
         return Tensor(projected=not re.search(r"[Cc]onv(?!1D)", callee))  # a convolution's features lead
+
+    def unit_norm_classes(self) -> frozenset[str]:
+        """Classes of this module whose code normalises to unit length (``F.normalize``, ``l2norm``)."""
+        if "unit_norms" not in self.memo:
+            self.memo["unit_norms"] = frozenset(
+                c.name for c in self.tree.body if isinstance(c, ast.ClassDef) and any(
+                    isinstance(n, ast.Call) and re.search(r"normalize|l2norm", nm.dotted(n.func) or "")
+                    for n in ast.walk(c)))
+        return self.memo["unit_norms"]  # type: ignore[return-value]
 
     def namespace_call(self, node: ast.Call, attr: str, args: list[Optional[Value]]) -> Optional[Value]:
         """``torch.matmul(a, b)``, ``F.softmax(x, dim=-1)``, ``F.dropout(x, p)``, ..."""
@@ -195,7 +206,7 @@ class Calls(Evaluator):
         if attr == "einsum":
             return self.einsum(node, args)
         if attr in nm.SAME_SHAPE_FUNCTIONS and attr != "where" and isinstance(first, Tensor):
-            if "norm" in attr:  # cosine attention learns its temperature; a normed tensor is no longer the scores
+            if attr == "normalize":  # cosine attention learns its temperature; unit vectors are no longer scores
                 return replace(first, role=None, key_pos=None, key_t=False, uid=0, param=False, scale="unknown")
             return replace(first, uid=0, param=False)  # tanh soft-capping, clamp: the scores stay the scores
         if attr == "linear" and isinstance(first, Tensor):  # F.linear(x, weight, bias): the leading axes stay
@@ -333,6 +344,12 @@ class Calls(Evaluator):
             return Tensor(scale=base.scale, scale_at=base.scale_at, role="probs" if base.role == "probs" else None)
         axes = [t if isinstance(t, Label) else None for t in target]
         role = "probs" if base.role == "probs" else None  # a reshape keeps probabilities, not the key axis
+        src = base.axes or ()
+        if base.role == "scores" and base.key_pos == len(src) - 1 and len(axes) >= 2 and None not in src[-2:] \
+                and tuple(axes[-2:]) == src[-2:]:
+            # scores viewed with their (query, key) axes kept last: windows or heads split off the leading axes
+            return Tensor(axes=tuple(axes), order=tuple(range(len(axes))), scale=base.scale, scale_at=base.scale_at,
+                          role="scores", key_pos=len(axes) - 1)
         return Tensor(axes=tuple(axes), order=tuple(range(len(axes))), scale=base.scale, scale_at=base.scale_at,
                       role=role)
 

@@ -161,6 +161,9 @@ class Evaluator(Scope):
 
     def ev_Tuple(self, node: ast.Tuple) -> Optional[Value]:
         items = [self.ev(e) for e in node.elts]
+        spread = self.spread_pieces(node.elts, items)
+        if spread is not None:
+            return spread
         if any(isinstance(e, ast.Starred) for e in node.elts) or all(
             isinstance(v, Dim) or nm.int_value(e) is not None for v, e in zip(items, node.elts)
         ):
@@ -169,6 +172,24 @@ class Evaluator(Scope):
         return Pieces(tuple(items))  # type: ignore[arg-type]
 
     ev_List = ev_Tuple
+
+    def spread_pieces(self, elts: list[ast.expr], items: list[Optional[Value]]) -> Optional[Pieces]:
+        """``q, k, v = (self.to_q(x), *self.to_kv(x).chunk(2, dim=1))``: tensors and spread pieces, one per name
+        assigned (the pieces of a ``chunk`` fill the names the others leave)."""
+        starred = [i for i, e in enumerate(elts) if isinstance(e, ast.Starred)]
+        if len(starred) != 1 or not isinstance(items[starred[0]], Pieces) or not all(
+                isinstance(v, Tensor) for i, v in enumerate(items) if i != starred[0]):
+            return None
+        pieces: Pieces = items[starred[0]]  # type: ignore[assignment]
+        fill = len(self.targets) - (len(elts) - 1)
+        if pieces.repeat and fill >= 1:
+            spread = (pieces.items[0],) * fill
+        elif not pieces.repeat:
+            spread = pieces.items
+        else:
+            return None
+        i = starred[0]
+        return Pieces(tuple(items[:i]) + spread + tuple(items[i + 1:]))  # type: ignore[arg-type]
 
     def ev_comprehension_scope(self, node: ast.AST, parts: list[Optional[ast.expr]]) -> Optional[Value]:
         saved = dict(self.env)

@@ -141,9 +141,20 @@ def test_map_of_a_lambda_over_qkv_keeps_the_pieces_unscaled():
     assert_lint(EINOPS.format(line="pass"), m.UnscaledScores)
 
 
-def test_query_key_norms_set_their_own_temperature():
-    assert codes(EINOPS.format(line="q, k = self.norm(q), self.norm(k)")) == []
+def test_unit_length_query_key_norms_set_their_own_temperature():
     assert codes(EINOPS.format(line="q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)")) == []
+    unit_norm = EINOPS + """
+class L2Norm(nn.Module):
+    def forward(self, x):
+        return F.normalize(x, dim=-1) * x.shape[-1] ** 0.5
+"""
+    assert codes(unit_norm.replace("nn.LayerNorm(dim // heads)", "L2Norm()").format(
+        line="q, k = self.norm(q), self.norm(k)")) == []
+
+
+def test_a_layer_norm_of_queries_and_keys_still_needs_the_scaling():
+    # LayerNorm/RMSNorm over d_head keeps each vector's length near sqrt(d_head): q·k grows with d_head as before
+    assert_lint(EINOPS.format(line="q, k = self.norm(q), self.norm(k)"), m.UnscaledScores)
 
 
 EAGER = HEADER + """
@@ -287,3 +298,47 @@ def both_ways(vision, text, scale):
     return torch.bmm(vision_probs, text), torch.bmm(text_probs, vision)
 """
     assert codes(src) == []
+
+
+def test_scores_viewed_with_their_last_two_axes_kept_stay_scores():
+    # Swin's shifted windows: the window count is split off the leading axis, (N, N) stay last
+    src = HEADER + """
+class WindowAttention(nn.Module):
+    def __init__(self, dim, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+        self.scale = (dim // num_heads) ** -0.5
+        self.qkv = nn.Linear(dim, dim * 3)
+    def forward(self, x, mask):
+        B_, N, C = x.shape
+        q, k, v = self.qkv(x).reshape(B_, N, 3, self.num_heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
+        attn = (q * self.scale) @ k.transpose(-2, -1)
+        if mask is not None:
+            num_win = mask.shape[0]
+            attn = attn.view(-1, num_win, self.num_heads, N, N) + mask.unsqueeze(1).unsqueeze(0)
+            attn = attn.view(-1, self.num_heads, N, N)
+        attn = attn.softmax(dim={dim})
+        return (attn @ v).transpose(1, 2).reshape(B_, N, -1)
+"""
+    assert codes(src.format(dim=-1)) == []
+    assert_lint(src.format(dim=1), m.SoftmaxAxis)
+    assert_lint(src.format(dim=-1).replace("(q * self.scale)", "q"), m.UnscaledScores)
+
+
+def test_a_tuple_with_spread_chunks_gives_one_piece_per_name():
+    src = HEADER + """from einops import rearrange
+
+class LocalAttention(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.to_q = nn.Conv2d(dim, dim, 1)
+        self.to_kv = nn.Conv2d(dim, dim * 2, 1)
+    def forward(self, fmap):
+        q, k, v = (self.to_q(fmap), *self.to_kv(fmap).chunk(2, dim=1))
+        q, k, v = map(lambda t: rearrange(t, "b (h d) x y -> (b h) (x y) d", h=self.heads), (q, k, v))
+        dots = torch.einsum("b i d, b j d -> b i j", q, k)
+        return dots.softmax(dim=-1)
+"""
+    assert_lint(src, m.UnscaledScores)
+    assert codes(src.replace("q, k)\n", "q, k) / math.sqrt(q.shape[-1])\n")) == []
