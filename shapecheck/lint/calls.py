@@ -232,6 +232,8 @@ class Calls(Evaluator):
         if attr == "masked_fill":
             return self.masked_fill(node, node.args[0] if node.args else None, first, nm.argument(node, 1, "mask"),
                                     nm.argument(node, 2, "value"))
+        if isinstance(first, Tensor) and attr in ("split", "chunk"):
+            return self.size_or_split(node, attr, first, offset=1)
         if isinstance(first, Tensor) and attr in _RESHAPE | _SWAP | {"permute"}:
             return self.method_call(node, attr, first, args[1:], offset=1)
         return None
@@ -304,21 +306,25 @@ class Calls(Evaluator):
         perm = None if src is None or dst is None else ops.movedim(base, src, dst)
         return Tensor(scale=base.scale) if perm is None else permute(base, perm)
 
-    def size_or_split(self, node: ast.Call, attr: str, base: Tensor) -> Optional[Value]:
+    def size_or_split(self, node: ast.Call, attr: str, base: Tensor, offset: int = 0) -> Optional[Value]:
+        """``x.size(i)``; ``x.split(n, dim)``/``x.chunk(n, dim)`` (``torch.split(x, n, dim)`` with ``offset`` 1)."""
         if attr == "size":
             if not node.args:
                 return Shape((), _owner(node), known=False) if base.axes is None else Shape(base.axes, _owner(node))
             i = nm.int_value(node.args[0])
             return Dim(_axis(base, i))
-        if attr in ("split", "chunk") and node.args:
-            dim = nm.int_value(nm.argument(node, 1, "dim") or ast.Constant(0))
+        if attr in ("split", "chunk") and len(node.args) > offset:
+            dim = nm.int_value(nm.argument(node, 1 + offset, "dim") or ast.Constant(0))
             axis = _axis(base, dim)
-            size = self.label_of(node.args[0]) if attr == "split" else quotient(axis, _int(node.args[0]))
+            count = node.args[offset]
+            size = self.label_of(count) if attr == "split" else quotient(axis, _int(count))
             axes = None
             if base.axes is not None and dim is not None and -len(base.axes) <= dim < len(base.axes):
                 axes = list(base.axes)
                 axes[dim] = size if isinstance(size, Label) else None
-            return Pieces((Tensor(axes=None if axes is None else tuple(axes), scale=base.scale),), repeat=True)
+            features = base.projected and dim == -1  # pieces of a projection's features are features too
+            return Pieces((Tensor(axes=None if axes is None else tuple(axes), scale=base.scale, projected=features),),
+                          repeat=True)
         return None
 
     def reshape(self, node: ast.Call, kind: str, base: Tensor, arg_nodes: list[ast.expr]) -> Tensor:

@@ -342,3 +342,42 @@ class LocalAttention(nn.Module):
 """
     assert_lint(src, m.UnscaledScores)
     assert codes(src.replace("q, k)\n", "q, k) / math.sqrt(q.shape[-1])\n")) == []
+
+
+def test_torch_split_of_a_projection_gives_feature_pieces():
+    # diffusers' fused processors: torch.split(attn.to_qkv(x), n, dim=-1) then a head split of each piece
+    src = HEADER + """
+def fused(attn, hidden_states, batch_size):
+    qkv = attn.to_qkv(hidden_states)
+    query, key, value = torch.split(qkv, qkv.shape[-1] // 3, dim=-1)
+    inner_dim = key.shape[-1]
+    head_dim = inner_dim // attn.heads
+    query = query.view(batch_size, -1, attn.heads, head_dim).transpose(1, 2)
+    key = key.view(batch_size, -1, attn.heads, head_dim).transpose(1, 2)
+    value = value.view(batch_size, -1, attn.heads, head_dim).transpose(1, 2)
+    return F.scaled_dot_product_attention(query, key, value)
+"""
+    assert codes(src) == []
+    assert_lint(src.replace("query.view(batch_size, -1, attn.heads, head_dim).transpose(1, 2)",
+                            "query.view(batch_size, attn.heads, -1, head_dim)"), m.SplitWithoutTranspose)
+
+
+def test_heads_split_back_out_of_a_batch_heads_axis_in_the_wrong_order():
+    # (B*h, N, d) viewed as (B, N, h, d): the heads are taken from the batch axis, after the positions
+    src = HEADER + """
+class Attention(nn.Module):
+    def __init__(self, dim, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+        self.qkv = nn.Linear(dim, dim * 3)
+    def forward(self, x):
+        B, H, W, _ = x.shape
+        N = H * W
+        qkv = self.qkv(x.reshape(B, N, -1)).view(B, N, 3, self.num_heads, -1).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv.reshape(3, B * self.num_heads, N, -1).unbind(0)
+        x = F.scaled_dot_product_attention(q, k, v)
+        return x.view(B, self.num_heads, N, -1).permute(0, 2, 1, 3).reshape(B, H, W, -1)
+"""
+    assert codes(src) == []
+    assert_lint(src.replace("x.view(B, self.num_heads, N, -1).permute(0, 2, 1, 3)", "x.view(B, N, self.num_heads, -1)"),
+                m.ReshapeOrder)

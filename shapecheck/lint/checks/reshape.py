@@ -159,13 +159,25 @@ def _order(scope: Scope, call: ast.Call, kind: str, src: Sequence, target: list[
     for j, label in enumerate(target):
         if isinstance(label, Label) and label.atoms and not all(a.isdigit() for a in label.atoms):
             i = unique_index(src, label)
+            if i is None and unique_index(target, label) == j:
+                i = _split_from(src, label)
             if i is not None and unique_index(target, label) == j:
                 pairs.append((j, i, label))
     for (_, i1, first), (_, i2, second) in zip(pairs, pairs[1:]):
-        if i1 > i2 and _MIXING & {first.text, second.text} and {first.text, second.text} <= set(AXES):
+        texts = {first.text, second.text}
+        if i1 > i2 and _MIXING & texts and all(t in AXES or "*" in t for t in texts):  # a product of sizes too
             scope.report(msg.ReshapeOrder, call, kind, show(target), show(src), first.text, second.text)
             return True
     return False
+
+def _split_from(src: Sequence, label: Label) -> Optional[int]:
+    """The one leading source axis that ``label`` is split out of (``heads`` of a ``batch*heads`` axis); heads
+    split out of the last axis, the width, are the split rule's (SC105)."""
+    need = Counter(label.atoms)
+    hits = [i for i, axis in enumerate(src[:-1]) if axis is not None and len(axis.atoms) > len(label.atoms)
+            and not need - Counter(axis.atoms)]
+    return hits[0] if len(hits) == 1 else None
+
 
 def _merge(scope: Scope, call: ast.Call, kind: str, src: Sequence, target: list[Target]) -> bool:
     ph, pd = unique_index(src, HEADS), unique_index(src, D_HEAD)
