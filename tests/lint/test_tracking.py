@@ -381,3 +381,28 @@ class Attention(nn.Module):
     assert codes(src) == []
     assert_lint(src.replace("x.view(B, self.num_heads, N, -1).permute(0, 2, 1, 3)", "x.view(B, N, self.num_heads, -1)"),
                 m.ReshapeOrder)
+
+
+def test_a_merge_that_skips_the_heads_is_flagged_whatever_the_head_size():
+    # the value head size comes from a split by a list of sizes (unnamed); (B, heads, N, ?) -> (B, N, width)
+    src = HEADER + """
+class Attention(nn.Module):
+    def __init__(self, dim, key_dim, num_heads, attn_ratio):
+        super().__init__()
+        self.num_heads = num_heads
+        self.key_dim = key_dim
+        self.val_dim = int(attn_ratio * key_dim)
+        self.out_dim = self.val_dim * num_heads
+        self.scale = key_dim ** -0.5
+        self.qkv = nn.Linear(dim, num_heads * (2 * key_dim + self.val_dim))
+    def forward(self, x):
+        B, N, _ = x.shape
+        qkv = self.qkv(x).view(B, N, self.num_heads, -1).permute(0, 2, 1, 3)
+        q, k, v = qkv.split([self.key_dim, self.key_dim, self.val_dim], dim=3)
+        attn = (q @ k.transpose(-2, -1) * self.scale).softmax(dim=-1)
+        return (attn @ v).transpose(1, 2).reshape(B, N, self.out_dim)
+"""
+    assert codes(src) == []
+    assert_lint(src.replace("(attn @ v).transpose(1, 2)", "(attn @ v)"), m.MergeWithoutTranspose)
+    assert codes(src.replace("(attn @ v).transpose(1, 2).reshape(B, N, self.out_dim)",
+                             "(attn @ v).reshape(B, self.num_heads * N, -1)")) == []  # heads kept first: no mix

@@ -180,6 +180,9 @@ def _split_from(src: Sequence, label: Label) -> Optional[int]:
 
 
 def _merge(scope: Scope, call: ast.Call, kind: str, src: Sequence, target: list[Target]) -> bool:
+    if _heads_skipped(src, target):
+        scope.report(msg.MergeWithoutTranspose, call, kind, show(target), show(src))
+        return True
     ph, pd = unique_index(src, HEADS), unique_index(src, D_HEAD)
     if ph is None or pd is None or abs(pd - ph) == 1:  # adjacent (d_head-major is a channel order, not a mix)
         return False
@@ -198,6 +201,21 @@ def _merge(scope: Scope, call: ast.Call, kind: str, src: Sequence, target: list[
         scope.report(msg.MergeWithoutTranspose, call, kind, show(target), show(src))
         return True
     return False
+
+
+def _heads_skipped(src: Sequence, target: list[Target]) -> bool:
+    """``(B, heads, N, ?)`` viewed as ``(B, N, ?)``: two neighbouring target axes are source axes on either side
+    of the heads, so the heads' data lands in a later axis, mixed with the positions (whatever the head size is)."""
+    ph = unique_index(src, HEADS)
+    if ph is None or HEADS in target:
+        return False
+    found = []
+    for j, label in enumerate(target):
+        if isinstance(label, Label) and label.atoms and not any(a.isdigit() for a in label.atoms) \
+                and unique_index(target, label) == j:
+            found.append((j, unique_index(src, label)))
+    return any(i1 is not None and i2 is not None and j2 == j1 + 1 and i1 < ph < i2
+               for (j1, i1), (j2, i2) in zip(found, found[1:]))
 
 
 def _split(scope: Scope, call: ast.Call, kind: str, src: Sequence, target: list[Target]) -> bool:
