@@ -87,7 +87,9 @@ class Checker(Calls, ast.NodeVisitor):
         if target is not None and not self.following and self.rebound is None:
             self.record_call(target, node, args)
         if helper is not None and name not in self.env:
-            return self.follow(helper, node, args, method=False)
+            found = self.follow(helper, node, args, method=False)
+            if found is not None:
+                return found  # else what its name says (``q = apply_rope(q, ...)`` keeps q)
         return super().name_call(node, name, args)
 
     def module_call(self, node: ast.Call, attr: str, args: list[Optional[Value]]) -> Optional[Value]:

@@ -9,7 +9,7 @@ import re
 from collections import Counter
 from typing import Optional, Sequence
 
-from shapecheck.lint.tracking import WILD, Axis, Label, Target, Tensor, fresh, matmul_scale, quotient
+from shapecheck.lint.tracking import WILD, Axis, Label, Target, Tensor, cancel_atoms, fresh, matmul_scale, quotient
 
 HEADS, D_HEAD = Label(("heads",), "heads"), Label(("d_head",), "d_head")
 _EINOPS_TOKEN = re.compile(r"\(|\)|\.\.\.|[A-Za-z_][A-Za-z0-9_]*|\d+")
@@ -29,9 +29,11 @@ def resolve_wild(src: Optional[Sequence[Axis]], target: list[Target]) -> list[Ta
         return target
     rest = Counter(a for axis in src for a in axis.atoms)  # type: ignore[union-attr]
     rest.subtract(a for t in target if isinstance(t, Label) for a in t.atoms)
-    if any(n < 0 for n in rest.values()) or not +rest:
+    over = [a for a, n in rest.items() for _ in range(-n)]  # sizes the target has and the source lacks
+    if not +rest or any(a.startswith("/") for a in over):
         return target
-    atoms = tuple(sorted(rest.elements()))
+    # view(-1, windows, h, N, N) of (B_, h, N, N): the -1 is B_ divided by the windows, B_·/windows
+    atoms = cancel_atoms([*(+rest).elements(), *("/" + a for a in over)])
     text = "d_model" if atoms == ("d_head", "heads") else "*".join(atoms)
     return [Label(atoms, text) if t is WILD else t for t in target]
 

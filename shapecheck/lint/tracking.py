@@ -60,11 +60,11 @@ def int_label(value: int) -> Label:
 def product(a: Axis, b: Axis) -> Axis:
     if a is None or b is None:
         return None
-    atoms = _cancel(a.atoms + b.atoms)
+    atoms = cancel_atoms(a.atoms + b.atoms)
     return Label(atoms, "d_model" if atoms == ("d_head", "heads") else f"{a.text}*{b.text}")
 
 
-def _cancel(atoms: Sequence[str]) -> tuple[str, ...]:
+def cancel_atoms(atoms: Sequence[str]) -> tuple[str, ...]:
     """Sorted atoms with each ``x`` and ``/x`` (a division by x) cancelled."""
     count = Counter(atoms)
     for atom in list(count):
@@ -83,7 +83,7 @@ def quotient(a: Axis, b: Axis) -> Axis:
     rest = Counter(a.atoms)
     rest.subtract(b.atoms)
     if any(n < 0 for n in rest.values()):  # x // count where count is no factor of x: keep it as x·/count
-        atoms = _cancel(a.atoms + tuple("/" + atom for atom in b.atoms))
+        atoms = cancel_atoms(a.atoms + tuple("/" + atom for atom in b.atoms))
     else:
         atoms = tuple(sorted(rest.elements()))
     return Label(atoms, "d_head" if atoms == ("d_head",) else f"{a.text}//{b.text}")

@@ -406,3 +406,58 @@ class Attention(nn.Module):
     assert_lint(src.replace("(attn @ v).transpose(1, 2)", "(attn @ v)"), m.MergeWithoutTranspose)
     assert codes(src.replace("(attn @ v).transpose(1, 2).reshape(B, N, self.out_dim)",
                              "(attn @ v).reshape(B, self.num_heads * N, -1)")) == []  # heads kept first: no mix
+
+
+def test_the_minus_one_of_a_window_view_is_the_batch_divided_by_the_windows():
+    # attn.view(-1, nW, h, N, N) then attn.view(-1, h, N, N): the leading axis is B_ again, so the merge is checked
+    src = HEADER + """
+class WindowAttention(nn.Module):
+    def __init__(self, dim, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+        self.scale = (dim // num_heads) ** -0.5
+        self.qkv = nn.Linear(dim, dim * 3)
+    def forward(self, x, mask):
+        B_, N, C = x.shape
+        q, k, v = self.qkv(x).reshape(B_, N, 3, self.num_heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
+        attn = (q * self.scale) @ k.transpose(-2, -1)
+        num_win = mask.shape[0]
+        attn = attn.view(-1, num_win, self.num_heads, N, N) + mask.unsqueeze(1).unsqueeze(0)
+        attn = attn.view(-1, self.num_heads, N, N).softmax(dim=-1)
+        return (attn @ v).transpose(1, 2).reshape(B_, N, -1)
+"""
+    assert codes(src) == []
+    assert_lint(src.replace("(attn @ v).transpose(1, 2)", "(attn @ v)"), m.MergeWithoutTranspose)
+
+
+def test_a_file_helper_that_cannot_be_followed_is_read_by_its_name():
+    # the rotary helper returns through a call nobody models: q = apply_rope(q, ...) keeps q's axes
+    src = HEADER + """from rotary import rotate
+
+def apply_rope(x, cos, sin):
+    return rotate(x, cos, sin)
+
+def attend(x, q_proj, cos, sin, heads, d_head):
+    B, N, C = x.shape
+    q = q_proj(x).view(B, N, heads, d_head)
+    q = apply_rope(q, cos, sin)
+    q = q.transpose(1, 2)
+    y = F.scaled_dot_product_attention(q, q, q)
+    return y.transpose(1, 2).reshape(B, N, -1)
+"""
+    assert codes(src) == []
+    assert_lint(src.replace("y.transpose(1, 2).reshape", "y.reshape"), m.MergeWithoutTranspose)
+
+
+def test_an_eager_branch_beside_a_fused_call_with_scale_one_takes_no_scaling():
+    # QK-normed models (Gemma's vision towers) pass scale=1.0 to SDPA; the eager branch follows suit
+    src = HEADER + """
+def attend(q_norm, k_norm, q, k, v, fused):
+    q, k = q_norm(q.transpose(1, 2)), k_norm(k.transpose(1, 2))
+    if fused:
+        return F.scaled_dot_product_attention(q, k, v, scale=1.0)
+    attn = (q @ k.transpose(-2, -1)).softmax(dim=-1)
+    return attn @ v
+"""
+    assert codes(src) == []
+    assert_lint(src.replace("scale=1.0", "scale=None"), m.UnscaledScores)
