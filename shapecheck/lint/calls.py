@@ -312,7 +312,8 @@ class Calls(Evaluator):
             if not node.args:
                 return Shape((), _owner(node), known=False) if base.axes is None else Shape(base.axes, _owner(node))
             i = nm.int_value(node.args[0])
-            return Dim(_axis(base, i))
+            owner = _owner(node)
+            return Dim(_axis(base, i), axis_of=(owner, i) if owner is not None and i is not None else None)
         if attr in ("split", "chunk") and len(node.args) > offset:
             dim = nm.int_value(nm.argument(node, 1 + offset, "dim") or ast.Constant(0))
             axis = _axis(base, dim)

@@ -308,12 +308,26 @@ class Checker(Calls, ast.NodeVisitor):
 
     def store(self, name: str, value: Optional[Value], node: Optional[ast.expr]) -> None:
         if isinstance(value, Dim) and value.label is None:
-            value = Dim(_label_from_name(ast.Name(name)))
+            label = _label_from_name(ast.Name(name))
+            if value.axis_of is not None and label is not None:
+                self.name_axis(*value.axis_of, label)
+            value = Dim(label)
         self.env[name] = None if value is None else replace(value, uid=next(self.uid), partial=False)
         if isinstance(value, Tensor) or node is None:
             self.scalars.pop(name, None)
         else:
             self.scalars[name] = node
+
+
+    def name_axis(self, owner: str, index: int, label: Label) -> None:
+        """``src_len = key_states.size(1)``: the size's name names that axis of the tensor where nobody had."""
+        tensor = self.env.get(owner)
+        if not isinstance(tensor, Tensor) or tensor.axes is None or not -len(tensor.axes) <= index < len(tensor.axes):
+            return
+        axes = list(tensor.axes)
+        if axes[index] is None and label not in axes:
+            axes[index] = label
+            self.env[owner] = replace(tensor, axes=tuple(axes))
 
 
 def join_envs(envs: list[dict[str, Optional[Value]]]) -> dict[str, Optional[Value]]:

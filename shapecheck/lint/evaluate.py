@@ -154,7 +154,11 @@ class Evaluator(Scope):
         base = self.ev(node.value)
         self.ev(node.slice)
         if isinstance(base, Shape):
-            return _index_shape(base, node.slice) if base.known else _index_unknown(node.slice)
+            found = _index_shape(base, node.slice) if base.known else _index_unknown(node.slice)
+            i = nm.int_value(node.slice)
+            if isinstance(found, Dim) and found.label is None and base.owner is not None and i is not None:
+                return replace(found, axis_of=(base.owner, i))
+            return found
         if isinstance(base, Tensor):
             return ops.index(base, node.slice)
         return None
@@ -165,7 +169,7 @@ class Evaluator(Scope):
         if spread is not None:
             return spread
         if any(isinstance(e, ast.Starred) for e in node.elts) or all(
-            isinstance(v, Dim) or nm.int_value(e) is not None for v, e in zip(items, node.elts)
+            isinstance(v, Dim) or nm.int_value(e) is not None or _self_size(e, v) for v, e in zip(items, node.elts)
         ):
             axes = self.target_of(node.elts)
             return None if axes is None else Shape(tuple(axes))
@@ -377,6 +381,11 @@ def _index_shape(shape: Shape, index: ast.expr) -> Optional[Value]:
             return None
         return Shape(shape.axes[lo:hi])
     return None
+
+
+def _self_size(node: ast.expr, value: Optional[Value]) -> bool:
+    """``self.head_dim`` in a tuple of sizes: an attribute with no tracked value, spelling a size."""
+    return value is None and nm.self_attr(node) is not None
 
 
 def _index_unknown(index: ast.expr) -> Optional[Value]:

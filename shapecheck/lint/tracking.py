@@ -130,6 +130,7 @@ class Dim:
     label: Axis
     partial: bool = False
     uid: int = 0
+    axis_of: Optional[tuple[str, int]] = None  # (tensor name, axis) it was read from: ``x.size(1)``, ``x.shape[1]``
 
 
 @dataclass(frozen=True)
@@ -171,7 +172,8 @@ def join(a: Value, b: Value) -> Optional[Value]:
     if isinstance(a, Tensor) and isinstance(b, Tensor):
         return _join_tensors(a, b)
     if isinstance(a, Dim) and isinstance(b, Dim):
-        return Dim(a.label if a.label == b.label else None, a.partial or b.partial)
+        return Dim(a.label if a.label == b.label else None, a.partial or b.partial,
+                   axis_of=a.axis_of if a.axis_of == b.axis_of else None)
     return None
 
 

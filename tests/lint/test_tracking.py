@@ -461,3 +461,46 @@ def attend(q_norm, k_norm, q, k, v, fused):
 """
     assert codes(src) == []
     assert_lint(src.replace("scale=1.0", "scale=None"), m.UnscaledScores)
+
+
+BART = HEADER + """
+class Attention(nn.Module):
+    def __init__(self, embed_dim, num_heads):
+        super().__init__()
+        self.embed_dim = embed_dim
+        self.num_heads = num_heads
+        self.head_dim = embed_dim // num_heads
+        self.scaling = self.head_dim ** -0.5
+        self.q_proj = nn.Linear(embed_dim, embed_dim)
+        self.k_proj = nn.Linear(embed_dim, embed_dim)
+        self.v_proj = nn.Linear(embed_dim, embed_dim)
+    def forward(self, hidden_states, past_key_value=None, attention_mask=None):
+        bsz, tgt_len, embed_dim = hidden_states.size()
+        query_states = self.q_proj(hidden_states) * {scale}
+        if past_key_value is not None:
+            key_states, value_states = past_key_value
+        else:
+            key_states = self.k_proj(hidden_states).view(bsz, -1, self.num_heads, self.head_dim).transpose(1, 2)
+            value_states = self.v_proj(hidden_states).view(bsz, -1, self.num_heads, self.head_dim).transpose(1, 2)
+        proj_shape = (bsz * self.num_heads, -1, self.head_dim)
+        query_states = query_states.view(bsz, tgt_len, self.num_heads, self.head_dim).transpose(1, 2)
+        query_states = query_states.reshape(*proj_shape)
+        key_states = key_states.reshape(*proj_shape)
+        value_states = value_states.reshape(*proj_shape)
+        src_len = key_states.size(1)
+        attn_weights = torch.bmm(query_states, key_states.transpose(1, 2))
+        if attention_mask is not None:
+            attn_weights = attn_weights.view(bsz, self.num_heads, tgt_len, src_len) + attention_mask
+            attn_weights = attn_weights.view(bsz * self.num_heads, tgt_len, src_len)
+        attn_weights = nn.functional.softmax(attn_weights, dim={dim})
+        attn_output = torch.bmm(attn_weights, value_states)
+        attn_output = attn_output.view(bsz, self.num_heads, tgt_len, self.head_dim).transpose(1, 2)
+        return attn_output.reshape(bsz, tgt_len, self.embed_dim)
+"""
+
+
+def test_a_size_read_from_an_axis_names_that_axis_and_a_tuple_of_self_sizes_is_a_shape():
+    # keys that may come from a cache: src_len = key_states.size(1) names their length; proj_shape is a shape
+    assert codes(BART.format(scale="self.scaling", dim=-1)) == []
+    assert_lint(BART.format(scale="self.scaling", dim=1), m.SoftmaxAxis)
+    assert_lint(BART.format(scale="self.embed_dim ** -0.5", dim=-1), m.WidthScaledScores)
