@@ -59,6 +59,11 @@ class Evaluator(Scope):
             base = node.args[0]
         while isinstance(base, ast.Call) and nm.dotted(base.func) in ("float", "int") and len(base.args) == 1:
             base = base.args[0]
+        spelled = nm.self_attr(base) if base is not None else None
+        if depth > 0 and isinstance(base, ast.Name):
+            spelled = base.id  # ``self.scale = dim ** -0.5`` in __init__: its names are __init__'s
+        if spelled is not None and self.cls is not None and spelled in self.cls.widths:
+            return "width"  # the square root of what the head count splits
         made = self.class_attr(nm.self_attr(base) or "") if base is not None else None
         if isinstance(made, ast.BinOp):
             base = made

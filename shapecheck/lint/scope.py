@@ -12,6 +12,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
+from shapecheck.vocabulary import canonical
 from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
 from shapecheck.lint.tracking import Axis, Tensor, Value, int_label, name_label
@@ -29,6 +30,7 @@ class ClassInfo:
     attrs: dict[str, ast.expr]
     has_forward: bool
     methods: dict[str, Union[ast.FunctionDef, ast.AsyncFunctionDef]] = field(default_factory=dict)
+    widths: frozenset[str] = frozenset()  # attributes (and __init__ names) holding the width the head count splits
 
 
 @dataclass
@@ -135,7 +137,26 @@ def class_info(node: ast.ClassDef) -> ClassInfo:
                 attr = nm.self_attr(sub.targets[0])
                 if attr is not None:
                     attrs.setdefault(attr, sub.value)
-    return ClassInfo(attrs, has_forward, methods)
+    return ClassInfo(attrs, has_forward, methods, _widths(node, attrs))
+
+
+def _widths(node: ast.ClassDef, attrs: dict[str, ast.expr]) -> frozenset[str]:
+    """The attributes that hold the model width, whatever their names: what the head count divides
+    (``head_dim = dim // num_heads`` makes ``dim``, and ``self.dim = dim``, the width)."""
+    split: set[str] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.BinOp) and isinstance(sub.op, (ast.FloorDiv, ast.Div)) and _is_head_count(sub.right):
+            left = sub.left
+            name = left.id if isinstance(left, ast.Name) else nm.self_attr(left)
+            if name is not None:
+                split.add(name)
+    return frozenset(split) | frozenset(attr for attr, value in attrs.items()
+                                        if isinstance(value, ast.Name) and value.id in split)
+
+
+def _is_head_count(node: ast.expr) -> bool:
+    name = node.id if isinstance(node, ast.Name) else nm.self_attr(node)
+    return name is not None and canonical(name) == "heads"
 
 
 def jaxtyping_axes(annotation: Optional[ast.expr]) -> Optional[tuple[Axis, ...]]:
