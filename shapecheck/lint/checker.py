@@ -338,7 +338,13 @@ def join_envs(envs: list[dict[str, Optional[Value]]]) -> dict[str, Optional[Valu
     for key in set().union(*envs):
         found = [e[key] for e in envs if key in e]
         if any(v is None for v in found):
-            out[key] = None
+            tensors = [v for v in found if isinstance(v, Tensor)]
+            if tensors and len(tensors) + 1 == len(found) and tensors[0].scale in ("none", "head"):
+                # keys from a cache on one path, projected on the other: those in the cache were made the same
+                # way, so the scaling is the known path's; nothing else about them is known
+                out[key] = Tensor(scale=tensors[0].scale, scale_at=tensors[0].scale_at)
+            else:
+                out[key] = None
             continue
         value: Optional[Value] = found[0]
         for other in found[1:]:

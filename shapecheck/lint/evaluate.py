@@ -38,10 +38,15 @@ class Evaluator(Scope):
     def scaled(self, node: ast.AST, t: Tensor, factor: ast.expr) -> Tensor:
         kind = self.root_kind(factor, 0) or nm.scale_kind(self.scale_names(factor, 0))
         self.emit(ev.Scaled(node, t, factor, kind))
+        text = ast.unparse(factor)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and t.divided is not None \
+                and t.divided[0] == text:  # soft-capping: cap * tanh(s / cap) keeps the scaling s had
+            return replace(t, scale=t.divided[1], divided=None, uid=0, param=False)
+        divided = (text, t.scale) if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) else None
         at = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
         if t.scale not in ("none", "unknown") and kind != "width":
             kind = t.scale if t.scale != "other" else kind
-        return replace(t, scale=kind, scale_at=at, order=t.order, uid=0, param=False)
+        return replace(t, scale=kind, scale_at=at, order=t.order, uid=0, param=False, divided=divided)
 
     def root_kind(self, factor: ast.expr, depth: int) -> Optional[str]:
         """"width" when the factor is a (reciprocal) square root of the head count times the head size

@@ -108,6 +108,7 @@ class Tensor:
     key_pos: Optional[int] = None
     scale: str = "none"
     scale_at: Optional[tuple[int, int]] = None
+    divided: Optional[tuple[str, str]] = None  # (divisor's text, the scale before): ``/ cap`` that ``* cap`` undoes
     key_t: bool = False
     mask_at: Optional[tuple[int, int]] = None
     mask_source: Optional[str] = None

@@ -476,7 +476,7 @@ class Attention(nn.Module):
         self.v_proj = nn.Linear(embed_dim, embed_dim)
     def forward(self, hidden_states, past_key_value=None, attention_mask=None):
         bsz, tgt_len, embed_dim = hidden_states.size()
-        query_states = self.q_proj(hidden_states) * {scale}
+        query_states = self.q_proj(hidden_states){scale}
         if past_key_value is not None:
             key_states, value_states = past_key_value
         else:
@@ -501,6 +501,26 @@ class Attention(nn.Module):
 
 def test_a_size_read_from_an_axis_names_that_axis_and_a_tuple_of_self_sizes_is_a_shape():
     # keys that may come from a cache: src_len = key_states.size(1) names their length; proj_shape is a shape
-    assert codes(BART.format(scale="self.scaling", dim=-1)) == []
-    assert_lint(BART.format(scale="self.scaling", dim=1), m.SoftmaxAxis)
-    assert_lint(BART.format(scale="self.embed_dim ** -0.5", dim=-1), m.WidthScaledScores)
+    assert codes(BART.format(scale=" * self.scaling", dim=-1)) == []
+    assert_lint(BART.format(scale=" * self.scaling", dim=1), m.SoftmaxAxis)
+    assert_lint(BART.format(scale=" * self.embed_dim ** -0.5", dim=-1), m.WidthScaledScores)
+
+
+def test_soft_capping_keeps_the_scaling_the_scores_had():
+    # cap * tanh(s / cap) does not scale the scores: an unscaled product stays unscaled through it
+    src = HEADER + """
+def attend(query, key, value, softcap):
+    s = torch.matmul(query, key.transpose(2, 3)){scale}
+    if softcap is not None:
+        s = s / softcap
+        s = torch.tanh(s)
+        s = s * softcap
+    p = F.softmax(s, dim=-1)
+    return torch.matmul(p, value).transpose(1, 2)
+"""
+    assert codes(src.format(scale=" * query.shape[-1] ** -0.5")) == []
+    assert_lint(src.format(scale=""), m.UnscaledScores)
+
+
+def test_keys_that_may_come_from_a_cache_keep_the_scaling_of_the_projected_path():
+    assert_lint(BART.format(scale="", dim=-1), m.UnscaledScores)
