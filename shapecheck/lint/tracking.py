@@ -247,14 +247,16 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     """``a @ b``: batch axes broadcast, (m, n) @ (n, p) -> (m, p)."""
     scale, scale_at = _matmul_scale(a, b)
     fields = {"scale": scale, "scale_at": scale_at}
-    if b.key_t:
+    # channels-first attention contracts axis -2 of both: qᵀ·k, the query transposed and the key as it is
+    query_t = a.key_t and not b.key_t and 2 not in (a.rank, b.rank)
+    if b.key_t or query_t:
         fields.update(role="scores", key_pos=-1 if a.rank is None or b.rank is None else None)
     if a.axes is None or b.axes is None or len(a.axes) < 2 or len(b.axes) < 2:
         known = [t.rank or t.min_rank or 0 for t in (a, b)]
         return Tensor(min_rank=max(known) if max(known) >= 2 else None, **fields)  # type: ignore[arg-type]
     lead = a.axes[:-2] if len(a.axes) >= len(b.axes) else b.axes[:-2]
     axes = lead + (a.axes[-2], b.axes[-1])
-    if b.key_t:
+    if b.key_t or query_t:
         fields["key_pos"] = len(axes) - 1
     return fresh(axes, **fields)
 

@@ -524,3 +524,24 @@ def attend(query, key, value, softcap):
 
 def test_keys_that_may_come_from_a_cache_keep_the_scaling_of_the_projected_path():
     assert_lint(BART.format(scale="", dim=-1), m.UnscaledScores)
+
+
+def test_channels_first_attention_transposes_the_query_not_the_key():
+    # (B, heads, d, N) layout: attn = qᵀ·k is (B, heads, N, N), keys on the last axis
+    src = HEADER + """
+class Attention2d(nn.Module):
+    def __init__(self, dim, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+        self.scale = (dim // num_heads) ** -0.5
+        self.qkv = nn.Conv2d(dim, dim * 3, 1)
+    def forward(self, x):
+        B, C, H, W = x.shape
+        q, k, v = self.qkv(x).view(B, self.num_heads, -1, H * W).chunk(3, dim=2)
+        attn = (q.transpose(-2, -1) @ k){scale}
+        attn = attn.softmax(dim={dim})
+        return (v @ attn.transpose(-2, -1)).view(B, -1, H, W)
+"""
+    assert codes(src.format(scale=" * self.scale", dim=-1)) == []
+    assert_lint(src.format(scale=" * self.scale", dim=1), m.SoftmaxAxis)
+    assert_lint(src.format(scale="", dim=-1), m.UnscaledScores)
