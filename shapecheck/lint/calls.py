@@ -323,7 +323,8 @@ class Calls(Evaluator):
             if base.axes is not None and dim is not None and -len(base.axes) <= dim < len(base.axes):
                 axes = list(base.axes)
                 axes[dim] = size if isinstance(size, Label) else None
-            features = base.projected and dim == -1  # pieces of a projection's features are features too
+            # pieces of a projection's features are features too (of unknown rank, packed q/k/v lie past dim 1)
+            features = base.projected and dim is not None and (dim == -1 or dim >= 2)
             return Pieces((Tensor(axes=None if axes is None else tuple(axes), scale=base.scale, projected=features),),
                           repeat=True)
         return None

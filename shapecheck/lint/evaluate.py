@@ -339,6 +339,8 @@ class Evaluator(Scope):
         attr = nm.self_attr(node)
         if attr is not None:
             made = self.class_attr(attr)
+            if _is_sequence(made):
+                return None  # a list of sizes (``self.in_split = [d] + [d] * 3``) is no one size
             if made is not None and not isinstance(made, ast.Call):
                 return self.static_label(made, depth + 1) or name_label(attr)
             return name_label(attr)
@@ -391,6 +393,13 @@ def _index_shape(shape: Shape, index: ast.expr) -> Optional[Value]:
             return None
         return Shape(shape.axes[lo:hi])
     return None
+
+
+def _is_sequence(node: Optional[ast.AST]) -> bool:
+    """``[a, b]``, ``(a, b)``, ``[d] + [d] * 3``: a list or tuple, not a size."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult)):
+        return _is_sequence(node.left) or _is_sequence(node.right)
+    return isinstance(node, (ast.List, ast.Tuple, ast.ListComp))
 
 
 def _self_size(node: ast.expr, value: Optional[Value]) -> bool:

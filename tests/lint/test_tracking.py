@@ -545,3 +545,46 @@ class Attention2d(nn.Module):
     assert codes(src.format(scale=" * self.scale", dim=-1)) == []
     assert_lint(src.format(scale=" * self.scale", dim=1), m.SoftmaxAxis)
     assert_lint(src.format(scale="", dim=-1), m.UnscaledScores)
+
+
+def test_a_head_split_whose_minus_one_is_the_positions():
+    # diffusers' processors: attn.to_q(x) of (B, T, ?) viewed as (B, heads, -1, d_head)
+    src = HEADER + """
+def process(attn, hidden_states):
+    batch_size, sequence_length, _ = hidden_states.shape
+    query = attn.to_q(hidden_states)
+    inner_dim = query.shape[-1]
+    head_dim = inner_dim // attn.heads
+    query = query.view(batch_size, -1, attn.heads, head_dim).transpose(1, 2)
+    return F.scaled_dot_product_attention(query, query, query)
+"""
+    assert codes(src) == []
+    assert_lint(src.replace("query.view(batch_size, -1, attn.heads, head_dim).transpose(1, 2)",
+                            "query.view(batch_size, attn.heads, -1, head_dim)"), m.SplitWithoutTranspose)
+
+
+def test_pieces_split_by_a_list_of_sizes_have_an_unnamed_last_axis():
+    # torch.split(y, self.in_split, dim=-1) with in_split a list: no size named "in_split"; clamp keeps the features
+    src = HEADER + """
+class ParallelBlock(nn.Module):
+    def __init__(self, dim, num_heads, mlp_dim):
+        super().__init__()
+        self.num_heads = num_heads
+        self.head_dim = dim // num_heads
+        self.in_split = [mlp_dim] + [dim] * 3
+        self.in_proj = nn.Linear(dim, mlp_dim + 3 * dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+    def forward(self, x):
+        B, N, C = x.shape
+        x_mlp, q, k, v = torch.split(self.in_proj(x), self.in_split, dim=-1)
+        v = v.view(B, N, self.num_heads, self.head_dim).transpose(1, 2)
+        qkv = self.qkv(x).clamp(min=-8, max=8)
+        q, k, _ = qkv.chunk(3, dim=2)
+        q = q.reshape(B, N, self.num_heads, self.head_dim).transpose(1, 2)
+        return q, v
+"""
+    assert codes(src) == []
+    assert_lint(src.replace("v.view(B, N, self.num_heads, self.head_dim).transpose(1, 2)",
+                            "v.view(B, self.num_heads, N, self.head_dim)"), m.SplitWithoutTranspose)
+    assert_lint(src.replace("q.reshape(B, N, self.num_heads, self.head_dim).transpose(1, 2)",
+                            "q.reshape(B, self.num_heads, N, self.head_dim)"), m.SplitWithoutTranspose)

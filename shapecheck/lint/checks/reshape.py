@@ -230,6 +230,11 @@ def _split(scope: Scope, call: ast.Call, kind: str, src: Sequence, target: list[
     placed = [j for j, label in enumerate(target) if label in heads]
     if not placed or list(target[:placed[0]]) != list(src[:placed[0]]):
         return False  # the axes before the heads must be the source's own, so the heads come from the width
+    p = placed[0]
+    if len(src) == p + 2 and len(target) == p + 3 and target[p] == heads[0] and target[p + 1] is WILD \
+            and target[p + 2] == heads[1]:  # view(B, heads, -1, d_head) of (B, T, width): the -1 is T
+        scope.report(msg.SplitWithoutTranspose, call, kind, show(target), show(src), src[p].text)
+        return True
     for j, label in enumerate(target):
         if not isinstance(label, Label) or not label.atoms or j < placed[0]:
             continue
