@@ -190,7 +190,10 @@ def cat(pieces: Sequence[object], dim: int) -> Tensor:
     keys = {"role": "scores", "key_pos": first.key_pos} if on_keys else {}
     known = [p for p in pieces if isinstance(p, Tensor) and p.axes is not None]
     if not known or len({p.rank for p in known}) != 1 or not -len(known[0].axes) <= dim < len(known[0].axes):  # type: ignore[arg-type]
-        return Tensor(scale=first.scale, scale_at=first.scale_at, min_rank=first.min_rank, **keys)  # type: ignore[arg-type]
+        # projections joined along the positions (joint text-image attention) keep their features last
+        features = dim != -1 and all(isinstance(p, Tensor) and p.projected for p in pieces)
+        return Tensor(scale=first.scale, scale_at=first.scale_at, min_rank=first.min_rank, projected=features,
+                      **keys)  # type: ignore[arg-type]
     axes = [a if all(p.axes[i] == a for p in known) else None  # type: ignore[index]
             for i, a in enumerate(known[0].axes)]  # type: ignore[arg-type]
     axes[dim % len(axes)] = None

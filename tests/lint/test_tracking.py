@@ -588,3 +588,35 @@ class ParallelBlock(nn.Module):
                             "v.view(B, self.num_heads, N, self.head_dim)"), m.SplitWithoutTranspose)
     assert_lint(src.replace("q.reshape(B, N, self.num_heads, self.head_dim).transpose(1, 2)",
                             "q.reshape(B, self.num_heads, N, self.head_dim)"), m.SplitWithoutTranspose)
+
+
+def test_projections_joined_along_the_positions_keep_their_features_last():
+    # joint attention: image and text queries concatenated on dim=1, then split into heads
+    src = HEADER + """
+def joint(attn, hidden_states, context, batch_size, head_dim):
+    query = torch.cat([attn.to_q(hidden_states), attn.add_q_proj(context)], dim=1)
+    query = query.view(batch_size, -1, attn.heads, head_dim).transpose(1, 2)
+    return F.scaled_dot_product_attention(query, query, query)
+"""
+    assert codes(src) == []
+    assert_lint(src.replace("query.view(batch_size, -1, attn.heads, head_dim).transpose(1, 2)",
+                            "query.view(batch_size, attn.heads, -1, head_dim)"), m.SplitWithoutTranspose)
+
+
+def test_twice_the_heads_split_from_the_width():
+    # differential attention splits 2 * heads maps out of the width
+    src = HEADER + """
+class DiffAttention(nn.Module):
+    def __init__(self, dim, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+        self.head_dim = dim // num_heads // 2
+        self.q = nn.Linear(dim, dim)
+    def forward(self, x):
+        B, N, C = x.shape
+        q = self.q(x).reshape(B, N, 2 * self.num_heads, self.head_dim).transpose(1, 2)
+        return q
+"""
+    assert codes(src) == []
+    assert_lint(src.replace("reshape(B, N, 2 * self.num_heads, self.head_dim).transpose(1, 2)",
+                            "reshape(B, 2 * self.num_heads, N, self.head_dim)"), m.SplitWithoutTranspose)

@@ -227,7 +227,8 @@ def _split(scope: Scope, call: ast.Call, kind: str, src: Sequence, target: list[
     for axis in src[:-1]:
         if axis is None or set(a for h in heads for a in h.atoms) & set(axis.atoms):
             return False  # heads may come from another axis (batch*heads), or an axis has no name
-    placed = [j for j, label in enumerate(target) if label in heads]
+    placed = [j for j, label in enumerate(target) if label in heads or isinstance(label, Label)
+              and heads[0].atoms and not Counter(heads[0].atoms) - Counter(label.atoms)]  # 2 * heads (two maps)
     if not placed or list(target[:placed[0]]) != list(src[:placed[0]]):
         return False  # the axes before the heads must be the source's own, so the heads come from the width
     p = placed[0]
