@@ -353,9 +353,12 @@ class Calls(Evaluator):
         axes = [t if isinstance(t, Label) else None for t in target]
         role = "probs" if base.role == "probs" else None  # a reshape keeps probabilities, not the key axis
         src = base.axes or ()
-        if base.role == "scores" and base.key_pos == len(src) - 1 and len(axes) >= 2 and None not in src[-2:] \
-                and tuple(axes[-2:]) == src[-2:]:
-            # scores viewed with their (query, key) axes kept last: windows or heads split off the leading axes
+        named = None not in src[-2:] and tuple(axes[-2:]) == src[-2:]
+        square = len(arg_nodes) >= 2 and not any(isinstance(a, ast.Starred) for a in arg_nodes[-2:]) \
+            and ast.dump(arg_nodes[-1]) == ast.dump(arg_nodes[-2]) and nm.int_value(arg_nodes[-1]) is None
+        if base.role == "scores" and base.key_pos in (len(src) - 1, -1) and len(axes) >= 2 and (named or square):
+            # scores viewed with their (query, key) axes kept last, by name or as a square ``(..., N, N)``:
+            # windows or heads split off the leading axes
             return Tensor(axes=tuple(axes), order=tuple(range(len(axes))), scale=base.scale, scale_at=base.scale_at,
                           role="scores", key_pos=len(axes) - 1)
         return Tensor(axes=tuple(axes), order=tuple(range(len(axes))), scale=base.scale, scale_at=base.scale_at,

@@ -142,12 +142,19 @@ def class_info(node: ast.ClassDef) -> ClassInfo:
 
 def _widths(node: ast.ClassDef, attrs: dict[str, ast.expr]) -> frozenset[str]:
     """The attributes that hold the model width, whatever their names: what the head count divides
-    (``head_dim = dim // num_heads`` makes ``dim``, and ``self.dim = dim``, the width)."""
+    (``head_dim = dim // num_heads`` makes ``dim``, and ``self.dim = dim``, the width), and the head count
+    times a size (``self.all_head_size = self.num_heads * self.head_size``)."""
     split: set[str] = set()
     for sub in ast.walk(node):
         if isinstance(sub, ast.BinOp) and isinstance(sub.op, (ast.FloorDiv, ast.Div)) and _is_head_count(sub.right):
             left = sub.left
             name = left.id if isinstance(left, ast.Name) else nm.self_attr(left)
+            if name is not None:
+                split.add(name)
+        elif isinstance(sub, ast.Assign) and len(sub.targets) == 1 and isinstance(sub.value, ast.BinOp) \
+                and isinstance(sub.value.op, ast.Mult) and (_is_head_count(sub.value.left) or _is_head_count(sub.value.right)):
+            target = sub.targets[0]
+            name = target.id if isinstance(target, ast.Name) else nm.self_attr(target)
             if name is not None:
                 split.add(name)
     return frozenset(split) | frozenset(attr for attr, value in attrs.items()

@@ -620,3 +620,29 @@ class DiffAttention(nn.Module):
     assert codes(src) == []
     assert_lint(src.replace("reshape(B, N, 2 * self.num_heads, self.head_dim).transpose(1, 2)",
                             "reshape(B, 2 * self.num_heads, N, self.head_dim)"), m.SplitWithoutTranspose)
+
+
+def test_square_scores_viewed_per_window_stay_scores():
+    # Swin in transformers: the window size is called ``dim`` (no axis name), the view ends with (dim, dim)
+    src = HEADER + """
+class SwinSelfAttention(nn.Module):
+    def __init__(self, hidden_size, num_heads):
+        super().__init__()
+        self.num_attention_heads = num_heads
+        self.attention_head_size = hidden_size // num_heads
+        self.all_head_size = self.num_attention_heads * self.attention_head_size
+        self.query = nn.Linear(hidden_size, self.all_head_size)
+    def forward(self, hidden_states, attention_mask=None):
+        batch_size, dim, num_channels = hidden_states.shape
+        hidden_shape = (batch_size, dim, -1, self.attention_head_size)
+        q = self.query(hidden_states).view(hidden_shape).transpose(1, 2)
+        scores = torch.matmul(q, q.transpose(-1, -2)) / {scale}
+        if attention_mask is not None:
+            mask_shape = attention_mask.shape[0]
+            scores = scores.view(batch_size // mask_shape, mask_shape, self.num_attention_heads, dim, dim)
+            scores = scores + attention_mask.unsqueeze(1).unsqueeze(0)
+            scores = scores.view(-1, self.num_attention_heads, dim, dim)
+        return nn.functional.softmax(scores, dim=-1)
+"""
+    assert codes(src.format(scale="math.sqrt(self.attention_head_size)")) == []
+    assert_lint(src.format(scale="self.all_head_size ** 0.5"), m.WidthScaledScores)
