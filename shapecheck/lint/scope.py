@@ -141,12 +141,13 @@ def class_info(node: ast.ClassDef) -> ClassInfo:
 
 
 def _widths(node: ast.ClassDef, attrs: dict[str, ast.expr]) -> frozenset[str]:
-    """The attributes that hold the model width, whatever their names: what the head count divides
-    (``head_dim = dim // num_heads`` makes ``dim``, and ``self.dim = dim``, the width), and the head count
+    """The attributes that hold the model width, whatever their names: what the head count (or the head size)
+    divides (``head_dim = dim // num_heads`` makes ``dim``, and ``self.dim = dim``, the width), and the head count
     times a size (``self.all_head_size = self.num_heads * self.head_size``)."""
     split: set[str] = set()
     for sub in ast.walk(node):
-        if isinstance(sub, ast.BinOp) and isinstance(sub.op, (ast.FloorDiv, ast.Div)) and _is_head_count(sub.right):
+        if isinstance(sub, ast.BinOp) and isinstance(sub.op, (ast.FloorDiv, ast.Div)) \
+                and (_is_head_count(sub.right) or _is_head_size(sub.right)):  # dim // heads, or dim // head_dim
             left = sub.left
             name = left.id if isinstance(left, ast.Name) else nm.self_attr(left)
             if name is not None:
@@ -164,6 +165,11 @@ def _widths(node: ast.ClassDef, attrs: dict[str, ast.expr]) -> frozenset[str]:
 def _is_head_count(node: ast.expr) -> bool:
     name = node.id if isinstance(node, ast.Name) else nm.self_attr(node)
     return name is not None and canonical(name) == "heads"
+
+
+def _is_head_size(node: ast.expr) -> bool:
+    name = node.id if isinstance(node, ast.Name) else nm.self_attr(node)
+    return name is not None and name_label(name).atoms == ("d_head",)
 
 
 def jaxtyping_axes(annotation: Optional[ast.expr]) -> Optional[tuple[Axis, ...]]:

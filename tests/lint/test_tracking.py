@@ -646,3 +646,24 @@ class SwinSelfAttention(nn.Module):
 """
     assert codes(src.format(scale="math.sqrt(self.attention_head_size)")) == []
     assert_lint(src.format(scale="self.all_head_size ** 0.5"), m.WidthScaledScores)
+
+
+def test_the_width_is_also_what_the_head_size_divides():
+    # num_heads = dim // head_dim: dim is the width, whatever it is called
+    src = HEADER + """
+class EfficientAttention(nn.Module):
+    def __init__(self, dim, head_dim=32):
+        super().__init__()
+        self.dim = dim
+        self.num_heads = self.dim // head_dim
+        self.head_dim = head_dim
+        self.q = nn.Linear(dim, dim)
+    def forward(self, x):
+        B, N, C = x.shape
+        q = self.q(x).reshape(B, N, self.num_heads, self.head_dim).permute(0, 2, 1, 3)
+        q = q * {scale}
+        attn = (q @ q.transpose(-1, -2)).softmax(dim=-1)
+        return (attn @ q).transpose(1, 2).reshape(B, N, C)
+"""
+    assert codes(src.format(scale="self.head_dim ** -0.5")) == []
+    assert_lint(src.format(scale="self.dim ** -0.5"), m.WidthScaledScores)
