@@ -667,3 +667,21 @@ class EfficientAttention(nn.Module):
 """
     assert codes(src.format(scale="self.head_dim ** -0.5")) == []
     assert_lint(src.format(scale="self.dim ** -0.5"), m.WidthScaledScores)
+
+
+def test_a_merge_into_height_and_width_that_skips_the_heads():
+    src = HEADER + """
+class MultiScaleAttention(nn.Module):
+    def __init__(self, dim, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+        self.qkv = nn.Linear(dim, dim * 3)
+    def forward(self, x):
+        B, H, W, _ = x.shape
+        q, k, v = torch.unbind(self.qkv(x).reshape(B, H * W, 3, self.num_heads, -1), 2)
+        x = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
+        return x.transpose(1, 2).reshape(B, H, W, -1)
+"""
+    assert codes(src) == []
+    assert_lint(src.replace("x.transpose(1, 2).reshape(B, H, W, -1)", "x.reshape(B, H, W, -1)"),
+                m.MergeWithoutTranspose)

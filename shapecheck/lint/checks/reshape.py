@@ -213,7 +213,8 @@ def _heads_skipped(src: Sequence, target: list[Target]) -> bool:
     for j, label in enumerate(target):
         if isinstance(label, Label) and label.atoms and not any(a.isdigit() for a in label.atoms) \
                 and unique_index(target, label) == j:
-            found.append((j, unique_index(src, label)))
+            i = unique_index(src, label)
+            found.append((j, i if i is not None else _split_from(src, label)))  # H of an H*W axis
     return any(i1 is not None and i2 is not None and j2 == j1 + 1 and i1 < ph < i2
                for (j1, i1), (j2, i2) in zip(found, found[1:]))
 
