@@ -156,7 +156,8 @@ def _scale_factor(func: ast.FunctionDef) -> Optional[tuple[ast.BinOp, ast.expr, 
                 and (last is None or node.lineno <= last):
             for tensor, factor in ((node.left, node.right), (node.right, node.left)):
                 text = ast.unparse(factor).lower()
-                if factor is node.left and isinstance(node.op, ast.Div) or isinstance(tensor, (ast.List, ast.Tuple)):
+                if factor is node.left and isinstance(node.op, ast.Div) or any(
+                        isinstance(side, (ast.List, ast.Tuple)) for side in (tensor, factor)):
                     continue  # ``[None] * len(self.scale)`` builds a list: no tensor is scaled
                 if any(w in text for w in ("scale", "scaling", "sqrt", "** -0.5", "** 0.5", "norm_factor",
                                            "temperature")) and "mask" not in text:

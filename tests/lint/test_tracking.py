@@ -685,3 +685,27 @@ class MultiScaleAttention(nn.Module):
     assert codes(src) == []
     assert_lint(src.replace("x.transpose(1, 2).reshape(B, H, W, -1)", "x.reshape(B, H, W, -1)"),
                 m.MergeWithoutTranspose)
+
+
+def test_a_projection_of_an_untracked_input_is_unscaled():
+    # learned latent queries: self.q(self.latent.expand(...)) is fresh, so the scores need the scaling
+    src = HEADER + """
+class AttentionPoolLatent(nn.Module):
+    def __init__(self, dim, num_heads, latent_len):
+        super().__init__()
+        self.num_heads, self.head_dim, self.latent_len = num_heads, dim // num_heads, latent_len
+        self.latent = nn.Parameter(torch.zeros(1, latent_len, dim))
+        self.q = nn.Linear(dim, dim)
+        self.kv = nn.Linear(dim, dim * 2)
+    def forward(self, x):
+        B, N, C = x.shape
+        q = self.q(self.latent.expand(B, -1, -1))
+        q = q.reshape(B, self.latent_len, self.num_heads, self.head_dim).transpose(1, 2)
+        k, v = self.kv(x).reshape(B, N, 2, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4).unbind(0)
+        attn = (q{scale} @ k.transpose(-2, -1)).softmax(dim=-1)
+        return (attn @ v).transpose(1, 2).reshape(B, self.latent_len, C)
+"""
+    assert codes(src.format(scale=" * self.head_dim ** -0.5")) == []
+    assert_lint(src.format(scale=""), m.UnscaledScores)
+    scalar = src.format(scale="").replace("self.q = nn.Linear(dim, dim)", "self.q = nn.Linear(dim, 3)")
+    assert m.UnscaledScores.code not in codes(scalar)  # a literal few features: no model width
