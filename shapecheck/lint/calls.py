@@ -185,7 +185,7 @@ class Calls(Evaluator):
             # a LayerNorm/RMSNorm of q or k keeps each vector's length near sqrt(d_head) (its gain starts at 1):
             # the scores still need 1/sqrt(d_head); only unit vectors (``F.normalize``, in a norm class of this
             # file too) set their own temperature
-            unit = made is not None and (nm.dotted(made.func) or "").split(".")[-1] in self.unit_norm_classes()
+            unit = made is not None and self.is_unit_norm_class((nm.dotted(made.func) or "").split(".")[-1])
             return replace(first, uid=0, param=False, scale="unknown" if unit else first.scale)
         if kind == "lead" and first.axes:
             width = self.static_label(nm.argument(made, 1, "out_features"), 0) if made is not None else None
@@ -195,14 +195,14 @@ class Calls(Evaluator):
         callee = (nm.dotted(made.func) or "") if made is not None else ""
         return Tensor(projected=not re.search(r"[Cc]onv(?!1D)", callee))  # a convolution's features lead
 
-    def unit_norm_classes(self) -> frozenset[str]:
-        """Classes of this module whose code normalises to unit length (``F.normalize``, ``l2norm``)."""
-        if "unit_norms" not in self.memo:
-            self.memo["unit_norms"] = frozenset(
-                c.name for c in self.tree.body if isinstance(c, ast.ClassDef) and any(
-                    isinstance(n, ast.Call) and re.search(r"normalize|l2norm", nm.dotted(n.func) or "")
-                    for n in ast.walk(c)))
-        return self.memo["unit_norms"]  # type: ignore[return-value]
+    def is_unit_norm_class(self, name: str) -> bool:
+        """A class of this module whose code normalises to unit length (``F.normalize``, ``l2norm``)."""
+        key = f"unit_norm:{name}"
+        if key not in self.memo:
+            found = [c for c in self.tree.body if isinstance(c, ast.ClassDef) and c.name == name]
+            self.memo[key] = any(isinstance(n, ast.Call) and re.search(r"normalize|l2norm", nm.dotted(n.func) or "")
+                                 for c in found for n in ast.walk(c))
+        return bool(self.memo[key])
 
     def namespace_call(self, node: ast.Call, attr: str, args: list[Optional[Value]]) -> Optional[Value]:
         """``torch.matmul(a, b)``, ``F.softmax(x, dim=-1)``, ``F.dropout(x, p)``, ..."""
@@ -359,10 +359,8 @@ class Calls(Evaluator):
         axes = [t if isinstance(t, Label) else None for t in target]
         role = "probs" if base.role == "probs" else None  # a reshape keeps probabilities, not the key axis
         src = base.axes or ()
-        named = None not in src[-2:] and tuple(axes[-2:]) == src[-2:]
-        square = len(arg_nodes) >= 2 and not any(isinstance(a, ast.Starred) for a in arg_nodes[-2:]) \
-            and ast.dump(arg_nodes[-1]) == ast.dump(arg_nodes[-2]) and nm.int_value(arg_nodes[-1]) is None
-        if base.role == "scores" and base.key_pos in (len(src) - 1, -1) and len(axes) >= 2 and (named or square):
+        if base.role == "scores" and base.key_pos in (len(src) - 1, -1) and len(axes) >= 2 \
+                and (None not in src[-2:] and tuple(axes[-2:]) == src[-2:] or _square(arg_nodes)):
             # scores viewed with their (query, key) axes kept last, by name or as a square ``(..., N, N)``:
             # windows or heads split off the leading axes
             return Tensor(axes=tuple(axes), order=tuple(range(len(axes))), scale=base.scale, scale_at=base.scale_at,
@@ -405,3 +403,9 @@ def _is_transpose(node: ast.expr, dims: tuple[int, int]) -> bool:
         return False
     found = tuple(nm.int_value(a) for a in node.args)
     return found in (dims, dims[::-1])
+
+
+def _square(arg_nodes: list[ast.expr]) -> bool:
+    """``view(..., N, N)``: a view that ends with the same size twice (not a literal)."""
+    return len(arg_nodes) >= 2 and not any(isinstance(a, ast.Starred) for a in arg_nodes[-2:]) \
+        and nm.int_value(arg_nodes[-1]) is None and ast.dump(arg_nodes[-1]) == ast.dump(arg_nodes[-2])

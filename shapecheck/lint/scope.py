@@ -125,6 +125,7 @@ def all_args(args: ast.arguments) -> list[ast.arg]:
 def class_info(node: ast.ClassDef) -> ClassInfo:
     attrs: dict[str, ast.expr] = {}
     methods: dict[str, Union[ast.FunctionDef, ast.AsyncFunctionDef]] = {}
+    split: set[str] = set()
     has_forward = False
     for stmt in node.body:
         if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -137,29 +138,30 @@ def class_info(node: ast.ClassDef) -> ClassInfo:
                 attr = nm.self_attr(sub.targets[0])
                 if attr is not None:
                     attrs.setdefault(attr, sub.value)
-    return ClassInfo(attrs, has_forward, methods, _widths(node, attrs))
+            if stmt.name == "__init__" and isinstance(sub, (ast.Assign, ast.BinOp)):
+                name = _width_name(sub)
+                if name is not None:
+                    split.add(name)
+    widths = frozenset(split) | frozenset(attr for attr, value in attrs.items()
+                                          if isinstance(value, ast.Name) and value.id in split)
+    return ClassInfo(attrs, has_forward, methods, widths)
 
 
-def _widths(node: ast.ClassDef, attrs: dict[str, ast.expr]) -> frozenset[str]:
-    """The attributes that hold the model width, whatever their names: what the head count (or the head size)
-    divides (``head_dim = dim // num_heads`` makes ``dim``, and ``self.dim = dim``, the width), and the head count
-    times a size (``self.all_head_size = self.num_heads * self.head_size``)."""
-    split: set[str] = set()
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.BinOp) and isinstance(sub.op, (ast.FloorDiv, ast.Div)) \
-                and (_is_head_count(sub.right) or _is_head_size(sub.right)):  # dim // heads, or dim // head_dim
-            left = sub.left
-            name = left.id if isinstance(left, ast.Name) else nm.self_attr(left)
-            if name is not None:
-                split.add(name)
-        elif isinstance(sub, ast.Assign) and len(sub.targets) == 1 and isinstance(sub.value, ast.BinOp) \
-                and isinstance(sub.value.op, ast.Mult) and (_is_head_count(sub.value.left) or _is_head_count(sub.value.right)):
-            target = sub.targets[0]
-            name = target.id if isinstance(target, ast.Name) else nm.self_attr(target)
-            if name is not None:
-                split.add(name)
-    return frozenset(split) | frozenset(attr for attr, value in attrs.items()
-                                        if isinstance(value, ast.Name) and value.id in split)
+def _width_name(node: Union[ast.Assign, ast.BinOp]) -> Optional[str]:
+    """A name that holds the model width, whatever it is called, found in ``__init__``: what the head count (or the
+    head size) divides (``head_dim = dim // num_heads`` makes ``dim`` the width, and so ``self.dim = dim``), and
+    the head count times a size (``self.all_head_size = self.num_heads * self.head_size``)."""
+    if isinstance(node, ast.BinOp):
+        if isinstance(node.op, (ast.FloorDiv, ast.Div)) and (_is_head_count(node.right) or _is_head_size(node.right)):
+            left = node.left
+            return left.id if isinstance(left, ast.Name) else nm.self_attr(left)
+        return None
+    value = node.value
+    if len(node.targets) == 1 and isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult) \
+            and (_is_head_count(value.left) or _is_head_count(value.right)):
+        target = node.targets[0]
+        return target.id if isinstance(target, ast.Name) else nm.self_attr(target)
+    return None
 
 
 def _is_head_count(node: ast.expr) -> bool:
