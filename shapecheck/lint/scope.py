@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import itertools
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import Iterator, Optional, Union
 
 from shapecheck.vocabulary import canonical
 from shapecheck.lint import messages as msg
@@ -133,18 +133,37 @@ def class_info(node: ast.ClassDef) -> ClassInfo:
         has_forward = has_forward or stmt.name == "forward"
         if stmt.name != "forward" and not stmt.decorator_list:
             methods[stmt.name] = stmt
-        for sub in ast.walk(stmt):
-            if isinstance(sub, ast.Assign) and len(sub.targets) == 1:
+        for sub in _statements(stmt.body):
+            if not isinstance(sub, ast.Assign):
+                continue
+            if len(sub.targets) == 1:
                 attr = nm.self_attr(sub.targets[0])
                 if attr is not None:
                     attrs.setdefault(attr, sub.value)
-            if stmt.name == "__init__" and isinstance(sub, (ast.Assign, ast.BinOp)):
-                name = _width_name(sub)
-                if name is not None:
-                    split.add(name)
+            if stmt.name == "__init__":
+                for node in (sub, *(n for n in ast.walk(sub.value) if isinstance(n, ast.BinOp))):
+                    name = _width_name(node)
+                    if name is not None:
+                        split.add(name)
     widths = frozenset(split) | frozenset(attr for attr, value in attrs.items()
                                           if isinstance(value, ast.Name) and value.id in split)
     return ClassInfo(attrs, has_forward, methods, widths)
+
+
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement of a body, nested ones included (not those of nested functions or classes)."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, field, None)
+            if inner:
+                yield from _statements(inner)
+        for handler in getattr(stmt, "handlers", ()):
+            yield from _statements(handler.body)
+        for case in getattr(stmt, "cases", ()):
+            yield from _statements(case.body)
 
 
 def _width_name(node: Union[ast.Assign, ast.BinOp]) -> Optional[str]:

@@ -251,6 +251,9 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     query_t = a.key_t and not b.key_t and 2 not in (a.rank, b.rank)
     if b.key_t or query_t:
         fields.update(role="scores", key_pos=-1 if a.rank is None or b.rank is None else None)
+    if a.axes is not None and len(a.axes) >= 3 and b.axes is None and (b.min_rank or 0) <= len(a.axes):
+        # batched: keys or values of unknown layout (from a cache) have the query's batch axes
+        b = replace(b, axes=a.axes[:-2] + (None, None))
     if a.axes is None or b.axes is None or len(a.axes) < 2 or len(b.axes) < 2:
         known = [t.rank or t.min_rank or 0 for t in (a, b)]
         return Tensor(min_rank=max(known) if max(known) >= 2 else None, **fields)  # type: ignore[arg-type]

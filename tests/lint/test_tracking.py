@@ -709,3 +709,31 @@ class AttentionPoolLatent(nn.Module):
     assert_lint(src.format(scale=""), m.UnscaledScores)
     scalar = src.format(scale="").replace("self.q = nn.Linear(dim, dim)", "self.q = nn.Linear(dim, 3)")
     assert m.UnscaledScores.code not in codes(scalar)  # a literal few features: no model width
+
+
+def test_keys_and_values_from_a_cache_take_the_querys_batch_axes():
+    # XLM-style: k and v may come from a cache (layout unknown); the scores and the context keep q's leading axes
+    src = HEADER + """
+class MultiHeadAttention(nn.Module):
+    def __init__(self, dim, n_heads):
+        super().__init__()
+        self.n_heads, self.head_dim = n_heads, dim // n_heads
+        self.q_lin = nn.Linear(dim, dim)
+        self.k_lin = nn.Linear(dim, dim)
+        self.v_lin = nn.Linear(dim, dim)
+    def forward(self, input, cache=None):
+        bs, qlen, dim = input.size()
+        q = self.q_lin(input).view(bs, -1, self.n_heads, self.head_dim).transpose(1, 2)
+        if cache is not None:
+            k, v = cache.get()
+        else:
+            k = self.k_lin(input).view(bs, -1, self.n_heads, self.head_dim).transpose(1, 2)
+            v = self.v_lin(input).view(bs, -1, self.n_heads, self.head_dim).transpose(1, 2)
+        q = q / math.sqrt(self.head_dim)
+        weights = F.softmax(torch.matmul(q, k.transpose(2, 3)).float(), dim={dim})
+        context = torch.matmul(weights, v)
+        return context{merge}.contiguous().view(bs, -1, self.n_heads * self.head_dim)
+"""
+    assert codes(src.format(dim=-1, merge=".transpose(1, 2)")) == []
+    assert_lint(src.format(dim=1, merge=".transpose(1, 2)"), m.SoftmaxAxis)
+    assert_lint(src.format(dim=-1, merge=""), m.MergeWithoutTranspose)
