@@ -31,6 +31,7 @@ class ClassInfo:
     has_forward: bool
     methods: dict[str, Union[ast.FunctionDef, ast.AsyncFunctionDef]] = field(default_factory=dict)
     widths: frozenset[str] = frozenset()  # attributes (and __init__ names) holding the width the head count splits
+    head_counts: frozenset[str] = frozenset()  # attributes holding what splits the width into the head size
 
 
 @dataclass
@@ -126,6 +127,7 @@ def class_info(node: ast.ClassDef) -> ClassInfo:
     attrs: dict[str, ast.expr] = {}
     methods: dict[str, Union[ast.FunctionDef, ast.AsyncFunctionDef]] = {}
     split: set[str] = set()
+    counts: set[str] = set()
     has_forward = False
     for stmt in node.body:
         if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -145,9 +147,30 @@ def class_info(node: ast.ClassDef) -> ClassInfo:
                     name = _width_name(node)
                     if name is not None:
                         split.add(name)
+                found = _head_size_split(sub)
+                if found is not None:
+                    split.add(found[0])
+                    counts.add(found[1])
     widths = frozenset(split) | frozenset(attr for attr, value in attrs.items()
                                           if isinstance(value, ast.Name) and value.id in split)
-    return ClassInfo(attrs, has_forward, methods, widths)
+    heads = frozenset(counts) | frozenset(attr for attr, value in attrs.items()
+                                          if isinstance(value, ast.Name) and value.id in counts)
+    return ClassInfo(attrs, has_forward, methods, widths, heads)
+
+
+def _head_size_split(node: ast.Assign) -> Optional[tuple[str, str]]:
+    """``self.head_dim = hidden_size // num_attn_heads``: (the width, the head count), whatever they are called
+    (the head count is what splits the width into the head size)."""
+    target, value = node.targets[0] if len(node.targets) == 1 else None, node.value
+    name = target.id if isinstance(target, ast.Name) else nm.self_attr(target) if target is not None else None
+    if isinstance(value, ast.Call) and nm.dotted(value.func) == "int" and len(value.args) == 1:
+        value = value.args[0]
+    if name is None or name_label(name).atoms != ("d_head",) or not (
+            isinstance(value, ast.BinOp) and isinstance(value.op, (ast.FloorDiv, ast.Div))):
+        return None
+    width = value.left.id if isinstance(value.left, ast.Name) else nm.self_attr(value.left)
+    count = value.right.id if isinstance(value.right, ast.Name) else nm.self_attr(value.right)
+    return (width, count) if width is not None and count is not None else None
 
 
 def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:

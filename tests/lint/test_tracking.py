@@ -737,3 +737,23 @@ class MultiHeadAttention(nn.Module):
     assert codes(src.format(dim=-1, merge=".transpose(1, 2)")) == []
     assert_lint(src.format(dim=1, merge=".transpose(1, 2)"), m.SoftmaxAxis)
     assert_lint(src.format(dim=-1, merge=""), m.MergeWithoutTranspose)
+
+
+def test_the_head_count_is_what_splits_the_width_into_the_head_size():
+    # 'num_attn_heads' is no vocabulary name: head_dim = hidden_size // num_attn_heads makes it the head count
+    src = HEADER + """
+class ProphetAttention(nn.Module):
+    def __init__(self, hidden_size, num_attn_heads):
+        super().__init__()
+        self.num_attn_heads = num_attn_heads
+        self.head_dim = hidden_size // num_attn_heads
+        self.query_proj = nn.Linear(hidden_size, hidden_size)
+    def forward(self, hidden_states):
+        batch_size, tgt_len, hidden_size = hidden_states.size()
+        q = self.query_proj(hidden_states) / self.head_dim ** 0.5
+        q = q.view(batch_size, tgt_len, self.num_attn_heads, self.head_dim).transpose(1, 2)
+        return F.scaled_dot_product_attention(q, q, q)
+"""
+    assert codes(src) == []
+    assert_lint(src.replace("q.view(batch_size, tgt_len, self.num_attn_heads, self.head_dim).transpose(1, 2)",
+                            "q.view(batch_size, self.num_attn_heads, tgt_len, self.head_dim)"), m.SplitWithoutTranspose)
