@@ -318,7 +318,6 @@ class Checker(Calls, ast.NodeVisitor):
         else:
             self.scalars[name] = node
 
-
     def name_axis(self, owner: str, index: int, label: Label) -> None:
         """``src_len = key_states.size(1)``: the size's name names that axis of the tensor where nobody had."""
         tensor = self.env.get(owner)

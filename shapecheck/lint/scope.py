@@ -179,8 +179,8 @@ def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
         yield stmt
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
-        for field in ("body", "orelse", "finalbody"):
-            inner = getattr(stmt, field, None)
+        for part in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, part, None)
             if inner:
                 yield from _statements(inner)
         for handler in getattr(stmt, "handlers", ()):
