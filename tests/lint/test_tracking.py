@@ -404,6 +404,10 @@ class Attention(nn.Module):
 """
     assert codes(src) == []
     assert_lint(src.replace("(attn @ v).transpose(1, 2)", "(attn @ v)"), m.MergeWithoutTranspose)
+    assert_lint(src.replace("(attn @ v).transpose(1, 2).reshape(B, N, self.out_dim)",
+                            "(attn @ v).reshape(B, -1, self.out_dim)"), m.MergeWithoutTranspose)  # positions as -1
+    assert codes(src.replace("(attn @ v).transpose(1, 2).reshape(B, N, self.out_dim)",
+                             "(attn @ v).transpose(1, 2).reshape(B, -1, self.out_dim)")) == []
     assert codes(src.replace("(attn @ v).transpose(1, 2).reshape(B, N, self.out_dim)",
                              "(attn @ v).reshape(B, self.num_heads * N, -1)")) == []  # heads kept first: no mix
 

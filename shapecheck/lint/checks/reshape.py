@@ -185,8 +185,10 @@ def _merge(scope: Scope, call: ast.Call, kind: str, src: Sequence, target: list[
         return True
     ph, pd = unique_index(src, HEADS), unique_index(src, D_HEAD)
     if ph is not None and pd is None and src[-1] is None and ph < len(src) - 2 and len(target) == len(src) - 1 \
-            and isinstance(target[-1], Label) and {"heads", "d_head"} <= set(target[-1].atoms) and HEADS not in target:
-        pd = len(src) - 1  # the head size unnamed, last: the target's width merges it with heads that lie apart
+            and isinstance(target[-1], Label) and "heads" in target[-1].atoms and HEADS not in target:
+        # the head size unnamed, last: the target's last axis merges it with heads that lie apart
+        scope.report(msg.MergeWithoutTranspose, call, kind, show(target), show(src))
+        return True
     if ph is None or pd is None or abs(pd - ph) == 1:  # adjacent (d_head-major is a channel order, not a mix)
         return False
     if HEADS in target or D_HEAD in target:
