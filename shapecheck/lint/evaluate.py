@@ -339,6 +339,8 @@ class Evaluator(Scope):
         attr = nm.self_attr(node)
         if attr is not None and self.cls is not None and attr in self.cls.head_counts:
             return Label(("heads",), "heads")  # what splits the width into the head size, whatever its name
+        if attr is not None and self.cls is not None and attr in self.cls.widths and name_label(attr).atoms != ("d_head",):
+            return Label(("d_head", "heads"), "d_model")  # what the head count splits, whatever its name
         if attr is not None:
             made = self.class_attr(attr)
             if _is_sequence(made):
@@ -349,6 +351,8 @@ class Evaluator(Scope):
         if isinstance(node, ast.Attribute):
             return name_label(node.attr)
         if isinstance(node, ast.Name):
+            if depth > 0 and self.cls is not None and node.id in self.cls.widths and name_label(node.id).atoms != ("d_head",):
+                return Label(("d_head", "heads"), "d_model")  # __init__'s name for what the head count splits
             return name_label(node.id)
         return None
 

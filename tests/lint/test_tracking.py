@@ -761,3 +761,23 @@ class ProphetAttention(nn.Module):
     assert codes(src) == []
     assert_lint(src.replace("q.view(batch_size, tgt_len, self.num_attn_heads, self.head_dim).transpose(1, 2)",
                             "q.view(batch_size, self.num_attn_heads, tgt_len, self.head_dim)"), m.SplitWithoutTranspose)
+
+
+def test_an_attribute_the_head_count_splits_is_the_width_in_shapes():
+    # 'dim_out' is no vocabulary name; head_dim = dim_out // heads makes it the width a merge must rebuild
+    src = HEADER + """
+class MaskUnitAttention(nn.Module):
+    def __init__(self, dim, dim_out, heads):
+        super().__init__()
+        self.dim_out, self.heads = dim_out, heads
+        self.head_dim = dim_out // heads
+        self.qkv = nn.Linear(dim, 3 * dim_out)
+    def forward(self, x):
+        B, N, _ = x.shape
+        q, k, v = self.qkv(x).reshape(B, N, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4).unbind(0)
+        x = F.scaled_dot_product_attention(q, k, v)
+        return x.transpose(1, 2).reshape(B, -1, self.dim_out)
+"""
+    assert codes(src) == []
+    assert_lint(src.replace("x.transpose(1, 2).reshape(B, -1, self.dim_out)", "x.reshape(B, -1, self.dim_out)"),
+                m.MergeWithoutTranspose)
