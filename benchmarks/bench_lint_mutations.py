@@ -7,10 +7,11 @@ SDPA) gets one bug at a time, where the function has the spot that bug needs:
     softmax_axis      softmax(..., dim=-1) -> dim=1
     merge_no_transpose  x.transpose(1, 2)[.contiguous()].view/reshape(...) -> x[.contiguous()].view/reshape(...)
     split_no_transpose  x.view(b, t, h, d).transpose(1, 2) -> x.view(b, h, t, d)
-    scale_removed     scores * scale (or / sqrt(d)) -> scores
+    scale_removed     scores * scale (or / sqrt(d)), before the softmax or fused call -> scores
     scale_by_width    the scale factor -> self.<width> ** -0.5 (the class's embed_dim, hidden_size, ...)
     sdpa_dropout      dropout_p=(p if self.training else 0.0) -> dropout_p=p
-    mask_after_softmax  s = s.masked_fill(m, v) (or s = s + mask) moved to after p = softmax(s), applied to p
+    mask_after_softmax  s = s.masked_fill(m, v) (or s = s + mask, or the ``if`` block holding it) moved to after
+                      p = softmax(s), applied to p
 
 A bug counts as detected when lint reports an error or warning on the mutated module that
 it does not report on the same module unmutated. Each mutated function is linted in a
@@ -144,13 +145,20 @@ def split_no_transpose(func: ast.FunctionDef, cls: Optional[ast.ClassDef]) -> bo
 
 
 def _scale_factor(func: ast.FunctionDef) -> Optional[tuple[ast.BinOp, ast.expr, ast.expr]]:
-    """(the BinOp, the tensor side, the factor side) of the first scaling of scores or queries."""
+    """(the BinOp, the tensor side, the factor side) of the first scaling of scores or queries: one written
+    before the (last) softmax or fused call of the attention (an output rescale after it scales no scores)."""
+    attends = [c.lineno for c in _calls(func, {"softmax", "Softmax", "scaled_dot_product_attention"})
+               if isinstance(c, ast.Call)] + [n.lineno for n in ast.walk(func) if isinstance(n, ast.Call)
+                                              and (_name(n.func) or "").startswith("flash_attn")]
+    last = max(attends) if attends else None
     for node in ast.walk(func):
-        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)) \
+                and (last is None or node.lineno <= last):
             for tensor, factor in ((node.left, node.right), (node.right, node.left)):
                 text = ast.unparse(factor).lower()
-                if factor is node.left and isinstance(node.op, ast.Div):
-                    continue
+                if factor is node.left and isinstance(node.op, ast.Div) or any(
+                        isinstance(side, (ast.List, ast.Tuple)) for side in (tensor, factor)):
+                    continue  # ``[None] * len(self.scale)`` builds a list: no tensor is scaled
                 if any(w in text for w in ("scale", "scaling", "sqrt", "** -0.5", "** 0.5", "norm_factor",
                                            "temperature")) and "mask" not in text:
                     return node, tensor, factor
@@ -210,25 +218,37 @@ def _untrain(func: ast.FunctionDef, kw: ast.keyword) -> bool:
 
 
 def mask_after_softmax(func: ast.FunctionDef, cls: Optional[ast.ClassDef]) -> bool:
+    """The masking statement (or the ``if mask is not None:`` block holding it) moved to just after the softmax,
+    applied to the probabilities instead of the scores."""
     for body in _bodies(func):
         for i, stmt in enumerate(body):
-            fill = _masked_fill_assign(stmt)
-            if fill is None:
+            scores = _masked_fill_assign(stmt) or _masking_block(stmt)
+            if scores is None:
                 continue
-            scores = fill
             for j in range(i + 1, len(body)):
                 probs = _softmax_assign(body[j], scores)
                 if probs is not None:
-                    moved = copy.deepcopy(stmt)
-                    moved.targets = [ast.Name(probs, ast.Store())]  # type: ignore[attr-defined]
-                    if isinstance(moved.value, ast.BinOp):  # type: ignore[attr-defined]
-                        moved.value.left = ast.Name(probs, ast.Load())  # type: ignore[attr-defined]
-                    else:
-                        moved.value.func.value = ast.Name(probs, ast.Load())  # type: ignore[attr-defined]
+                    moved = _Rename(scores, probs).visit(copy.deepcopy(stmt))
                     del body[i]
                     body.insert(j, moved)
                     return True
     return False
+
+
+class _Rename(ast.NodeTransformer):
+    def __init__(self, old: str, new: str) -> None:
+        self.old, self.new = old, new
+
+    def visit_Name(self, node: ast.Name) -> ast.Name:
+        return ast.Name(self.new, node.ctx) if node.id == self.old else node
+
+
+def _masking_block(stmt: ast.stmt) -> Optional[str]:
+    """``if mask is not None: s = s + mask`` (the scores masked inside an ``if`` with no softmax of its own)."""
+    if not isinstance(stmt, ast.If) or _calls(stmt, {"softmax", "Softmax"}):
+        return None
+    found = [name for sub in stmt.body for name in [_masked_fill_assign(sub)] if name is not None]
+    return found[0] if found else None
 
 
 def _bodies(func: ast.AST) -> Iterator[list[ast.stmt]]:

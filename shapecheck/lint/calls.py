@@ -35,6 +35,16 @@ class Calls(Evaluator):
     """Expression evaluation with calls; the checker adds the statements."""
 
     def ev_Call(self, node: ast.Call) -> Optional[Value]:
+        found = self.call(node)
+        if found is None and node.args and isinstance(node.args[0], ast.Name) and self.targets == (node.args[0].id,):
+            first = self.values.get(id(node.args[0]))
+            if isinstance(first, Tensor) and first.role == "scores":
+                # ``attn = self.rel_pos(attn, ...)``: a call nobody models whose result replaces the scores it was
+                # given (a bias, a relative position term) is taken to be those scores
+                return replace(first, uid=0, param=False)
+        return found
+
+    def call(self, node: ast.Call) -> Optional[Value]:
         func = node.func
         layer = nm.nn_layer(func)
         if layer is not None:
@@ -151,6 +161,12 @@ class Calls(Evaluator):
         if kind == "softmax" and made is not None:
             x = node.args[0] if node.args else None
             return self.softmax(node, x, first, nm.argument(made, 0, "dim"), bool(made.args or made.keywords))
+        width = nm.argument(made, 1, "out_features") if made is not None else None
+        if not isinstance(first, Tensor) and kind == "lead" and (node.args or node.keywords) \
+                and nm.int_value(width or ast.Name("width")) is None:
+            # a projection of an untracked input to the model's width (not a literal few features, such as a
+            # scalar q/k/v): its output is fresh, scaled by nobody yet
+            first = Tensor()
         if not isinstance(first, Tensor):
             return None
         return self.submodule_call(attr, made, [first], kind)
@@ -166,9 +182,11 @@ class Calls(Evaluator):
             sizes = {kw.arg: self.static_label(kw.value, 0) for kw in made.keywords if kw.arg}
             return ops.einops(str(made.args[0].value), first, sizes)
         if kind == "all":
-            normed = "norm" in attr.lower() or (made is not None and "norm" in ast.unparse(made.func).lower())
-            # a norm's learned gain sets the temperature of QK-normed attention: its scaling is unknown
-            return replace(first, uid=0, param=False, scale="unknown" if normed else first.scale)
+            # a LayerNorm/RMSNorm of q or k keeps each vector's length near sqrt(d_head) (its gain starts at 1):
+            # the scores still need 1/sqrt(d_head); only unit vectors (``F.normalize``, in a norm class of this
+            # file too) set their own temperature
+            unit = made is not None and self.is_unit_norm_class((nm.dotted(made.func) or "").split(".")[-1])
+            return replace(first, uid=0, param=False, scale="unknown" if unit else first.scale)
         if kind == "lead" and first.axes:
             width = self.static_label(nm.argument(made, 1, "out_features"), 0) if made is not None else None
             return Tensor(axes=first.axes[:-1] + (width,), order=tuple(range(len(first.axes))))
@@ -176,6 +194,15 @@ class Calls(Evaluator):
             return None
         callee = (nm.dotted(made.func) or "") if made is not None else ""
         return Tensor(projected=not re.search(r"[Cc]onv(?!1D)", callee))  # a convolution's features lead
+
+    def is_unit_norm_class(self, name: str) -> bool:
+        """A class of this module whose code normalises to unit length (``F.normalize``, ``l2norm``)."""
+        key = f"unit_norm:{name}"
+        if key not in self.memo:
+            found = [c for c in self.tree.body if isinstance(c, ast.ClassDef) and c.name == name]
+            self.memo[key] = any(isinstance(n, ast.Call) and re.search(r"normalize|l2norm", nm.dotted(n.func) or "")
+                                 for c in found for n in ast.walk(c))
+        return bool(self.memo[key])
 
     def namespace_call(self, node: ast.Call, attr: str, args: list[Optional[Value]]) -> Optional[Value]:
         """``torch.matmul(a, b)``, ``F.softmax(x, dim=-1)``, ``F.dropout(x, p)``, ..."""
@@ -185,22 +212,23 @@ class Calls(Evaluator):
         if attr == "einsum":
             return self.einsum(node, args)
         if attr in nm.SAME_SHAPE_FUNCTIONS and attr != "where" and isinstance(first, Tensor):
-            scale = "unknown" if "norm" in attr else first.scale  # cosine attention learns its temperature
-            return replace(first, role=None, key_pos=None, key_t=False, uid=0, param=False, scale=scale)
+            if attr == "normalize":  # cosine attention learns its temperature; unit vectors are no longer scores
+                return replace(first, role=None, key_pos=None, key_t=False, uid=0, param=False, scale="unknown")
+            return replace(first, uid=0, param=False)  # tanh soft-capping, clamp: the scores stay the scores
         if attr == "linear" and isinstance(first, Tensor):  # F.linear(x, weight, bias): the leading axes stay
             return Tensor(axes=first.axes[:-1] + (None,), order=tuple(range(len(first.axes)))) if first.axes \
                 else Tensor()
         if attr in _CAT and isinstance(first, Pieces) and not first.repeat:
-            known = [p for p in first.items if isinstance(p, Tensor) and p.axes is not None]
             dim = nm.int_value(nm.argument(node, 1, "dim") or ast.Constant(0))
-            return ops.cat(known, dim) if known and dim is not None else Tensor()
+            return ops.cat(first.items, dim) if first.items and dim is not None else Tensor()
         if isinstance(first, Tensor) and attr in _AXIS_OPS:
             return self.axis_op(node, attr, first, node.args[1:])
         if attr in ("matmul", "bmm") and len(args) >= 2:
-            b = _as_tensor(args[1])
-            if attr == "bmm" and _is_transpose(node.args[1], (1, 2)):
-                b = replace(b, key_t=True)
-            return matmul(_as_tensor(self.as_query(node.args[0], node.args[1], first)), b)
+            return self.product(node, attr, node.args[0], node.args[1], first, args[1])
+        if attr == "baddbmm" and len(args) >= 3:  # baddbmm(input, a, b, beta=, alpha=): input·beta + alpha·(a @ b)
+            out = self.product(node, attr, node.args[1], node.args[2], args[1], args[2])
+            alpha = nm.keyword(node, "alpha")
+            return out if alpha is None or nm.int_value(alpha) == 1 else self.scaled(node, out, alpha)
         if attr in nm.SOFTMAX:
             return self.softmax(node, node.args[0] if node.args else None, first,
                                    nm.argument(node, 1, "dim"), len(node.args) > 1 or bool(node.keywords))
@@ -210,9 +238,22 @@ class Calls(Evaluator):
         if attr == "masked_fill":
             return self.masked_fill(node, node.args[0] if node.args else None, first, nm.argument(node, 1, "mask"),
                                     nm.argument(node, 2, "value"))
+        if isinstance(first, Tensor) and attr in ("split", "chunk"):
+            return self.size_or_split(node, attr, first, offset=1)
         if isinstance(first, Tensor) and attr in _RESHAPE | _SWAP | {"permute"}:
             return self.method_call(node, attr, first, args[1:], offset=1)
         return None
+
+    def product(self, node: ast.Call, attr: str, a_node: ast.expr, b_node: ast.expr, a: Optional[Value],
+                b: Optional[Value]) -> Tensor:
+        """``matmul``/``bmm``/``baddbmm`` of two operands; a batched product (``bmm``) is 3-D."""
+        second = _as_tensor(b)
+        if attr != "matmul" and _is_transpose(b_node, (1, 2)):
+            second = replace(second, key_t=True)
+        out = matmul(_as_tensor(self.as_query(a_node, b_node, a)), second)
+        if attr != "matmul" and out.axes is None:
+            out = replace(out, axes=(None,) * 3, min_rank=None, key_pos=2 if out.role == "scores" else None)
+        return out
 
     def method_call(self, node: ast.Call, attr: str, base: Value, args: list[Optional[Value]],
                     offset: int = 0) -> Optional[Value]:
@@ -271,21 +312,27 @@ class Calls(Evaluator):
         perm = None if src is None or dst is None else ops.movedim(base, src, dst)
         return Tensor(scale=base.scale) if perm is None else permute(base, perm)
 
-    def size_or_split(self, node: ast.Call, attr: str, base: Tensor) -> Optional[Value]:
+    def size_or_split(self, node: ast.Call, attr: str, base: Tensor, offset: int = 0) -> Optional[Value]:
+        """``x.size(i)``; ``x.split(n, dim)``/``x.chunk(n, dim)`` (``torch.split(x, n, dim)`` with ``offset`` 1)."""
         if attr == "size":
             if not node.args:
                 return Shape((), _owner(node), known=False) if base.axes is None else Shape(base.axes, _owner(node))
             i = nm.int_value(node.args[0])
-            return Dim(_axis(base, i))
-        if attr in ("split", "chunk") and node.args:
-            dim = nm.int_value(nm.argument(node, 1, "dim") or ast.Constant(0))
+            owner = _owner(node)
+            return Dim(_axis(base, i), axis_of=(owner, i) if owner is not None and i is not None else None)
+        if attr in ("split", "chunk") and len(node.args) > offset:
+            dim = nm.int_value(nm.argument(node, 1 + offset, "dim") or ast.Constant(0))
             axis = _axis(base, dim)
-            size = self.label_of(node.args[0]) if attr == "split" else quotient(axis, _int(node.args[0]))
+            count = node.args[offset]
+            size = self.label_of(count) if attr == "split" else quotient(axis, _int(count))
             axes = None
             if base.axes is not None and dim is not None and -len(base.axes) <= dim < len(base.axes):
                 axes = list(base.axes)
                 axes[dim] = size if isinstance(size, Label) else None
-            return Pieces((Tensor(axes=None if axes is None else tuple(axes), scale=base.scale),), repeat=True)
+            # pieces of a projection's features are features too (of unknown rank, packed q/k/v lie past dim 1)
+            features = base.projected and dim is not None and (dim == -1 or dim >= 2)
+            return Pieces((Tensor(axes=None if axes is None else tuple(axes), scale=base.scale, projected=features),),
+                          repeat=True)
         return None
 
     def reshape(self, node: ast.Call, kind: str, base: Tensor, arg_nodes: list[ast.expr]) -> Tensor:
@@ -311,6 +358,13 @@ class Calls(Evaluator):
             return Tensor(scale=base.scale, scale_at=base.scale_at, role="probs" if base.role == "probs" else None)
         axes = [t if isinstance(t, Label) else None for t in target]
         role = "probs" if base.role == "probs" else None  # a reshape keeps probabilities, not the key axis
+        src = base.axes or ()
+        if base.role == "scores" and base.key_pos in (len(src) - 1, -1) and len(axes) >= 2 \
+                and (None not in src[-2:] and tuple(axes[-2:]) == src[-2:] or _square(arg_nodes)):
+            # scores viewed with their (query, key) axes kept last, by name or as a square ``(..., N, N)``:
+            # windows or heads split off the leading axes
+            return Tensor(axes=tuple(axes), order=tuple(range(len(axes))), scale=base.scale, scale_at=base.scale_at,
+                          role="scores", key_pos=len(axes) - 1)
         return Tensor(axes=tuple(axes), order=tuple(range(len(axes))), scale=base.scale, scale_at=base.scale_at,
                       role=role)
 
@@ -349,3 +403,9 @@ def _is_transpose(node: ast.expr, dims: tuple[int, int]) -> bool:
         return False
     found = tuple(nm.int_value(a) for a in node.args)
     return found in (dims, dims[::-1])
+
+
+def _square(arg_nodes: list[ast.expr]) -> bool:
+    """``view(..., N, N)``: a view that ends with the same size twice (not a literal)."""
+    return len(arg_nodes) >= 2 and not any(isinstance(a, ast.Starred) for a in arg_nodes[-2:]) \
+        and nm.int_value(arg_nodes[-1]) is None and ast.dump(arg_nodes[-1]) == ast.dump(arg_nodes[-2])

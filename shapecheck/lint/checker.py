@@ -87,7 +87,9 @@ class Checker(Calls, ast.NodeVisitor):
         if target is not None and not self.following and self.rebound is None:
             self.record_call(target, node, args)
         if helper is not None and name not in self.env:
-            return self.follow(helper, node, args, method=False)
+            found = self.follow(helper, node, args, method=False)
+            if found is not None:
+                return found  # else what its name says (``q = apply_rope(q, ...)`` keeps q)
         return super().name_call(node, name, args)
 
     def module_call(self, node: ast.Call, attr: str, args: list[Optional[Value]]) -> Optional[Value]:
@@ -306,12 +308,25 @@ class Checker(Calls, ast.NodeVisitor):
 
     def store(self, name: str, value: Optional[Value], node: Optional[ast.expr]) -> None:
         if isinstance(value, Dim) and value.label is None:
-            value = Dim(_label_from_name(ast.Name(name)))
+            label = _label_from_name(ast.Name(name))
+            if value.axis_of is not None and label is not None:
+                self.name_axis(*value.axis_of, label)
+            value = Dim(label)
         self.env[name] = None if value is None else replace(value, uid=next(self.uid), partial=False)
         if isinstance(value, Tensor) or node is None:
             self.scalars.pop(name, None)
         else:
             self.scalars[name] = node
+
+    def name_axis(self, owner: str, index: int, label: Label) -> None:
+        """``src_len = key_states.size(1)``: the size's name names that axis of the tensor where nobody had."""
+        tensor = self.env.get(owner)
+        if not isinstance(tensor, Tensor) or tensor.axes is None or not -len(tensor.axes) <= index < len(tensor.axes):
+            return
+        axes = list(tensor.axes)
+        if axes[index] is None and label not in axes:
+            axes[index] = label
+            self.env[owner] = replace(tensor, axes=tuple(axes))
 
 
 def join_envs(envs: list[dict[str, Optional[Value]]]) -> dict[str, Optional[Value]]:
@@ -322,7 +337,13 @@ def join_envs(envs: list[dict[str, Optional[Value]]]) -> dict[str, Optional[Valu
     for key in set().union(*envs):
         found = [e[key] for e in envs if key in e]
         if any(v is None for v in found):
-            out[key] = None
+            tensors = [v for v in found if isinstance(v, Tensor)]
+            if tensors and len(tensors) + 1 == len(found) and tensors[0].scale in ("none", "head"):
+                # keys from a cache on one path, projected on the other: those in the cache were made the same
+                # way, so the scaling is the known path's; nothing else about them is known
+                out[key] = Tensor(scale=tensors[0].scale, scale_at=tensors[0].scale_at)
+            else:
+                out[key] = None
             continue
         value: Optional[Value] = found[0]
         for other in found[1:]:

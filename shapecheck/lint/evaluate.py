@@ -38,10 +38,15 @@ class Evaluator(Scope):
     def scaled(self, node: ast.AST, t: Tensor, factor: ast.expr) -> Tensor:
         kind = self.root_kind(factor, 0) or nm.scale_kind(self.scale_names(factor, 0))
         self.emit(ev.Scaled(node, t, factor, kind))
+        text = ast.unparse(factor)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and t.divided is not None \
+                and t.divided[0] == text:  # soft-capping: cap * tanh(s / cap) keeps the scaling s had
+            return replace(t, scale=t.divided[1], divided=None, uid=0, param=False)
+        divided = (text, t.scale) if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) else None
         at = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
         if t.scale not in ("none", "unknown") and kind != "width":
             kind = t.scale if t.scale != "other" else kind
-        return replace(t, scale=kind, scale_at=at, order=t.order, uid=0, param=False)
+        return replace(t, scale=kind, scale_at=at, order=t.order, uid=0, param=False, divided=divided)
 
     def root_kind(self, factor: ast.expr, depth: int) -> Optional[str]:
         """"width" when the factor is a (reciprocal) square root of the head count times the head size
@@ -59,6 +64,11 @@ class Evaluator(Scope):
             base = node.args[0]
         while isinstance(base, ast.Call) and nm.dotted(base.func) in ("float", "int") and len(base.args) == 1:
             base = base.args[0]
+        spelled = nm.self_attr(base) if base is not None else None
+        if depth > 0 and isinstance(base, ast.Name):
+            spelled = base.id  # ``self.scale = dim ** -0.5`` in __init__: its names are __init__'s
+        if spelled is not None and self.cls is not None and spelled in self.cls.widths:
+            return "width"  # the square root of what the head count splits
         made = self.class_attr(nm.self_attr(base) or "") if base is not None else None
         if isinstance(made, ast.BinOp):
             base = made
@@ -154,21 +164,46 @@ class Evaluator(Scope):
         base = self.ev(node.value)
         self.ev(node.slice)
         if isinstance(base, Shape):
-            return _index_shape(base, node.slice) if base.known else _index_unknown(node.slice)
+            found = _index_shape(base, node.slice) if base.known else _index_unknown(node.slice)
+            i = nm.int_value(node.slice)
+            if isinstance(found, Dim) and found.label is None and base.owner is not None and i is not None:
+                return replace(found, axis_of=(base.owner, i))
+            return found
         if isinstance(base, Tensor):
             return ops.index(base, node.slice)
         return None
 
     def ev_Tuple(self, node: ast.Tuple) -> Optional[Value]:
         items = [self.ev(e) for e in node.elts]
+        spread = self.spread_pieces(node.elts, items)
+        if spread is not None:
+            return spread
         if any(isinstance(e, ast.Starred) for e in node.elts) or all(
-            isinstance(v, Dim) or nm.int_value(e) is not None for v, e in zip(items, node.elts)
+            isinstance(v, Dim) or nm.int_value(e) is not None or _self_size(e, v) for v, e in zip(items, node.elts)
         ):
             axes = self.target_of(node.elts)
             return None if axes is None else Shape(tuple(axes))
         return Pieces(tuple(items))  # type: ignore[arg-type]
 
     ev_List = ev_Tuple
+
+    def spread_pieces(self, elts: list[ast.expr], items: list[Optional[Value]]) -> Optional[Pieces]:
+        """``q, k, v = (self.to_q(x), *self.to_kv(x).chunk(2, dim=1))``: tensors and spread pieces, one per name
+        assigned (the pieces of a ``chunk`` fill the names the others leave)."""
+        starred = [i for i, e in enumerate(elts) if isinstance(e, ast.Starred)]
+        if len(starred) != 1 or not isinstance(items[starred[0]], Pieces) or not all(
+                isinstance(v, Tensor) for i, v in enumerate(items) if i != starred[0]):
+            return None
+        pieces: Pieces = items[starred[0]]  # type: ignore[assignment]
+        fill = len(self.targets) - (len(elts) - 1)
+        if pieces.repeat and fill >= 1:
+            spread = (pieces.items[0],) * fill
+        elif not pieces.repeat:
+            spread = pieces.items
+        else:
+            return None
+        i = starred[0]
+        return Pieces(tuple(items[:i]) + spread + tuple(items[i + 1:]))  # type: ignore[arg-type]
 
     def ev_comprehension_scope(self, node: ast.AST, parts: list[Optional[ast.expr]]) -> Optional[Value]:
         saved = dict(self.env)
@@ -302,14 +337,22 @@ class Evaluator(Scope):
                 return quotient(self.static_label(inner.left, depth + 1), self.static_label(inner.right, depth + 1))
             return self.static_label(inner, depth + 1)
         attr = nm.self_attr(node)
+        if attr is not None and self.cls is not None and attr in self.cls.head_counts:
+            return Label(("heads",), "heads")  # what splits the width into the head size, whatever its name
+        if attr is not None and self.cls is not None and attr in self.cls.widths and name_label(attr).atoms != ("d_head",):
+            return Label(("d_head", "heads"), "d_model")  # what the head count splits, whatever its name
         if attr is not None:
             made = self.class_attr(attr)
+            if _is_sequence(made):
+                return None  # a list of sizes (``self.in_split = [d] + [d] * 3``) is no one size
             if made is not None and not isinstance(made, ast.Call):
                 return self.static_label(made, depth + 1) or name_label(attr)
             return name_label(attr)
         if isinstance(node, ast.Attribute):
             return name_label(node.attr)
         if isinstance(node, ast.Name):
+            if depth > 0 and self.cls is not None and node.id in self.cls.widths and name_label(node.id).atoms != ("d_head",):
+                return Label(("d_head", "heads"), "d_model")  # __init__'s name for what the head count splits
             return name_label(node.id)
         return None
 
@@ -356,6 +399,18 @@ def _index_shape(shape: Shape, index: ast.expr) -> Optional[Value]:
             return None
         return Shape(shape.axes[lo:hi])
     return None
+
+
+def _is_sequence(node: Optional[ast.AST]) -> bool:
+    """``[a, b]``, ``(a, b)``, ``[d] + [d] * 3``: a list or tuple, not a size."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult)):
+        return _is_sequence(node.left) or _is_sequence(node.right)
+    return isinstance(node, (ast.List, ast.Tuple, ast.ListComp))
+
+
+def _self_size(node: ast.expr, value: Optional[Value]) -> bool:
+    """``self.head_dim`` in a tuple of sizes: an attribute with no tracked value, spelling a size."""
+    return value is None and nm.self_attr(node) is not None
 
 
 def _index_unknown(index: ast.expr) -> Optional[Value]:

@@ -14,7 +14,7 @@ SOFTMAX = frozenset({"softmax", "log_softmax"})
 DROPOUT = frozenset({"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"})
 # Methods that return a tensor of the same shape and strides.
 SAME_LAYOUT = frozenset({"float", "half", "double", "bfloat16", "to", "type", "type_as",
-                         "clone", "detach", "abs", "neg", "exp", "sigmoid", "tanh", "relu", "gelu"})
+                         "clone", "detach", "abs", "neg", "exp", "sigmoid", "tanh", "relu", "gelu", "clamp", "clip"})
 # torch / F functions whose result has the shape and layout of their first argument.
 SAME_SHAPE_FUNCTIONS = frozenset({"normalize", "layer_norm", "rms_norm", "group_norm", "gelu", "relu", "silu",
                                   "sigmoid", "tanh", "softplus", "exp", "clamp", "where", "abs", "neg"})

@@ -9,7 +9,7 @@ import re
 from collections import Counter
 from typing import Optional, Sequence
 
-from shapecheck.lint.tracking import WILD, Axis, Label, Target, Tensor, fresh, matmul_scale, quotient
+from shapecheck.lint.tracking import WILD, Axis, Label, Target, Tensor, cancel_atoms, fresh, matmul_scale, quotient
 
 HEADS, D_HEAD = Label(("heads",), "heads"), Label(("d_head",), "d_head")
 _EINOPS_TOKEN = re.compile(r"\(|\)|\.\.\.|[A-Za-z_][A-Za-z0-9_]*|\d+")
@@ -29,9 +29,11 @@ def resolve_wild(src: Optional[Sequence[Axis]], target: list[Target]) -> list[Ta
         return target
     rest = Counter(a for axis in src for a in axis.atoms)  # type: ignore[union-attr]
     rest.subtract(a for t in target if isinstance(t, Label) for a in t.atoms)
-    if any(n < 0 for n in rest.values()) or not +rest:
+    over = [a for a, n in rest.items() for _ in range(-n)]  # sizes the target has and the source lacks
+    if not +rest or any(a.startswith("/") for a in over):
         return target
-    atoms = tuple(sorted(rest.elements()))
+    # view(-1, windows, h, N, N) of (B_, h, N, N): the -1 is B_ divided by the windows, B_·/windows
+    atoms = cancel_atoms([*(+rest).elements(), *("/" + a for a in over)])
     text = "d_model" if atoms == ("d_head", "heads") else "*".join(atoms)
     return [Label(atoms, text) if t is WILD else t for t in target]
 
@@ -178,17 +180,24 @@ def drop_axis(t: Tensor, dim: int) -> Tensor:
     return fresh(axes, scale=t.scale, scale_at=t.scale_at)
 
 
-def cat(pieces: Sequence[Tensor], dim: int) -> Tensor:
-    """``torch.cat(pieces, dim)`` of the pieces whose axes are known (cat needs the others equal in size):
-    the other axes as they agree; the joined one unnamed."""
-    ranks = {p.rank for p in pieces}
-    first = pieces[0]
-    if len(ranks) != 1 or first.axes is None or not -len(first.axes) <= dim < len(first.axes):
-        return Tensor(scale=first.scale)
-    axes = [a if all(p.axes[i] == a for p in pieces) else None  # type: ignore[index]
-            for i, a in enumerate(first.axes)]
+def cat(pieces: Sequence[object], dim: int) -> Tensor:
+    """``torch.cat(pieces, dim)``: the other axes as the pieces of known axes agree (cat needs them equal in
+    size), the joined one unnamed. Scores joined with extra key columns (attention sinks) stay the scores."""
+    first = pieces[0] if pieces and isinstance(pieces[0], Tensor) else Tensor()
+    rank = first.rank
+    on_keys = first.role == "scores" and first.key_pos is not None and (
+        first.key_pos == dim if rank is None else -rank <= dim < rank and first.key_pos % rank == dim % rank)
+    keys = {"role": "scores", "key_pos": first.key_pos} if on_keys else {}
+    known = [p for p in pieces if isinstance(p, Tensor) and p.axes is not None]
+    if not known or len({p.rank for p in known}) != 1 or not -len(known[0].axes) <= dim < len(known[0].axes):  # type: ignore[arg-type]
+        # projections joined along the positions (joint text-image attention) keep their features last
+        features = dim != -1 and all(isinstance(p, Tensor) and p.projected for p in pieces)
+        return Tensor(scale=first.scale, scale_at=first.scale_at, min_rank=first.min_rank, projected=features,
+                      **keys)  # type: ignore[arg-type]
+    axes = [a if all(p.axes[i] == a for p in known) else None  # type: ignore[index]
+            for i, a in enumerate(known[0].axes)]  # type: ignore[arg-type]
     axes[dim % len(axes)] = None
-    return fresh(axes, scale=first.scale, scale_at=first.scale_at)
+    return fresh(axes, scale=first.scale, scale_at=first.scale_at, **keys)
 
 
 def flatten(t: Tensor, start: int, end: int) -> Tensor:

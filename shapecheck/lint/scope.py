@@ -10,8 +10,9 @@ from __future__ import annotations
 import ast
 import itertools
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import Iterator, Optional, Union
 
+from shapecheck.vocabulary import canonical
 from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
 from shapecheck.lint.tracking import Axis, Tensor, Value, int_label, name_label
@@ -29,6 +30,8 @@ class ClassInfo:
     attrs: dict[str, ast.expr]
     has_forward: bool
     methods: dict[str, Union[ast.FunctionDef, ast.AsyncFunctionDef]] = field(default_factory=dict)
+    widths: frozenset[str] = frozenset()  # attributes (and __init__ names) holding the width the head count splits
+    head_counts: frozenset[str] = frozenset()  # attributes holding what splits the width into the head size
 
 
 @dataclass
@@ -123,6 +126,8 @@ def all_args(args: ast.arguments) -> list[ast.arg]:
 def class_info(node: ast.ClassDef) -> ClassInfo:
     attrs: dict[str, ast.expr] = {}
     methods: dict[str, Union[ast.FunctionDef, ast.AsyncFunctionDef]] = {}
+    split: set[str] = set()
+    counts: set[str] = set()
     has_forward = False
     for stmt in node.body:
         if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -130,12 +135,85 @@ def class_info(node: ast.ClassDef) -> ClassInfo:
         has_forward = has_forward or stmt.name == "forward"
         if stmt.name != "forward" and not stmt.decorator_list:
             methods[stmt.name] = stmt
-        for sub in ast.walk(stmt):
-            if isinstance(sub, ast.Assign) and len(sub.targets) == 1:
+        for sub in _statements(stmt.body):
+            if not isinstance(sub, ast.Assign):
+                continue
+            if len(sub.targets) == 1:
                 attr = nm.self_attr(sub.targets[0])
                 if attr is not None:
                     attrs.setdefault(attr, sub.value)
-    return ClassInfo(attrs, has_forward, methods)
+            if stmt.name == "__init__":
+                for node in (sub, *(n for n in ast.walk(sub.value) if isinstance(n, ast.BinOp))):
+                    name = _width_name(node)
+                    if name is not None:
+                        split.add(name)
+                found = _head_size_split(sub)
+                if found is not None:
+                    split.add(found[0])
+                    counts.add(found[1])
+    widths = frozenset(split) | frozenset(attr for attr, value in attrs.items()
+                                          if isinstance(value, ast.Name) and value.id in split)
+    heads = frozenset(counts) | frozenset(attr for attr, value in attrs.items()
+                                          if isinstance(value, ast.Name) and value.id in counts)
+    return ClassInfo(attrs, has_forward, methods, widths, heads)
+
+
+def _head_size_split(node: ast.Assign) -> Optional[tuple[str, str]]:
+    """``self.head_dim = hidden_size // num_attn_heads``: (the width, the head count), whatever they are called
+    (the head count is what splits the width into the head size)."""
+    target, value = node.targets[0] if len(node.targets) == 1 else None, node.value
+    name = target.id if isinstance(target, ast.Name) else nm.self_attr(target) if target is not None else None
+    if isinstance(value, ast.Call) and nm.dotted(value.func) == "int" and len(value.args) == 1:
+        value = value.args[0]
+    if name is None or name_label(name).atoms != ("d_head",) or not (
+            isinstance(value, ast.BinOp) and isinstance(value.op, (ast.FloorDiv, ast.Div))):
+        return None
+    width = value.left.id if isinstance(value.left, ast.Name) else nm.self_attr(value.left)
+    count = value.right.id if isinstance(value.right, ast.Name) else nm.self_attr(value.right)
+    return (width, count) if width is not None and count is not None else None
+
+
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement of a body, nested ones included (not those of nested functions or classes)."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for part in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, part, None)
+            if inner:
+                yield from _statements(inner)
+        for handler in getattr(stmt, "handlers", ()):
+            yield from _statements(handler.body)
+        for case in getattr(stmt, "cases", ()):
+            yield from _statements(case.body)
+
+
+def _width_name(node: Union[ast.Assign, ast.BinOp]) -> Optional[str]:
+    """A name that holds the model width, whatever it is called, found in ``__init__``: what the head count (or the
+    head size) divides (``head_dim = dim // num_heads`` makes ``dim`` the width, and so ``self.dim = dim``), and
+    the head count times a size (``self.all_head_size = self.num_heads * self.head_size``)."""
+    if isinstance(node, ast.BinOp):
+        if isinstance(node.op, (ast.FloorDiv, ast.Div)) and (_is_head_count(node.right) or _is_head_size(node.right)):
+            left = node.left
+            return left.id if isinstance(left, ast.Name) else nm.self_attr(left)
+        return None
+    value = node.value
+    if len(node.targets) == 1 and isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult) \
+            and (_is_head_count(value.left) or _is_head_count(value.right)):
+        target = node.targets[0]
+        return target.id if isinstance(target, ast.Name) else nm.self_attr(target)
+    return None
+
+
+def _is_head_count(node: ast.expr) -> bool:
+    name = node.id if isinstance(node, ast.Name) else nm.self_attr(node)
+    return name is not None and canonical(name) == "heads"
+
+
+def _is_head_size(node: ast.expr) -> bool:
+    name = node.id if isinstance(node, ast.Name) else nm.self_attr(node)
+    return name is not None and name_label(name).atoms == ("d_head",)
 
 
 def jaxtyping_axes(annotation: Optional[ast.expr]) -> Optional[tuple[Axis, ...]]:

@@ -60,11 +60,11 @@ def int_label(value: int) -> Label:
 def product(a: Axis, b: Axis) -> Axis:
     if a is None or b is None:
         return None
-    atoms = _cancel(a.atoms + b.atoms)
+    atoms = cancel_atoms(a.atoms + b.atoms)
     return Label(atoms, "d_model" if atoms == ("d_head", "heads") else f"{a.text}*{b.text}")
 
 
-def _cancel(atoms: Sequence[str]) -> tuple[str, ...]:
+def cancel_atoms(atoms: Sequence[str]) -> tuple[str, ...]:
     """Sorted atoms with each ``x`` and ``/x`` (a division by x) cancelled."""
     count = Counter(atoms)
     for atom in list(count):
@@ -83,7 +83,7 @@ def quotient(a: Axis, b: Axis) -> Axis:
     rest = Counter(a.atoms)
     rest.subtract(b.atoms)
     if any(n < 0 for n in rest.values()):  # x // count where count is no factor of x: keep it as x·/count
-        atoms = _cancel(a.atoms + tuple("/" + atom for atom in b.atoms))
+        atoms = cancel_atoms(a.atoms + tuple("/" + atom for atom in b.atoms))
     else:
         atoms = tuple(sorted(rest.elements()))
     return Label(atoms, "d_head" if atoms == ("d_head",) else f"{a.text}//{b.text}")
@@ -108,6 +108,7 @@ class Tensor:
     key_pos: Optional[int] = None
     scale: str = "none"
     scale_at: Optional[tuple[int, int]] = None
+    divided: Optional[tuple[str, str]] = None  # (divisor's text, the scale before): ``/ cap`` that ``* cap`` undoes
     key_t: bool = False
     mask_at: Optional[tuple[int, int]] = None
     mask_source: Optional[str] = None
@@ -130,6 +131,7 @@ class Dim:
     label: Axis
     partial: bool = False
     uid: int = 0
+    axis_of: Optional[tuple[str, int]] = None  # (tensor name, axis) it was read from: ``x.size(1)``, ``x.shape[1]``
 
 
 @dataclass(frozen=True)
@@ -171,7 +173,8 @@ def join(a: Value, b: Value) -> Optional[Value]:
     if isinstance(a, Tensor) and isinstance(b, Tensor):
         return _join_tensors(a, b)
     if isinstance(a, Dim) and isinstance(b, Dim):
-        return Dim(a.label if a.label == b.label else None, a.partial or b.partial)
+        return Dim(a.label if a.label == b.label else None, a.partial or b.partial,
+                   axis_of=a.axis_of if a.axis_of == b.axis_of else None)
     return None
 
 
@@ -180,7 +183,10 @@ def _join_tensors(a: Tensor, b: Tensor) -> Tensor:
     if a.axes is not None and b.axes is not None and len(a.axes) == len(b.axes):
         axes = tuple(x if x == y else None for x, y in zip(a.axes, b.axes))
     same = {f: getattr(a, f) if getattr(a, f) == getattr(b, f) else None
-            for f in ("order", "role", "key_pos", "scale_at", "mask_at", "mask_source", "mask_uid", "min_rank")}
+            for f in ("order", "role", "key_pos", "scale_at", "mask_at", "mask_source", "mask_uid")}
+    bounds = [t.rank or t.min_rank for t in (a, b)]
+    if axes is None and None not in bounds:  # paths of different ranks: the rank is at least the smaller one
+        same["min_rank"] = min(bounds)  # type: ignore[type-var]
     return Tensor(
         axes=axes, scale=a.scale if a.scale == b.scale else "unknown", key_t=a.key_t and b.key_t, param=a.param and b.param,
         projected=a.projected and b.projected,
@@ -206,6 +212,8 @@ def swap(t: Tensor, d0: int, d1: int) -> Tensor:
 def _swap_unknown(key_pos: Optional[int], d0: int, d1: int) -> Optional[int]:
     if key_pos is None or d0 >= 0 or d1 >= 0:
         return None
+    if {d0, d1} == {-1, -2}:
+        return key_pos  # the scores of the other direction (see ``permute``)
     return d1 if key_pos == d0 else d0 if key_pos == d1 else key_pos
 
 
@@ -224,6 +232,8 @@ def permute(t: Tensor, perm: Sequence[int]) -> Tensor:
     order = None if t.order is None else tuple(t.order[p] for p in perm)
     key_pos = perm.index(t.key_pos) if t.key_pos is not None and t.key_pos >= 0 else None
     key_t = rank >= 2 and perm[-2:] == [rank - 1, rank - 2] and perm[:-2] == list(range(rank - 2))
+    if key_t and t.role == "scores" and key_pos == rank - 2:
+        key_pos = rank - 1  # scores with queries and keys swapped: the other direction of bidirectional attention
     return replace(t, axes=tuple(axes[p] for p in perm), order=order, key_pos=key_pos, key_t=key_t)
 
 
@@ -237,14 +247,19 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     """``a @ b``: batch axes broadcast, (m, n) @ (n, p) -> (m, p)."""
     scale, scale_at = _matmul_scale(a, b)
     fields = {"scale": scale, "scale_at": scale_at}
-    if b.key_t:
+    # channels-first attention contracts axis -2 of both: qᵀ·k, the query transposed and the key as it is
+    query_t = a.key_t and not b.key_t and 2 not in (a.rank, b.rank)
+    if b.key_t or query_t:
         fields.update(role="scores", key_pos=-1 if a.rank is None or b.rank is None else None)
+    if a.axes is not None and len(a.axes) >= 3 and b.axes is None and (b.min_rank or 0) <= len(a.axes):
+        # batched: keys or values of unknown layout (from a cache) have the query's batch axes
+        b = replace(b, axes=a.axes[:-2] + (None, None))
     if a.axes is None or b.axes is None or len(a.axes) < 2 or len(b.axes) < 2:
         known = [t.rank or t.min_rank or 0 for t in (a, b)]
         return Tensor(min_rank=max(known) if max(known) >= 2 else None, **fields)  # type: ignore[arg-type]
     lead = a.axes[:-2] if len(a.axes) >= len(b.axes) else b.axes[:-2]
     axes = lead + (a.axes[-2], b.axes[-1])
-    if b.key_t:
+    if b.key_t or query_t:
         fields["key_pos"] = len(axes) - 1
     return fresh(axes, **fields)
 

@@ -141,9 +141,20 @@ def test_map_of_a_lambda_over_qkv_keeps_the_pieces_unscaled():
     assert_lint(EINOPS.format(line="pass"), m.UnscaledScores)
 
 
-def test_query_key_norms_set_their_own_temperature():
-    assert codes(EINOPS.format(line="q, k = self.norm(q), self.norm(k)")) == []
+def test_unit_length_query_key_norms_set_their_own_temperature():
     assert codes(EINOPS.format(line="q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)")) == []
+    unit_norm = EINOPS + """
+class L2Norm(nn.Module):
+    def forward(self, x):
+        return F.normalize(x, dim=-1) * x.shape[-1] ** 0.5
+"""
+    assert codes(unit_norm.replace("nn.LayerNorm(dim // heads)", "L2Norm()").format(
+        line="q, k = self.norm(q), self.norm(k)")) == []
+
+
+def test_a_layer_norm_of_queries_and_keys_still_needs_the_scaling():
+    # LayerNorm/RMSNorm over d_head keeps each vector's length near sqrt(d_head): q·k grows with d_head as before
+    assert_lint(EINOPS.format(line="q, k = self.norm(q), self.norm(k)"), m.UnscaledScores)
 
 
 EAGER = HEADER + """
@@ -213,3 +224,560 @@ class SelfAttention(nn.Module):
 """
     assert_lint(src, m.WidthScaledScores)
     assert codes(src.replace("self.all_size ** 0.5", "self.head_size ** 0.5")) == []
+
+
+def test_soft_capping_and_sink_columns_keep_the_scores():
+    # tanh soft-capping (gemma-style) and a column of attention sinks joined on the key axis are still the scores
+    src = HEADER + """
+def attend(query, key, value, sinks, scaling, softcap):
+    s = torch.matmul(query, key.transpose(2, 3)) * scaling
+    s = torch.tanh(s / softcap) * softcap
+    s = torch.cat([s, sinks], dim=-1)
+    p = F.softmax(s, dim={dim})[..., :-1]
+    return torch.matmul(p, value).transpose(1, 2)
+"""
+    assert codes(src.format(dim=-1)) == []
+    assert_lint(src.format(dim=1), m.SoftmaxAxis)
+
+
+def test_baddbmm_makes_three_dimensional_scores_scaled_by_alpha():
+    src = HEADER + """
+def scores(query, key, bias, scale):
+    s = torch.baddbmm(bias, query, key.transpose(-1, -2), beta=1, alpha=scale)
+    return s.softmax(dim={dim})
+"""
+    assert codes(src.format(dim=-1)) == []
+    assert_lint(src.format(dim=1), m.SoftmaxAxis)
+    assert_lint(src.format(dim=-1).replace(", alpha=scale", ""), m.UnscaledScores)
+
+
+def test_a_call_that_replaces_the_scores_keeps_them():
+    # ``attn = self.rel_pos(attn, ...)``: a module nobody models, given the scores and assigned back to them
+    src = HEADER + """
+class Attention(nn.Module):
+    def __init__(self, dim, num_heads, rel_pos_cls):
+        super().__init__()
+        self.num_heads = num_heads
+        self.scale = (dim // num_heads) ** -0.5
+        self.qkv = nn.Linear(dim, dim * 3)
+        self.rel_pos = rel_pos_cls(num_heads=num_heads) if rel_pos_cls else None
+    def forward(self, x):
+        B, N, C = x.shape
+        q, k, v = self.qkv(x).reshape(B, N, 3, self.num_heads, C // self.num_heads).permute(2, 0, 3, 1, 4).unbind(0)
+        attn = (q * self.scale) @ k.transpose(-2, -1)
+        if self.rel_pos is not None:
+            attn = self.rel_pos(attn)
+        attn = attn.softmax(dim={dim})
+        return (attn @ v).transpose(1, 2).reshape(B, N, C)
+"""
+    assert codes(src.format(dim=-1)) == []
+    assert_lint(src.format(dim=1), m.SoftmaxAxis)
+
+
+def test_paths_of_different_rank_bound_the_rank_from_below():
+    src = HEADER + """
+def attend(x, windows, scale, b, t, w, h, d):
+    if windows:
+        q = k = x.reshape(b, w, h, t, d)
+    else:
+        q = k = x.reshape(b, h, t, d)
+    s = (q * scale) @ k.transpose(-1, -2)
+    return s.softmax(dim={dim})
+"""
+    assert codes(src.format(dim=-1)) == []
+    assert_lint(src.format(dim=1), m.SoftmaxAxis)
+
+
+def test_transposed_scores_are_the_other_direction_of_bidirectional_attention():
+    src = HEADER + """
+def both_ways(vision, text, scale):
+    s = torch.bmm(vision, text.transpose(1, 2)) * scale
+    s = torch.clamp(s, min=-50000, max=50000)
+    text_probs = s.transpose(1, 2).softmax(dim=-1)
+    vision_probs = s.softmax(dim=-1)
+    return torch.bmm(vision_probs, text), torch.bmm(text_probs, vision)
+"""
+    assert codes(src) == []
+
+
+def test_scores_viewed_with_their_last_two_axes_kept_stay_scores():
+    # Swin's shifted windows: the window count is split off the leading axis, (N, N) stay last
+    src = HEADER + """
+class WindowAttention(nn.Module):
+    def __init__(self, dim, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+        self.scale = (dim // num_heads) ** -0.5
+        self.qkv = nn.Linear(dim, dim * 3)
+    def forward(self, x, mask):
+        B_, N, C = x.shape
+        q, k, v = self.qkv(x).reshape(B_, N, 3, self.num_heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
+        attn = (q * self.scale) @ k.transpose(-2, -1)
+        if mask is not None:
+            num_win = mask.shape[0]
+            attn = attn.view(-1, num_win, self.num_heads, N, N) + mask.unsqueeze(1).unsqueeze(0)
+            attn = attn.view(-1, self.num_heads, N, N)
+        attn = attn.softmax(dim={dim})
+        return (attn @ v).transpose(1, 2).reshape(B_, N, -1)
+"""
+    assert codes(src.format(dim=-1)) == []
+    assert_lint(src.format(dim=1), m.SoftmaxAxis)
+    assert_lint(src.format(dim=-1).replace("(q * self.scale)", "q"), m.UnscaledScores)
+
+
+def test_a_tuple_with_spread_chunks_gives_one_piece_per_name():
+    src = HEADER + """from einops import rearrange
+
+class LocalAttention(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.to_q = nn.Conv2d(dim, dim, 1)
+        self.to_kv = nn.Conv2d(dim, dim * 2, 1)
+    def forward(self, fmap):
+        q, k, v = (self.to_q(fmap), *self.to_kv(fmap).chunk(2, dim=1))
+        q, k, v = map(lambda t: rearrange(t, "b (h d) x y -> (b h) (x y) d", h=self.heads), (q, k, v))
+        dots = torch.einsum("b i d, b j d -> b i j", q, k)
+        return dots.softmax(dim=-1)
+"""
+    assert_lint(src, m.UnscaledScores)
+    assert codes(src.replace("q, k)\n", "q, k) / math.sqrt(q.shape[-1])\n")) == []
+
+
+def test_torch_split_of_a_projection_gives_feature_pieces():
+    # diffusers' fused processors: torch.split(attn.to_qkv(x), n, dim=-1) then a head split of each piece
+    src = HEADER + """
+def fused(attn, hidden_states, batch_size):
+    qkv = attn.to_qkv(hidden_states)
+    query, key, value = torch.split(qkv, qkv.shape[-1] // 3, dim=-1)
+    inner_dim = key.shape[-1]
+    head_dim = inner_dim // attn.heads
+    query = query.view(batch_size, -1, attn.heads, head_dim).transpose(1, 2)
+    key = key.view(batch_size, -1, attn.heads, head_dim).transpose(1, 2)
+    value = value.view(batch_size, -1, attn.heads, head_dim).transpose(1, 2)
+    return F.scaled_dot_product_attention(query, key, value)
+"""
+    assert codes(src) == []
+    assert_lint(src.replace("query.view(batch_size, -1, attn.heads, head_dim).transpose(1, 2)",
+                            "query.view(batch_size, attn.heads, -1, head_dim)"), m.SplitWithoutTranspose)
+
+
+def test_heads_split_back_out_of_a_batch_heads_axis_in_the_wrong_order():
+    # (B*h, N, d) viewed as (B, N, h, d): the heads are taken from the batch axis, after the positions
+    src = HEADER + """
+class Attention(nn.Module):
+    def __init__(self, dim, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+        self.qkv = nn.Linear(dim, dim * 3)
+    def forward(self, x):
+        B, H, W, _ = x.shape
+        N = H * W
+        qkv = self.qkv(x.reshape(B, N, -1)).view(B, N, 3, self.num_heads, -1).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv.reshape(3, B * self.num_heads, N, -1).unbind(0)
+        x = F.scaled_dot_product_attention(q, k, v)
+        return x.view(B, self.num_heads, N, -1).permute(0, 2, 1, 3).reshape(B, H, W, -1)
+"""
+    assert codes(src) == []
+    assert_lint(src.replace("x.view(B, self.num_heads, N, -1).permute(0, 2, 1, 3)", "x.view(B, N, self.num_heads, -1)"),
+                m.ReshapeOrder)
+
+
+def test_a_merge_that_skips_the_heads_is_flagged_whatever_the_head_size():
+    # the value head size comes from a split by a list of sizes (unnamed); (B, heads, N, ?) -> (B, N, width)
+    src = HEADER + """
+class Attention(nn.Module):
+    def __init__(self, dim, key_dim, num_heads, attn_ratio):
+        super().__init__()
+        self.num_heads = num_heads
+        self.key_dim = key_dim
+        self.val_dim = int(attn_ratio * key_dim)
+        self.out_dim = self.val_dim * num_heads
+        self.scale = key_dim ** -0.5
+        self.qkv = nn.Linear(dim, num_heads * (2 * key_dim + self.val_dim))
+    def forward(self, x):
+        B, N, _ = x.shape
+        qkv = self.qkv(x).view(B, N, self.num_heads, -1).permute(0, 2, 1, 3)
+        q, k, v = qkv.split([self.key_dim, self.key_dim, self.val_dim], dim=3)
+        attn = (q @ k.transpose(-2, -1) * self.scale).softmax(dim=-1)
+        return (attn @ v).transpose(1, 2).reshape(B, N, self.out_dim)
+"""
+    assert codes(src) == []
+    assert_lint(src.replace("(attn @ v).transpose(1, 2)", "(attn @ v)"), m.MergeWithoutTranspose)
+    assert_lint(src.replace("(attn @ v).transpose(1, 2).reshape(B, N, self.out_dim)",
+                            "(attn @ v).reshape(B, -1, self.out_dim)"), m.MergeWithoutTranspose)  # positions as -1
+    assert codes(src.replace("(attn @ v).transpose(1, 2).reshape(B, N, self.out_dim)",
+                             "(attn @ v).transpose(1, 2).reshape(B, -1, self.out_dim)")) == []
+    assert codes(src.replace("(attn @ v).transpose(1, 2).reshape(B, N, self.out_dim)",
+                             "(attn @ v).reshape(B, self.num_heads * N, -1)")) == []  # heads kept first: no mix
+
+
+def test_the_minus_one_of_a_window_view_is_the_batch_divided_by_the_windows():
+    # attn.view(-1, nW, h, N, N) then attn.view(-1, h, N, N): the leading axis is B_ again, so the merge is checked
+    src = HEADER + """
+class WindowAttention(nn.Module):
+    def __init__(self, dim, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+        self.scale = (dim // num_heads) ** -0.5
+        self.qkv = nn.Linear(dim, dim * 3)
+    def forward(self, x, mask):
+        B_, N, C = x.shape
+        q, k, v = self.qkv(x).reshape(B_, N, 3, self.num_heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
+        attn = (q * self.scale) @ k.transpose(-2, -1)
+        num_win = mask.shape[0]
+        attn = attn.view(-1, num_win, self.num_heads, N, N) + mask.unsqueeze(1).unsqueeze(0)
+        attn = attn.view(-1, self.num_heads, N, N).softmax(dim=-1)
+        return (attn @ v).transpose(1, 2).reshape(B_, N, -1)
+"""
+    assert codes(src) == []
+    assert_lint(src.replace("(attn @ v).transpose(1, 2)", "(attn @ v)"), m.MergeWithoutTranspose)
+
+
+def test_a_file_helper_that_cannot_be_followed_is_read_by_its_name():
+    # the rotary helper returns through a call nobody models: q = apply_rope(q, ...) keeps q's axes
+    src = HEADER + """from rotary import rotate
+
+def apply_rope(x, cos, sin):
+    return rotate(x, cos, sin)
+
+def attend(x, q_proj, cos, sin, heads, d_head):
+    B, N, C = x.shape
+    q = q_proj(x).view(B, N, heads, d_head)
+    q = apply_rope(q, cos, sin)
+    q = q.transpose(1, 2)
+    y = F.scaled_dot_product_attention(q, q, q)
+    return y.transpose(1, 2).reshape(B, N, -1)
+"""
+    assert codes(src) == []
+    assert_lint(src.replace("y.transpose(1, 2).reshape", "y.reshape"), m.MergeWithoutTranspose)
+
+
+def test_an_eager_branch_beside_a_fused_call_with_scale_one_takes_no_scaling():
+    # QK-normed models (Gemma's vision towers) pass scale=1.0 to SDPA; the eager branch follows suit
+    src = HEADER + """
+def attend(q_norm, k_norm, q, k, v, fused):
+    q, k = q_norm(q.transpose(1, 2)), k_norm(k.transpose(1, 2))
+    if fused:
+        return F.scaled_dot_product_attention(q, k, v, scale=1.0)
+    attn = (q @ k.transpose(-2, -1)).softmax(dim=-1)
+    return attn @ v
+"""
+    assert codes(src) == []
+    assert_lint(src.replace("scale=1.0", "scale=None"), m.UnscaledScores)
+
+
+BART = HEADER + """
+class Attention(nn.Module):
+    def __init__(self, embed_dim, num_heads):
+        super().__init__()
+        self.embed_dim = embed_dim
+        self.num_heads = num_heads
+        self.head_dim = embed_dim // num_heads
+        self.scaling = self.head_dim ** -0.5
+        self.q_proj = nn.Linear(embed_dim, embed_dim)
+        self.k_proj = nn.Linear(embed_dim, embed_dim)
+        self.v_proj = nn.Linear(embed_dim, embed_dim)
+    def forward(self, hidden_states, past_key_value=None, attention_mask=None):
+        bsz, tgt_len, embed_dim = hidden_states.size()
+        query_states = self.q_proj(hidden_states){scale}
+        if past_key_value is not None:
+            key_states, value_states = past_key_value
+        else:
+            key_states = self.k_proj(hidden_states).view(bsz, -1, self.num_heads, self.head_dim).transpose(1, 2)
+            value_states = self.v_proj(hidden_states).view(bsz, -1, self.num_heads, self.head_dim).transpose(1, 2)
+        proj_shape = (bsz * self.num_heads, -1, self.head_dim)
+        query_states = query_states.view(bsz, tgt_len, self.num_heads, self.head_dim).transpose(1, 2)
+        query_states = query_states.reshape(*proj_shape)
+        key_states = key_states.reshape(*proj_shape)
+        value_states = value_states.reshape(*proj_shape)
+        src_len = key_states.size(1)
+        attn_weights = torch.bmm(query_states, key_states.transpose(1, 2))
+        if attention_mask is not None:
+            attn_weights = attn_weights.view(bsz, self.num_heads, tgt_len, src_len) + attention_mask
+            attn_weights = attn_weights.view(bsz * self.num_heads, tgt_len, src_len)
+        attn_weights = nn.functional.softmax(attn_weights, dim={dim})
+        attn_output = torch.bmm(attn_weights, value_states)
+        attn_output = attn_output.view(bsz, self.num_heads, tgt_len, self.head_dim).transpose(1, 2)
+        return attn_output.reshape(bsz, tgt_len, self.embed_dim)
+"""
+
+
+def test_a_size_read_from_an_axis_names_that_axis_and_a_tuple_of_self_sizes_is_a_shape():
+    # keys that may come from a cache: src_len = key_states.size(1) names their length; proj_shape is a shape
+    assert codes(BART.format(scale=" * self.scaling", dim=-1)) == []
+    assert_lint(BART.format(scale=" * self.scaling", dim=1), m.SoftmaxAxis)
+    assert_lint(BART.format(scale=" * self.embed_dim ** -0.5", dim=-1), m.WidthScaledScores)
+
+
+def test_soft_capping_keeps_the_scaling_the_scores_had():
+    # cap * tanh(s / cap) does not scale the scores: an unscaled product stays unscaled through it
+    src = HEADER + """
+def attend(query, key, value, softcap):
+    s = torch.matmul(query, key.transpose(2, 3)){scale}
+    if softcap is not None:
+        s = s / softcap
+        s = torch.tanh(s)
+        s = s * softcap
+    p = F.softmax(s, dim=-1)
+    return torch.matmul(p, value).transpose(1, 2)
+"""
+    assert codes(src.format(scale=" * query.shape[-1] ** -0.5")) == []
+    assert_lint(src.format(scale=""), m.UnscaledScores)
+
+
+def test_keys_that_may_come_from_a_cache_keep_the_scaling_of_the_projected_path():
+    assert_lint(BART.format(scale="", dim=-1), m.UnscaledScores)
+
+
+def test_channels_first_attention_transposes_the_query_not_the_key():
+    # (B, heads, d, N) layout: attn = qᵀ·k is (B, heads, N, N), keys on the last axis
+    src = HEADER + """
+class Attention2d(nn.Module):
+    def __init__(self, dim, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+        self.scale = (dim // num_heads) ** -0.5
+        self.qkv = nn.Conv2d(dim, dim * 3, 1)
+    def forward(self, x):
+        B, C, H, W = x.shape
+        q, k, v = self.qkv(x).view(B, self.num_heads, -1, H * W).chunk(3, dim=2)
+        attn = (q.transpose(-2, -1) @ k){scale}
+        attn = attn.softmax(dim={dim})
+        return (v @ attn.transpose(-2, -1)).view(B, -1, H, W)
+"""
+    assert codes(src.format(scale=" * self.scale", dim=-1)) == []
+    assert_lint(src.format(scale=" * self.scale", dim=1), m.SoftmaxAxis)
+    assert_lint(src.format(scale="", dim=-1), m.UnscaledScores)
+
+
+def test_a_head_split_whose_minus_one_is_the_positions():
+    # diffusers' processors: attn.to_q(x) of (B, T, ?) viewed as (B, heads, -1, d_head)
+    src = HEADER + """
+def process(attn, hidden_states):
+    batch_size, sequence_length, _ = hidden_states.shape
+    query = attn.to_q(hidden_states)
+    inner_dim = query.shape[-1]
+    head_dim = inner_dim // attn.heads
+    query = query.view(batch_size, -1, attn.heads, head_dim).transpose(1, 2)
+    return F.scaled_dot_product_attention(query, query, query)
+"""
+    assert codes(src) == []
+    assert_lint(src.replace("query.view(batch_size, -1, attn.heads, head_dim).transpose(1, 2)",
+                            "query.view(batch_size, attn.heads, -1, head_dim)"), m.SplitWithoutTranspose)
+
+
+def test_pieces_split_by_a_list_of_sizes_have_an_unnamed_last_axis():
+    # torch.split(y, self.in_split, dim=-1) with in_split a list: no size named "in_split"; clamp keeps the features
+    src = HEADER + """
+class ParallelBlock(nn.Module):
+    def __init__(self, dim, num_heads, mlp_dim):
+        super().__init__()
+        self.num_heads = num_heads
+        self.head_dim = dim // num_heads
+        self.in_split = [mlp_dim] + [dim] * 3
+        self.in_proj = nn.Linear(dim, mlp_dim + 3 * dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+    def forward(self, x):
+        B, N, C = x.shape
+        x_mlp, q, k, v = torch.split(self.in_proj(x), self.in_split, dim=-1)
+        v = v.view(B, N, self.num_heads, self.head_dim).transpose(1, 2)
+        qkv = self.qkv(x).clamp(min=-8, max=8)
+        q, k, _ = qkv.chunk(3, dim=2)
+        q = q.reshape(B, N, self.num_heads, self.head_dim).transpose(1, 2)
+        return q, v
+"""
+    assert codes(src) == []
+    assert_lint(src.replace("v.view(B, N, self.num_heads, self.head_dim).transpose(1, 2)",
+                            "v.view(B, self.num_heads, N, self.head_dim)"), m.SplitWithoutTranspose)
+    assert_lint(src.replace("q.reshape(B, N, self.num_heads, self.head_dim).transpose(1, 2)",
+                            "q.reshape(B, self.num_heads, N, self.head_dim)"), m.SplitWithoutTranspose)
+
+
+def test_projections_joined_along_the_positions_keep_their_features_last():
+    # joint attention: image and text queries concatenated on dim=1, then split into heads
+    src = HEADER + """
+def joint(attn, hidden_states, context, batch_size, head_dim):
+    query = torch.cat([attn.to_q(hidden_states), attn.add_q_proj(context)], dim=1)
+    query = query.view(batch_size, -1, attn.heads, head_dim).transpose(1, 2)
+    return F.scaled_dot_product_attention(query, query, query)
+"""
+    assert codes(src) == []
+    assert_lint(src.replace("query.view(batch_size, -1, attn.heads, head_dim).transpose(1, 2)",
+                            "query.view(batch_size, attn.heads, -1, head_dim)"), m.SplitWithoutTranspose)
+
+
+def test_twice_the_heads_split_from_the_width():
+    # differential attention splits 2 * heads maps out of the width
+    src = HEADER + """
+class DiffAttention(nn.Module):
+    def __init__(self, dim, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+        self.head_dim = dim // num_heads // 2
+        self.q = nn.Linear(dim, dim)
+    def forward(self, x):
+        B, N, C = x.shape
+        q = self.q(x).reshape(B, N, 2 * self.num_heads, self.head_dim).transpose(1, 2)
+        return q
+"""
+    assert codes(src) == []
+    assert_lint(src.replace("reshape(B, N, 2 * self.num_heads, self.head_dim).transpose(1, 2)",
+                            "reshape(B, 2 * self.num_heads, N, self.head_dim)"), m.SplitWithoutTranspose)
+
+
+def test_square_scores_viewed_per_window_stay_scores():
+    # Swin in transformers: the window size is called ``dim`` (no axis name), the view ends with (dim, dim)
+    src = HEADER + """
+class SwinSelfAttention(nn.Module):
+    def __init__(self, hidden_size, num_heads):
+        super().__init__()
+        self.num_attention_heads = num_heads
+        self.attention_head_size = hidden_size // num_heads
+        self.all_head_size = self.num_attention_heads * self.attention_head_size
+        self.query = nn.Linear(hidden_size, self.all_head_size)
+    def forward(self, hidden_states, attention_mask=None):
+        batch_size, dim, num_channels = hidden_states.shape
+        hidden_shape = (batch_size, dim, -1, self.attention_head_size)
+        q = self.query(hidden_states).view(hidden_shape).transpose(1, 2)
+        scores = torch.matmul(q, q.transpose(-1, -2)) / {scale}
+        if attention_mask is not None:
+            mask_shape = attention_mask.shape[0]
+            scores = scores.view(batch_size // mask_shape, mask_shape, self.num_attention_heads, dim, dim)
+            scores = scores + attention_mask.unsqueeze(1).unsqueeze(0)
+            scores = scores.view(-1, self.num_attention_heads, dim, dim)
+        return nn.functional.softmax(scores, dim=-1)
+"""
+    assert codes(src.format(scale="math.sqrt(self.attention_head_size)")) == []
+    assert_lint(src.format(scale="self.all_head_size ** 0.5"), m.WidthScaledScores)
+
+
+def test_the_width_is_also_what_the_head_size_divides():
+    # num_heads = dim // head_dim: dim is the width, whatever it is called
+    src = HEADER + """
+class EfficientAttention(nn.Module):
+    def __init__(self, dim, head_dim=32):
+        super().__init__()
+        self.dim = dim
+        self.num_heads = self.dim // head_dim
+        self.head_dim = head_dim
+        self.q = nn.Linear(dim, dim)
+    def forward(self, x):
+        B, N, C = x.shape
+        q = self.q(x).reshape(B, N, self.num_heads, self.head_dim).permute(0, 2, 1, 3)
+        q = q * {scale}
+        attn = (q @ q.transpose(-1, -2)).softmax(dim=-1)
+        return (attn @ q).transpose(1, 2).reshape(B, N, C)
+"""
+    assert codes(src.format(scale="self.head_dim ** -0.5")) == []
+    assert_lint(src.format(scale="self.dim ** -0.5"), m.WidthScaledScores)
+
+
+def test_a_merge_into_height_and_width_that_skips_the_heads():
+    src = HEADER + """
+class MultiScaleAttention(nn.Module):
+    def __init__(self, dim, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+        self.qkv = nn.Linear(dim, dim * 3)
+    def forward(self, x):
+        B, H, W, _ = x.shape
+        q, k, v = torch.unbind(self.qkv(x).reshape(B, H * W, 3, self.num_heads, -1), 2)
+        x = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
+        return x.transpose(1, 2).reshape(B, H, W, -1)
+"""
+    assert codes(src) == []
+    assert_lint(src.replace("x.transpose(1, 2).reshape(B, H, W, -1)", "x.reshape(B, H, W, -1)"),
+                m.MergeWithoutTranspose)
+
+
+def test_a_projection_of_an_untracked_input_is_unscaled():
+    # learned latent queries: self.q(self.latent.expand(...)) is fresh, so the scores need the scaling
+    src = HEADER + """
+class AttentionPoolLatent(nn.Module):
+    def __init__(self, dim, num_heads, latent_len):
+        super().__init__()
+        self.num_heads, self.head_dim, self.latent_len = num_heads, dim // num_heads, latent_len
+        self.latent = nn.Parameter(torch.zeros(1, latent_len, dim))
+        self.q = nn.Linear(dim, dim)
+        self.kv = nn.Linear(dim, dim * 2)
+    def forward(self, x):
+        B, N, C = x.shape
+        q = self.q(self.latent.expand(B, -1, -1))
+        q = q.reshape(B, self.latent_len, self.num_heads, self.head_dim).transpose(1, 2)
+        k, v = self.kv(x).reshape(B, N, 2, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4).unbind(0)
+        attn = (q{scale} @ k.transpose(-2, -1)).softmax(dim=-1)
+        return (attn @ v).transpose(1, 2).reshape(B, self.latent_len, C)
+"""
+    assert codes(src.format(scale=" * self.head_dim ** -0.5")) == []
+    assert_lint(src.format(scale=""), m.UnscaledScores)
+    scalar = src.format(scale="").replace("self.q = nn.Linear(dim, dim)", "self.q = nn.Linear(dim, 3)")
+    assert m.UnscaledScores.code not in codes(scalar)  # a literal few features: no model width
+
+
+def test_keys_and_values_from_a_cache_take_the_querys_batch_axes():
+    # XLM-style: k and v may come from a cache (layout unknown); the scores and the context keep q's leading axes
+    src = HEADER + """
+class MultiHeadAttention(nn.Module):
+    def __init__(self, dim, n_heads):
+        super().__init__()
+        self.n_heads, self.head_dim = n_heads, dim // n_heads
+        self.q_lin = nn.Linear(dim, dim)
+        self.k_lin = nn.Linear(dim, dim)
+        self.v_lin = nn.Linear(dim, dim)
+    def forward(self, input, cache=None):
+        bs, qlen, dim = input.size()
+        q = self.q_lin(input).view(bs, -1, self.n_heads, self.head_dim).transpose(1, 2)
+        if cache is not None:
+            k, v = cache.get()
+        else:
+            k = self.k_lin(input).view(bs, -1, self.n_heads, self.head_dim).transpose(1, 2)
+            v = self.v_lin(input).view(bs, -1, self.n_heads, self.head_dim).transpose(1, 2)
+        q = q / math.sqrt(self.head_dim)
+        weights = F.softmax(torch.matmul(q, k.transpose(2, 3)).float(), dim={dim})
+        context = torch.matmul(weights, v)
+        return context{merge}.contiguous().view(bs, -1, self.n_heads * self.head_dim)
+"""
+    assert codes(src.format(dim=-1, merge=".transpose(1, 2)")) == []
+    assert_lint(src.format(dim=1, merge=".transpose(1, 2)"), m.SoftmaxAxis)
+    assert_lint(src.format(dim=-1, merge=""), m.MergeWithoutTranspose)
+
+
+def test_the_head_count_is_what_splits_the_width_into_the_head_size():
+    # 'num_attn_heads' is no vocabulary name: head_dim = hidden_size // num_attn_heads makes it the head count
+    src = HEADER + """
+class ProphetAttention(nn.Module):
+    def __init__(self, hidden_size, num_attn_heads):
+        super().__init__()
+        self.num_attn_heads = num_attn_heads
+        self.head_dim = hidden_size // num_attn_heads
+        self.query_proj = nn.Linear(hidden_size, hidden_size)
+    def forward(self, hidden_states):
+        batch_size, tgt_len, hidden_size = hidden_states.size()
+        q = self.query_proj(hidden_states) / self.head_dim ** 0.5
+        q = q.view(batch_size, tgt_len, self.num_attn_heads, self.head_dim).transpose(1, 2)
+        return F.scaled_dot_product_attention(q, q, q)
+"""
+    assert codes(src) == []
+    assert_lint(src.replace("q.view(batch_size, tgt_len, self.num_attn_heads, self.head_dim).transpose(1, 2)",
+                            "q.view(batch_size, self.num_attn_heads, tgt_len, self.head_dim)"), m.SplitWithoutTranspose)
+
+
+def test_an_attribute_the_head_count_splits_is_the_width_in_shapes():
+    # 'dim_out' is no vocabulary name; head_dim = dim_out // heads makes it the width a merge must rebuild
+    src = HEADER + """
+class MaskUnitAttention(nn.Module):
+    def __init__(self, dim, dim_out, heads):
+        super().__init__()
+        self.dim_out, self.heads = dim_out, heads
+        self.head_dim = dim_out // heads
+        self.qkv = nn.Linear(dim, 3 * dim_out)
+    def forward(self, x):
+        B, N, _ = x.shape
+        q, k, v = self.qkv(x).reshape(B, N, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4).unbind(0)
+        x = F.scaled_dot_product_attention(q, k, v)
+        return x.transpose(1, 2).reshape(B, -1, self.dim_out)
+"""
+    assert codes(src) == []
+    assert_lint(src.replace("x.transpose(1, 2).reshape(B, -1, self.dim_out)", "x.reshape(B, -1, self.dim_out)"),
+                m.MergeWithoutTranspose)

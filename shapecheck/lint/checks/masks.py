@@ -187,7 +187,8 @@ def _mask_axes(scope: Scope, node: ast.expr) -> Optional[tuple]:
 
 
 def fill_value(node: Optional[ast.expr]) -> Optional[float]:
-    """The number a fill value spells: literals, ``-literal``, ``float('-inf')``; None otherwise."""
+    """The number a fill value spells: literals, ``-literal``, ``float('-inf')``, ``torch.finfo(t).min`` (-inf);
+    None otherwise."""
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         inner = fill_value(node.operand)
         return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
@@ -202,6 +203,9 @@ def fill_value(node: Optional[ast.expr]) -> Optional[float]:
                 return None
     if nm.dotted(node) in ("math.inf", "torch.inf", "np.inf", "numpy.inf"):
         return float("inf")
+    if isinstance(node, ast.Attribute) and node.attr in ("min", "max") and isinstance(node.value, ast.Call) \
+            and (nm.dotted(node.value.func) or "").split(".")[-1] == "finfo":
+        return float("-inf") if node.attr == "min" else float("inf")  # the dtype's extremes: -finfo.max masks
     return None
 
 

@@ -159,16 +159,36 @@ def _order(scope: Scope, call: ast.Call, kind: str, src: Sequence, target: list[
     for j, label in enumerate(target):
         if isinstance(label, Label) and label.atoms and not all(a.isdigit() for a in label.atoms):
             i = unique_index(src, label)
+            if i is None and unique_index(target, label) == j:
+                i = _split_from(src, label)
             if i is not None and unique_index(target, label) == j:
                 pairs.append((j, i, label))
     for (_, i1, first), (_, i2, second) in zip(pairs, pairs[1:]):
-        if i1 > i2 and _MIXING & {first.text, second.text} and {first.text, second.text} <= set(AXES):
+        texts = {first.text, second.text}
+        if i1 > i2 and _MIXING & texts and all(t in AXES or "*" in t for t in texts):  # a product of sizes too
             scope.report(msg.ReshapeOrder, call, kind, show(target), show(src), first.text, second.text)
             return True
     return False
 
+def _split_from(src: Sequence, label: Label) -> Optional[int]:
+    """The one leading source axis that ``label`` is split out of (``heads`` of a ``batch*heads`` axis); heads
+    split out of the last axis, the width, are the split rule's (SC105)."""
+    need = Counter(label.atoms)
+    hits = [i for i, axis in enumerate(src[:-1]) if axis is not None and len(axis.atoms) > len(label.atoms)
+            and not need - Counter(axis.atoms)]
+    return hits[0] if len(hits) == 1 else None
+
+
 def _merge(scope: Scope, call: ast.Call, kind: str, src: Sequence, target: list[Target]) -> bool:
+    if _heads_skipped(src, target):
+        scope.report(msg.MergeWithoutTranspose, call, kind, show(target), show(src))
+        return True
     ph, pd = unique_index(src, HEADS), unique_index(src, D_HEAD)
+    if ph is not None and pd is None and src[-1] is None and ph < len(src) - 2 and len(target) == len(src) - 1 \
+            and isinstance(target[-1], Label) and "heads" in target[-1].atoms and HEADS not in target:
+        # the head size unnamed, last: the target's last axis merges it with heads that lie apart
+        scope.report(msg.MergeWithoutTranspose, call, kind, show(target), show(src))
+        return True
     if ph is None or pd is None or abs(pd - ph) == 1:  # adjacent (d_head-major is a channel order, not a mix)
         return False
     if HEADS in target or D_HEAD in target:
@@ -188,6 +208,22 @@ def _merge(scope: Scope, call: ast.Call, kind: str, src: Sequence, target: list[
     return False
 
 
+def _heads_skipped(src: Sequence, target: list[Target]) -> bool:
+    """``(B, heads, N, ?)`` viewed as ``(B, N, ?)``: two neighbouring target axes are source axes on either side
+    of the heads, so the heads' data lands in a later axis, mixed with the positions (whatever the head size is)."""
+    ph = unique_index(src, HEADS)
+    if ph is None or HEADS in target:
+        return False
+    found = []
+    for j, label in enumerate(target):
+        if isinstance(label, Label) and label.atoms and not any(a.isdigit() for a in label.atoms) \
+                and unique_index(target, label) == j:
+            i = unique_index(src, label)
+            found.append((j, i if i is not None else _split_from(src, label)))  # H of an H*W axis
+    return any(i1 is not None and i2 is not None and j2 == j1 + 1 and i1 < ph < i2
+               for (j1, i1), (j2, i2) in zip(found, found[1:]))
+
+
 def _split(scope: Scope, call: ast.Call, kind: str, src: Sequence, target: list[Target]) -> bool:
     last = src[-1] if src else None
     heads = _split_of(last, target)
@@ -197,9 +233,15 @@ def _split(scope: Scope, call: ast.Call, kind: str, src: Sequence, target: list[
     for axis in src[:-1]:
         if axis is None or set(a for h in heads for a in h.atoms) & set(axis.atoms):
             return False  # heads may come from another axis (batch*heads), or an axis has no name
-    placed = [j for j, label in enumerate(target) if label in heads]
+    placed = [j for j, label in enumerate(target) if label in heads or isinstance(label, Label)
+              and heads[0].atoms and not Counter(heads[0].atoms) - Counter(label.atoms)]  # 2 * heads (two maps)
     if not placed or list(target[:placed[0]]) != list(src[:placed[0]]):
         return False  # the axes before the heads must be the source's own, so the heads come from the width
+    p = placed[0]
+    if len(src) == p + 2 and len(target) == p + 3 and target[p] == heads[0] and target[p + 1] is WILD \
+            and target[p + 2] == heads[1]:  # view(B, heads, -1, d_head) of (B, T, width): the -1 is T
+        scope.report(msg.SplitWithoutTranspose, call, kind, show(target), show(src), src[p].text)
+        return True
     for j, label in enumerate(target):
         if not isinstance(label, Label) or not label.atoms or j < placed[0]:
             continue

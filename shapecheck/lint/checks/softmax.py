@@ -77,9 +77,23 @@ def scores_scaling(scope: Scope, e: ev.Softmax) -> None:
     if t.role != "scores":
         return
     if t.scale == "none":
-        scope.report(msg.UnscaledScores, e.call)
+        if not _fused_scale_one(scope):
+            scope.report(msg.UnscaledScores, e.call)
     elif t.scale == "width" and t.scale_at is not None:
         scope.report(msg.WidthScaledScores, t.scale_at, "d_model")
+
+
+def _fused_scale_one(scope: Scope) -> bool:
+    """The function's fused branch says the scores take no scaling (``scaled_dot_product_attention(...,
+    scale=1.0)``, QK-normed models whose norms learn the temperature): its eager branch follows it."""
+    if scope.func is None:
+        return False
+    for node in ast.walk(scope.func.node):
+        if isinstance(node, ast.Call) and _callee(node.func) in nm.FUSED_ATTENTION:
+            scale = nm.keyword(node, "scale") or nm.keyword(node, "softmax_scale")
+            if isinstance(scale, ast.Constant) and scale.value == 1:
+                return True
+    return False
 
 
 @on(ev.Scaled)

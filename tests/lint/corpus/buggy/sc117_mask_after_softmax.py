@@ -42,3 +42,11 @@ def additive_mask_after_softmax(query, key, value, attention_mask):
     probs = scores.softmax(dim=-1)
     probs = probs + attention_mask  # expect: SC117
     return torch.matmul(probs, value)
+
+
+def masked_with_the_dtype_minimum(q, k, v, mask, scale):
+    """The fill spelled with the dtype's extreme (-torch.finfo(dtype).max), after the softmax."""
+    attn = (torch.matmul(q, k.transpose(-1, -2)) * scale).softmax(dim=-1)
+    if mask is not None:
+        attn = attn.masked_fill(~mask, -torch.finfo(attn.dtype).max)  # expect: SC117
+    return torch.matmul(attn, v)

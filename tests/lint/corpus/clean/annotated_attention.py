@@ -26,3 +26,11 @@ def zero_fill(query, key, value, mask):
     scores = query @ key.transpose(-2, -1) * query.size(-1) ** -0.5
     scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
     return scores.softmax(dim=-1) @ value
+
+
+def masked_with_the_dtype_minimum(q, k, v, mask, scale):
+    """The fill spelled with the dtype's extreme, before the softmax."""
+    scores = torch.matmul(q, k.transpose(-1, -2)) * scale
+    if mask is not None:
+        scores = scores.masked_fill(~mask, -torch.finfo(scores.dtype).max)
+    return torch.matmul(scores.softmax(dim=-1), v)
