@@ -781,3 +781,26 @@ class MaskUnitAttention(nn.Module):
     assert codes(src) == []
     assert_lint(src.replace("x.transpose(1, 2).reshape(B, -1, self.dim_out)", "x.reshape(B, -1, self.dim_out)"),
                 m.MergeWithoutTranspose)
+
+
+def test_a_scale_of_the_head_count_alone_is_not_the_head_size():
+    # a local scale from the head count, and an attribute the head count splits the width by, whatever its name
+    src = HEADER + """
+class A(nn.Module):
+    def __init__(self, width, groups):
+        super().__init__()
+        self.groups = groups
+        self.head_dim = width // groups
+        self.qkv = nn.Linear(width, 3 * width)
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).reshape(B, T, 3, self.groups, self.head_dim).permute(2, 0, 3, 1, 4)
+        scale = {scale}
+        attn = (q @ k.transpose(-2, -1) * scale).softmax(dim=-1)
+        return (attn @ v).transpose(1, 2).reshape(B, T, C)
+"""
+    assert_lint(src.format(scale="self.groups ** -0.5"), m.HeadsScaledScores)
+    assert codes(src.format(scale="self.head_dim ** -0.5")) == []
+    direct = src.replace("* scale)", "/ math.sqrt(self.groups))")
+    assert_lint(direct.format(scale="None"), m.HeadsScaledScores)
+    assert codes(direct.replace("self.groups))", "self.head_dim))").format(scale="None")) == []
