@@ -269,3 +269,16 @@ def test_sc103_a_temperature_of_the_model_width_passed_to_another_class_differs_
     q, k, v = (w(x).view(2, 5, 2, 8).transpose(1, 2) for w in (clean.w_qs, clean.w_ks, clean.w_vs))
     fused = torch.nn.functional.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(2, 5, -1)
     torch.testing.assert_close(ref, clean.fc(fused), atol=1e-5, rtol=1e-5)
+
+
+@torch.no_grad()
+def test_sc104_a_merge_of_the_asserted_heads_layout_mixes_positions_and_the_twin_does_not():
+    torch.manual_seed(0)
+    buggy = _load(CORPUS / "buggy" / "sc104_merge_after_shape_assert.py").CheckpointedAttention(8, 2).eval()
+    clean = _load(CORPUS / "clean" / "checkpointed_attention.py").CheckpointedAttention(8, 2).eval()
+    clean.load_state_dict(buggy.state_dict())
+    x = torch.randn(2, 4, 8)
+    assert not torch.allclose(buggy(x), clean(x), atol=1e-4)
+    q, k, v = clean.qkv(x).view(2, 4, 3, 2, 4).permute(2, 0, 3, 1, 4)
+    fused = torch.nn.functional.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(2, 4, 8)
+    torch.testing.assert_close(clean(x), clean.out_proj(fused), atol=1e-5, rtol=1e-5)

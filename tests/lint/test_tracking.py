@@ -804,3 +804,28 @@ class A(nn.Module):
     direct = src.replace("* scale)", "/ math.sqrt(self.groups))")
     assert_lint(direct.format(scale="None"), m.HeadsScaledScores)
     assert codes(direct.replace("self.groups))", "self.head_dim))").format(scale="None")) == []
+
+
+def test_a_shape_assert_binds_the_axes_of_what_nobody_tracked():
+    # the output of an op lint does not model (checkpoint) is named by the assert on its shape
+    src = HEADER + """
+def f(x, q, k, v, n_head, attend):
+    B, T, C = x.shape
+    y = attend(q, k, v)
+    assert {shape} == (B, n_head, T, C // n_head)
+    return y.reshape(B, T, C)
+"""
+    for shape in ("y.shape", "y.size()", "tuple(y.shape)"):
+        assert_lint(src.format(shape=shape), m.MergeWithoutTranspose)
+    assert codes(src.format(shape="y.shape").replace("y.reshape(", "y.transpose(1, 2).reshape(")) == []
+    assert codes(src.format(shape="y.shape").replace("assert y.shape ==", "print")) == []  # no assert: unknown
+    assert codes(src.format(shape="y.shape").replace("(B, n_head, T, C // n_head)", "(B, T, T)")) == []  # rank 3
+    # scores of unknown rank: the assert gives the rank, and softmax over dim=1 is over the heads
+    scores = HEADER + """
+def g(q, k, b, h, t):
+    s = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(q.size(-1))
+    assert s.size() == (b, h, t, t)
+    return s.softmax(dim={dim})
+"""
+    assert_lint(scores.format(dim=1), m.SoftmaxAxis)
+    assert codes(scores.format(dim=-1)) == codes(scores.format(dim=3)) == []
