@@ -37,6 +37,7 @@ from typing import Callable, Iterator, Optional
 from shapecheck.lint import lint_source
 
 ROOT = Path(__file__).resolve().parents[1]
+HEAD_COUNTS = ("num_heads", "heads", "n_head", "n_heads", "num_attention_heads", "nhead", "h")
 WIDTHS = ("embed_dim", "hidden_size", "d_model", "n_embd", "dim", "inner_dim", "all_head_size", "hidden_dim")
 
 
@@ -187,11 +188,21 @@ def scale_by_width(func: ast.FunctionDef, cls: Optional[ast.ClassDef]) -> bool:
 
 
 def _class_width(cls: Optional[ast.ClassDef]) -> Optional[str]:
+    """The ``self.`` attribute holding the width the heads split (timm's ``dim_out`` of ``head_dim = dim_out //
+    heads``, where ``self.dim`` is the input's width), else the first of WIDTHS the class sets."""
     if cls is None:
         return None
-    attrs = {n.attr for n in ast.walk(cls) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
-             and n.value.id == "self" and isinstance(n.ctx, ast.Store)}
-    return next((w for w in WIDTHS if w in attrs), None)
+    stored = {n.targets[0].attr: n.value for n in ast.walk(cls) if isinstance(n, ast.Assign) and len(n.targets) == 1
+              and isinstance(n.targets[0], ast.Attribute) and isinstance(n.targets[0].value, ast.Name)
+              and n.targets[0].value.id == "self"}
+    for node in ast.walk(cls):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.FloorDiv, ast.Div)) \
+                and (_name(node.right) or "") in HEAD_COUNTS:
+            split = _name(node.left)
+            found = [a for a, v in stored.items() if a == split or isinstance(v, ast.Name) and v.id == split]
+            if split is not None and found:
+                return found[0]
+    return next((w for w in WIDTHS if w in stored), None)
 
 
 def sdpa_dropout(func: ast.FunctionDef, cls: Optional[ast.ClassDef]) -> bool:
