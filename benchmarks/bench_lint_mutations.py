@@ -128,10 +128,19 @@ def merge_no_transpose(func: ast.FunctionDef, cls: Optional[ast.ClassDef]) -> bo
         holder: ast.AST = call.func
         if isinstance(receiver, ast.Call) and _name(receiver.func) == "contiguous":
             holder, receiver = receiver.func, receiver.func.value  # type: ignore[attr-defined]
-        if _is_head_swap(receiver):
+        if _is_head_swap(receiver) and not _one_query(call):
             holder.value = receiver.func.value  # type: ignore[attr-defined]
             return True
     return False
+
+
+def _one_query(merge: ast.Call) -> bool:
+    """A merge into one query position (``reshape(B, 1, C)``, ``reshape(B, C)``: class-token and pooling attention):
+    the transpose swaps the heads with an axis of size 1, which moves no element, so leaving it out is no bug."""
+    args = merge.args
+    if any(isinstance(a, ast.Starred) for a in args):
+        return False
+    return len(args) >= 3 and _int(args[1]) == 1 or len(args) == 2 and _int(args[1]) is None
 
 
 def split_no_transpose(func: ast.FunctionDef, cls: Optional[ast.ClassDef]) -> bool:

@@ -38,3 +38,18 @@ class Attention:
 """)
     assert bench._class_width(plain) == "embed_dim"
     assert bench._class_width(_class("class A:\n    def f(self):\n        self.hidden_size = 4\n")) == "hidden_size"
+
+
+def test_a_merge_into_one_query_position_is_no_site_for_the_merge_bug():
+    # (B, heads, 1, d) -> (B, 1, C) moves no element with or without the transpose: nothing to detect
+    bench = _bench()
+    for merge in ("reshape(B, 1, C)", "reshape(B, C)"):
+        func = ast.parse(f"def f(x, B, C):\n    return x.transpose(1, 2).{merge}\n").body[0]
+        assert not bench.merge_no_transpose(func, None)
+    for merge in ("reshape(B, N, C)", "reshape(B, -1)", "contiguous().view(B, 1 * N, C)"):
+        func = ast.parse(f"def f(x, B, N, C):\n    return x.transpose(1, 2).{merge}\n").body[0]
+        assert bench.merge_no_transpose(func, None)
+        assert "transpose" not in ast.unparse(func)
+    torch = __import__("torch")
+    x = torch.randn(2, 3, 1, 4)  # one query position: the transpose changes nothing
+    assert torch.equal(x.transpose(1, 2).reshape(2, 1, 12), x.reshape(2, 1, 12))
