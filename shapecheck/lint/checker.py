@@ -368,7 +368,12 @@ def join_envs(envs: list[dict[str, Optional[Value]]]) -> dict[str, Optional[Valu
         found = [e[key] for e in envs if key in e]
         if any(v is None for v in found):
             tensors = [v for v in found if isinstance(v, Tensor)]
-            if tensors and len(tensors) + 1 == len(found) and tensors[0].scale in ("none", "head"):
+            if tensors and len(tensors) + 1 == len(found) and all(_fused_output(t) for t in tensors) \
+                    and len({t.axes for t in tensors}) == 1:
+                # an unknown kernel on one path, a fused one on the other (``flash_attention(q, k, v)`` or SDPA):
+                # the code after the paths meet serves both, so it takes the known path's layout
+                out[key] = replace(tensors[0], scale="unknown", uid=0, partial=False)
+            elif tensors and len(tensors) + 1 == len(found) and tensors[0].scale in ("none", "head"):
                 # keys from a cache on one path, projected on the other: those in the cache were made the same
                 # way, so the scaling is the known path's; nothing else about them is known
                 out[key] = Tensor(scale=tensors[0].scale, scale_at=tensors[0].scale_at)
@@ -418,6 +423,14 @@ def _shape_owner(node: ast.expr) -> Optional[str]:
     elif not (isinstance(node, ast.Attribute) and node.attr == "shape"):
         return None
     return node.value.id if isinstance(node.value, ast.Name) else None
+
+
+def _fused_output(t: Tensor) -> bool:
+    """A fused kernel's output (axes known, memory order not) that holds the heads and the head size apart:
+    attention output before its merge."""
+    axes = t.axes or ()
+    return t.order is None and t.role is None and any(a is not None and a.atoms == ("heads",) for a in axes) \
+        and any(a is not None and a.atoms == ("d_head",) for a in axes)
 
 
 def _label_from_name(node: ast.expr) -> Axis:

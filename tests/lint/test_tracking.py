@@ -829,3 +829,25 @@ def g(q, k, b, h, t):
 """
     assert_lint(scores.format(dim=1), m.SoftmaxAxis)
     assert codes(scores.format(dim=-1)) == codes(scores.format(dim=3)) == []
+
+
+def test_an_unknown_kernel_on_one_path_takes_the_fused_paths_layout():
+    # diffusers' XLA/NPU processors: flash_attention(...) on one branch, SDPA on the other, one merge after both
+    src = HEADER + """
+from kernels import flash_attention
+
+def f(x, to_q, heads, use_flash):
+    batch_size, seq, inner_dim = x.shape
+    head_dim = inner_dim // heads
+    query = to_q(x).view(batch_size, -1, heads, head_dim).transpose(1, 2)
+    if use_flash:
+        out = flash_attention(query, query, query)
+    else:
+        out = F.scaled_dot_product_attention(query, query, query)
+    return out.reshape(batch_size, -1, heads * head_dim)
+"""
+    assert_lint(src, m.MergeWithoutTranspose)
+    assert codes(src.replace("out.reshape(", "out.transpose(1, 2).reshape(")) == []
+    # keys projected on one path and read from a cache on the other keep only their scaling, as before
+    projected = src.replace("F.scaled_dot_product_attention(query, query, query)", "query")
+    assert codes(projected) == []
