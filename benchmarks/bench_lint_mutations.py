@@ -147,7 +147,8 @@ def split_no_transpose(func: ast.FunctionDef, cls: Optional[ast.ClassDef]) -> bo
     for call in _calls(func, {"transpose", "permute"}):
         inner = call.func.value  # type: ignore[attr-defined]
         if _is_head_swap(call) and isinstance(inner, ast.Call) and _name(inner.func) in ("view", "reshape") \
-                and len(inner.args) == 4 and not any(isinstance(a, ast.Starred) for a in inner.args):
+                and len(inner.args) == 4 and not any(isinstance(a, ast.Starred) for a in inner.args) \
+                and _int(inner.args[1]) != 1:  # view(B, 1, h, d).transpose(1, 2) == view(B, h, 1, d): no bug
             inner.args[1], inner.args[2] = inner.args[2], inner.args[1]
             _replace(func, call, inner)
             return True

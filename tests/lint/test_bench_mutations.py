@@ -53,3 +53,15 @@ def test_a_merge_into_one_query_position_is_no_site_for_the_merge_bug():
     torch = __import__("torch")
     x = torch.randn(2, 3, 1, 4)  # one query position: the transpose changes nothing
     assert torch.equal(x.transpose(1, 2).reshape(2, 1, 12), x.reshape(2, 1, 12))
+
+
+def test_a_split_of_one_query_position_is_no_site_for_the_split_bug():
+    bench = _bench()
+    func = ast.parse("def f(x, B, h, d):\n    return x.reshape(B, 1, h, d).transpose(1, 2)\n").body[0]
+    assert not bench.split_no_transpose(func, None)
+    func = ast.parse("def f(x, B, N, h, d):\n    return x.reshape(B, N, h, d).transpose(1, 2)\n").body[0]
+    assert bench.split_no_transpose(func, None)
+    assert ast.unparse(func.body[0].value) == "x.reshape(B, h, N, d)"
+    torch = __import__("torch")
+    x = torch.randn(2, 1, 12)
+    assert torch.equal(x.reshape(2, 1, 3, 4).transpose(1, 2), x.reshape(2, 3, 1, 4))
