@@ -202,9 +202,11 @@ def _class_width(cls: Optional[ast.ClassDef]) -> Optional[str]:
     heads``, where ``self.dim`` is the input's width), else the first of WIDTHS the class sets."""
     if cls is None:
         return None
-    stored = {n.targets[0].attr: n.value for n in ast.walk(cls) if isinstance(n, ast.Assign) and len(n.targets) == 1
-              and isinstance(n.targets[0], ast.Attribute) and isinstance(n.targets[0].value, ast.Name)
-              and n.targets[0].value.id == "self"}
+    assigned = [(n.targets[0].attr, n.value) for n in ast.walk(cls) if isinstance(n, ast.Assign)
+                and len(n.targets) == 1 and isinstance(n.targets[0], ast.Attribute)
+                and isinstance(n.targets[0].value, ast.Name) and n.targets[0].value.id == "self"]
+    counts = Counter(attr for attr, _ in assigned)
+    stored = {attr: value for attr, value in assigned if counts[attr] == 1}  # set on one path only: maybe not it
     for node in ast.walk(cls):
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.FloorDiv, ast.Div)) \
                 and (_name(node.right) or "") in HEAD_COUNTS:
@@ -212,7 +214,7 @@ def _class_width(cls: Optional[ast.ClassDef]) -> Optional[str]:
             found = [a for a, v in stored.items() if a == split or isinstance(v, ast.Name) and v.id == split]
             if split is not None and found:
                 return found[0]
-    return next((w for w in WIDTHS if w in stored), None)
+    return next((w for w in WIDTHS if w in counts), None)
 
 
 def sdpa_dropout(func: ast.FunctionDef, cls: Optional[ast.ClassDef]) -> bool:

@@ -65,3 +65,19 @@ def test_a_split_of_one_query_position_is_no_site_for_the_split_bug():
     torch = __import__("torch")
     x = torch.randn(2, 1, 12)
     assert torch.equal(x.reshape(2, 1, 3, 4).transpose(1, 2), x.reshape(2, 3, 1, 4))
+
+
+def test_scale_by_width_ignores_an_attribute_set_to_the_width_on_one_path_only():
+    bench = _bench()
+    pool = _class("""
+class AttentionPool:
+    def __init__(self, in_features, out_features, embed_dim, num_heads):
+        self.in_features = in_features
+        if out_features:
+            self.out_features = out_features
+        else:
+            self.out_features = embed_dim
+        self.num_heads = num_heads
+        head_dim = embed_dim // num_heads
+""")
+    assert bench._class_width(pool) is None
