@@ -370,9 +370,10 @@ def join_envs(envs: list[dict[str, Optional[Value]]]) -> dict[str, Optional[Valu
             tensors = [v for v in found if isinstance(v, Tensor)]
             if tensors and len(tensors) + 1 == len(found) and all(_fused_output(t) for t in tensors) \
                     and len({t.axes for t in tensors}) == 1:
-                # an unknown kernel on one path, a fused one on the other (``flash_attention(q, k, v)`` or SDPA):
-                # the code after the paths meet serves both, so it takes the known path's layout
-                out[key] = replace(tensors[0], scale="unknown", uid=0, partial=False)
+                # an unknown kernel on one path, a fused one on the other (``flash_attention(q, k, v)`` or SDPA),
+                # or an unknown pooling helper: the code after the paths meet serves both, so it takes the
+                # known path's layout and scaling
+                out[key] = replace(tensors[0], uid=0, partial=False)
             elif tensors and len(tensors) + 1 == len(found) and tensors[0].scale in ("none", "head"):
                 # keys from a cache on one path, projected on the other: those in the cache were made the same
                 # way, so the scaling is the known path's; nothing else about them is known
@@ -426,8 +427,8 @@ def _shape_owner(node: ast.expr) -> Optional[str]:
 
 
 def _fused_output(t: Tensor) -> bool:
-    """A fused kernel's output (axes known, memory order not) that holds the heads and the head size apart:
-    attention output before its merge."""
+    """Axes known, memory order not (a fused kernel's output, a piece of an unbound qkv), the heads and the head
+    size apart: per-head queries, keys, values or outputs."""
     axes = t.axes or ()
     return t.order is None and t.role is None and any(a is not None and a.atoms == ("heads",) for a in axes) \
         and any(a is not None and a.atoms == ("d_head",) for a in axes)

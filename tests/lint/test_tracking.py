@@ -851,3 +851,26 @@ def f(x, to_q, heads, use_flash):
     # keys projected on one path and read from a cache on the other keep only their scaling, as before
     projected = src.replace("F.scaled_dot_product_attention(query, query, query)", "query")
     assert codes(projected) == []
+
+
+def test_per_head_queries_after_an_unknown_helper_on_one_path_keep_their_scaling():
+    # timm's MViT: q from an unbound qkv, or pooled by a helper lint does not follow; the scores still need scaling
+    src = HEADER + """
+from .pool import pool_heads
+
+class A(nn.Module):
+    def __init__(self, dim, num_heads, pool):
+        super().__init__()
+        self.num_heads, self.pool = num_heads, pool
+        self.scale = (dim // num_heads) ** -0.5
+        self.qkv = nn.Linear(dim, dim * 3)
+    def forward(self, x):
+        B, N, C = x.shape
+        q, k, v = self.qkv(x).reshape(B, N, 3, self.num_heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
+        if self.pool is not None:
+            q = pool_heads(q, self.pool)
+        attn = ({q} @ k.transpose(-2, -1)).softmax(dim=-1)
+        return (attn @ v).transpose(1, 2).reshape(B, N, C)
+"""
+    assert codes(src.format(q="q * self.scale")) == []
+    assert_lint(src.format(q="q"), m.UnscaledScores)
