@@ -874,3 +874,19 @@ class A(nn.Module):
 """
     assert codes(src.format(q="q * self.scale")) == []
     assert_lint(src.format(q="q"), m.UnscaledScores)
+
+
+def test_score_rows_of_two_query_groups_stacked_are_still_the_scores():
+    # LUKE-style: word and entity queries against the same keys, their score rows joined along the queries
+    src = HEADER + """
+def f(x, e, heads):
+    B, T, C = x.shape
+    k = x.view(B, T, heads, C // heads).transpose(1, 2)
+    qw = x.view(B, T, heads, C // heads).transpose(1, 2)
+    qe = e.view(B, -1, heads, C // heads).transpose(1, 2)
+    s = torch.cat([qw @ k.transpose(-1, -2), qe @ k.transpose(-1, -2)], dim={dim})
+    return (s / math.sqrt(C // heads)).softmax(dim=1)
+"""
+    assert_lint(src.format(dim=2), m.SoftmaxAxis)
+    assert_lint(src.format(dim=-2), m.SoftmaxAxis)
+    assert codes(src.format(dim=1)) == []  # heads of two tensors stacked: no longer one attention's scores
