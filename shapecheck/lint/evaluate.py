@@ -46,6 +46,8 @@ class Evaluator(Scope):
         divided = (text, t.scale) if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) else None
         at = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
         if t.scale not in ("none", "unknown") and kind not in ("width", "heads"):
+            if t.scale in ("width", "heads") and t.scale_at is not None:
+                at = t.scale_at  # a further factor (``/ float(layer_idx + 1)``) leaves the wrong one where it was
             kind = t.scale if t.scale != "other" else kind
         return replace(t, scale=kind, scale_at=at, order=t.order, uid=0, param=False, divided=divided)
 

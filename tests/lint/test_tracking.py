@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import textwrap
+
+from shapecheck.lint import lint_source
 from shapecheck.lint import messages as m
 
 from .helpers import assert_lint, codes
@@ -890,3 +893,31 @@ def f(x, e, heads):
     assert_lint(src.format(dim=2), m.SoftmaxAxis)
     assert_lint(src.format(dim=-2), m.SoftmaxAxis)
     assert codes(src.format(dim=1)) == []  # heads of two tensors stacked: no longer one attention's scores
+
+
+def test_a_width_scale_on_one_path_is_reported_through_later_factors_and_a_causal_where():
+    # ImageGPT/GPT-2 style: the scale is optional, another factor may follow, the causal mask is a torch.where
+    src = HEADER + """
+class A(nn.Module):
+    def __init__(self, hidden_size, num_heads, scale_attn_weights, layer_idx):
+        super().__init__()
+        self.embed_dim, self.num_heads = hidden_size, num_heads
+        self.head_dim = self.embed_dim // self.num_heads
+        self.scale_attn_weights, self.layer_idx = scale_attn_weights, layer_idx
+    def _attn(self, query, key, value, causal_mask, by_layer):
+        attn_weights = torch.matmul(query, key.transpose(-1, -2))
+        if self.scale_attn_weights:
+            attn_weights = attn_weights / {scale}
+        if by_layer:
+            attn_weights = attn_weights / float(self.layer_idx + 1)
+        mask_value = torch.finfo(attn_weights.dtype).min
+        attn_weights = torch.where(causal_mask, attn_weights, mask_value)
+        attn_weights = nn.Softmax(dim=-1)(attn_weights)
+        return torch.matmul(attn_weights, value)
+"""
+    found = [f for f in lint_source(textwrap.dedent(src.format(scale="self.embed_dim ** 0.5")))]
+    assert [(f.code, f.line) for f in found] == [(m.WidthScaledScores.code, 14)]  # at the width, not a later factor
+    assert codes(src.format(scale="self.head_dim ** 0.5")) == []
+    # unscaled scores through a causal where are not claimed (GPT-Neo leaves them unscaled by design)
+    assert codes(src.format(scale="self.embed_dim ** 0.5").replace("attn_weights / self.embed_dim ** 0.5", "attn_weights")
+                 ) == []
