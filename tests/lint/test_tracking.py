@@ -921,3 +921,17 @@ class A(nn.Module):
     # unscaled scores through a causal where are not claimed (GPT-Neo leaves them unscaled by design)
     assert codes(src.format(scale="self.embed_dim ** 0.5").replace("attn_weights / self.embed_dim ** 0.5", "attn_weights")
                  ) == []
+
+
+def test_a_padding_mask_added_after_a_causal_where_and_the_softmax_is_found():
+    # GPT-Neo style (unscaled by design): the scores stay the scores through torch.where, the probs stay probs
+    src = HEADER + """
+def attend(query, key, value, causal_mask, attention_mask):
+    attn_weights = torch.matmul(query, key.transpose(-1, -2))
+    mask_value = torch.finfo(attn_weights.dtype).min
+    attn_weights = torch.where(causal_mask, attn_weights, mask_value)
+    attn_weights = F.softmax(attn_weights, dim=-1)
+    attn_weights = attn_weights + attention_mask
+    return torch.matmul(attn_weights, value)
+"""
+    assert_lint(src, m.MaskAfterSoftmax)
