@@ -37,6 +37,7 @@ from typing import Callable, Iterator, Optional
 from shapecheck.lint import lint_source
 
 ROOT = Path(__file__).resolve().parents[1]
+HEAD_COUNTS = ("num_heads", "heads", "n_head", "n_heads", "num_attention_heads", "nhead", "h")
 WIDTHS = ("embed_dim", "hidden_size", "d_model", "n_embd", "dim", "inner_dim", "all_head_size", "hidden_dim")
 
 
@@ -127,17 +128,27 @@ def merge_no_transpose(func: ast.FunctionDef, cls: Optional[ast.ClassDef]) -> bo
         holder: ast.AST = call.func
         if isinstance(receiver, ast.Call) and _name(receiver.func) == "contiguous":
             holder, receiver = receiver.func, receiver.func.value  # type: ignore[attr-defined]
-        if _is_head_swap(receiver):
+        if _is_head_swap(receiver) and not _one_query(call):
             holder.value = receiver.func.value  # type: ignore[attr-defined]
             return True
     return False
+
+
+def _one_query(merge: ast.Call) -> bool:
+    """A merge into one query position (``reshape(B, 1, C)``, ``reshape(B, C)``: class-token and pooling attention):
+    the transpose swaps the heads with an axis of size 1, which moves no element, so leaving it out is no bug."""
+    args = merge.args
+    if any(isinstance(a, ast.Starred) for a in args):
+        return False
+    return len(args) >= 3 and _int(args[1]) == 1 or len(args) == 2 and _int(args[1]) is None
 
 
 def split_no_transpose(func: ast.FunctionDef, cls: Optional[ast.ClassDef]) -> bool:
     for call in _calls(func, {"transpose", "permute"}):
         inner = call.func.value  # type: ignore[attr-defined]
         if _is_head_swap(call) and isinstance(inner, ast.Call) and _name(inner.func) in ("view", "reshape") \
-                and len(inner.args) == 4 and not any(isinstance(a, ast.Starred) for a in inner.args):
+                and len(inner.args) == 4 and not any(isinstance(a, ast.Starred) for a in inner.args) \
+                and _int(inner.args[1]) != 1:  # view(B, 1, h, d).transpose(1, 2) == view(B, h, 1, d): no bug
             inner.args[1], inner.args[2] = inner.args[2], inner.args[1]
             _replace(func, call, inner)
             return True
@@ -187,11 +198,23 @@ def scale_by_width(func: ast.FunctionDef, cls: Optional[ast.ClassDef]) -> bool:
 
 
 def _class_width(cls: Optional[ast.ClassDef]) -> Optional[str]:
+    """The ``self.`` attribute holding the width the heads split (timm's ``dim_out`` of ``head_dim = dim_out //
+    heads``, where ``self.dim`` is the input's width), else the first of WIDTHS the class sets."""
     if cls is None:
         return None
-    attrs = {n.attr for n in ast.walk(cls) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
-             and n.value.id == "self" and isinstance(n.ctx, ast.Store)}
-    return next((w for w in WIDTHS if w in attrs), None)
+    assigned = [(n.targets[0].attr, n.value) for n in ast.walk(cls) if isinstance(n, ast.Assign)
+                and len(n.targets) == 1 and isinstance(n.targets[0], ast.Attribute)
+                and isinstance(n.targets[0].value, ast.Name) and n.targets[0].value.id == "self"]
+    counts = Counter(attr for attr, _ in assigned)
+    stored = {attr: value for attr, value in assigned if counts[attr] == 1}  # set on one path only: maybe not it
+    for node in ast.walk(cls):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.FloorDiv, ast.Div)) \
+                and (_name(node.right) or "") in HEAD_COUNTS:
+            split = _name(node.left)
+            found = [a for a, v in stored.items() if a == split or isinstance(v, ast.Name) and v.id == split]
+            if split is not None and found:
+                return found[0]
+    return next((w for w in WIDTHS if w in counts), None)
 
 
 def sdpa_dropout(func: ast.FunctionDef, cls: Optional[ast.ClassDef]) -> bool:

@@ -211,6 +211,12 @@ class Calls(Evaluator):
             return self.fused_attention(node, nm.dotted(node.func) or attr, attr, args)
         if attr == "einsum":
             return self.einsum(node, args)
+        if attr == "where" and len(args) == 3 and isinstance(args[1], Tensor) and args[1].role == "scores" \
+                and args[1].scale != "unknown" and not isinstance(args[2], Tensor):
+            # where(causal_mask, scores, min_value): the scores, masked; unscaled scores here are GPT-Neo's by
+            # design, so their lack of scaling is not claimed ("other"), any other scale stays what it was
+            scale = "other" if args[1].scale == "none" else args[1].scale
+            return replace(args[1], uid=0, param=False, scale=scale)
         if attr in nm.SAME_SHAPE_FUNCTIONS and attr != "where" and isinstance(first, Tensor):
             if attr == "normalize":  # cosine attention learns its temperature; unit vectors are no longer scores
                 return replace(first, role=None, key_pos=None, key_t=False, uid=0, param=False, scale="unknown")

@@ -13,9 +13,10 @@ from dataclasses import replace
 from typing import Optional, Sequence, Union
 
 from shapecheck.lint import events as ev
+from shapecheck.lint import names as nm
 from shapecheck.lint.calls import Calls
 from shapecheck.lint.scope import FunctionInfo, all_args, class_info
-from shapecheck.lint.tracking import Axis, Dim, Label, Pieces, Shape, Tensor, Value, join, name_label
+from shapecheck.lint.tracking import Axis, Dim, Label, Pieces, Shape, Target, Tensor, Value, join, name_label
 
 
 MAX_FOLLOW = 2  # helpers followed inside helpers, at most
@@ -217,6 +218,33 @@ class Checker(Calls, ast.NodeVisitor):
             self.emit(ev.Discarded(node.value))
         self.ev(node.value)
 
+    def visit_Assert(self, node: ast.Assert) -> None:
+        """``assert dot.size() == (b * h, t, t)``: the sizes name the axes nobody had named."""
+        self.ev(node.test)
+        self.ev(node.msg)
+        test = node.test
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+            return
+        for side, sizes in ((test.left, test.comparators[0]), (test.comparators[0], test.left)):
+            owner = _shape_owner(side)
+            if owner is not None and isinstance(sizes, (ast.Tuple, ast.List)) \
+                    and not any(isinstance(e, ast.Starred) for e in sizes.elts):
+                self.bind_sizes(owner, [self.label_of(e) for e in sizes.elts])
+
+    def bind_sizes(self, owner: str, sizes: list[Target]) -> None:
+        tensor = self.env.get(owner)
+        if tensor is None:
+            tensor = Tensor(uid=next(self.uid))  # a value nobody knew: its shape makes it a tensor
+        if not isinstance(tensor, Tensor) or tensor.axes is not None and len(tensor.axes) != len(sizes) \
+                or tensor.min_rank is not None and tensor.min_rank > len(sizes):
+            return
+        labels = [s if isinstance(s, Label) else None for s in sizes]
+        axes = [a if a is not None else b for a, b in zip(tensor.axes or [None] * len(labels), labels)]
+        if len({a for a in axes if a is not None}) < len([a for a in axes if a is not None]) and tensor.role != "scores":
+            return  # two axes of one name outside the scores: the sizes do not tell them apart
+        key_pos = tensor.key_pos if tensor.key_pos is None or tensor.key_pos >= 0 else tensor.key_pos % len(axes)
+        self.env[owner] = replace(tensor, axes=tuple(axes), key_pos=key_pos, param=False, min_rank=None)
+
     def visit_If(self, node: ast.If) -> None:
         self.ev(node.test)
         self.branch([node.body, node.orelse], keep_entry=False)
@@ -321,6 +349,8 @@ class Checker(Calls, ast.NodeVisitor):
     def name_axis(self, owner: str, index: int, label: Label) -> None:
         """``src_len = key_states.size(1)``: the size's name names that axis of the tensor where nobody had."""
         tensor = self.env.get(owner)
+        if tensor is None:
+            tensor = Tensor(uid=next(self.uid))  # a value nobody knew: its shape makes it a tensor
         if not isinstance(tensor, Tensor) or tensor.axes is None or not -len(tensor.axes) <= index < len(tensor.axes):
             return
         axes = list(tensor.axes)
@@ -338,7 +368,13 @@ def join_envs(envs: list[dict[str, Optional[Value]]]) -> dict[str, Optional[Valu
         found = [e[key] for e in envs if key in e]
         if any(v is None for v in found):
             tensors = [v for v in found if isinstance(v, Tensor)]
-            if tensors and len(tensors) + 1 == len(found) and tensors[0].scale in ("none", "head"):
+            if tensors and len(tensors) + 1 == len(found) and all(_fused_output(t) for t in tensors) \
+                    and len({t.axes for t in tensors}) == 1:
+                # an unknown kernel on one path, a fused one on the other (``flash_attention(q, k, v)`` or SDPA),
+                # or an unknown pooling helper: the code after the paths meet serves both, so it takes the
+                # known path's layout and scaling
+                out[key] = replace(tensors[0], uid=0, partial=False)
+            elif tensors and len(tensors) + 1 == len(found) and tensors[0].scale in ("none", "head"):
                 # keys from a cache on one path, projected on the other: those in the cache were made the same
                 # way, so the scaling is the known path's; nothing else about them is known
                 out[key] = Tensor(scale=tensors[0].scale, scale_at=tensors[0].scale_at)
@@ -375,6 +411,27 @@ def _bind_arguments(helper: Union[ast.FunctionDef, ast.AsyncFunctionDef], call: 
 def _summary(value: Optional[Value]) -> object:
     """What a followed helper's result can depend on: the value without its identity."""
     return None if value is None else replace(value, uid=0, partial=False)
+
+
+def _shape_owner(node: ast.expr) -> Optional[str]:
+    """``x`` of ``x.size()``, ``x.shape``, ``tuple(x.shape)``, ``list(x.size())``."""
+    if isinstance(node, ast.Call) and nm.dotted(node.func) in ("tuple", "list") and len(node.args) == 1:
+        node = node.args[0]
+    if isinstance(node, ast.Call) and not node.args and not node.keywords:
+        node = node.func
+        if not (isinstance(node, ast.Attribute) and node.attr == "size"):
+            return None
+    elif not (isinstance(node, ast.Attribute) and node.attr == "shape"):
+        return None
+    return node.value.id if isinstance(node.value, ast.Name) else None
+
+
+def _fused_output(t: Tensor) -> bool:
+    """Axes known, memory order not (a fused kernel's output, a piece of an unbound qkv), the heads and the head
+    size apart: per-head queries, keys, values or outputs."""
+    axes = t.axes or ()
+    return t.order is None and t.role is None and any(a is not None and a.atoms == ("heads",) for a in axes) \
+        and any(a is not None and a.atoms == ("d_head",) for a in axes)
 
 
 def _label_from_name(node: ast.expr) -> Axis:

@@ -12,10 +12,11 @@ import re
 from dataclasses import replace
 from typing import Optional
 
+from shapecheck.vocabulary import canonical
 from shapecheck.lint import events as ev
 from shapecheck.lint import names as nm
 from shapecheck.lint import ops
-from shapecheck.lint.scope import Scope
+from shapecheck.lint.scope import ClassInfo, Scope, class_info, is_head_count
 from shapecheck.lint.tracking import (
     WILD, Dim, Label, Pieces, Shape, Target, Tensor, Value, int_label, join, matmul, name_label, product, quotient,
     swap,
@@ -44,26 +45,30 @@ class Evaluator(Scope):
             return replace(t, scale=t.divided[1], divided=None, uid=0, param=False)
         divided = (text, t.scale) if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) else None
         at = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
-        if t.scale not in ("none", "unknown") and kind != "width":
+        if t.scale not in ("none", "unknown") and kind not in ("width", "heads"):
+            if t.scale in ("width", "heads") and t.scale_at is not None:
+                at = t.scale_at  # a further factor (``/ float(layer_idx + 1)``) leaves the wrong one where it was
             kind = t.scale if t.scale != "other" else kind
         return replace(t, scale=kind, scale_at=at, order=t.order, uid=0, param=False, divided=divided)
 
     def root_kind(self, factor: ast.expr, depth: int) -> Optional[str]:
         """"width" when the factor is a (reciprocal) square root of the head count times the head size
-        (``self.all_head_size ** -0.5`` with ``all_head_size = heads * head_size``), whatever the scale is called."""
+        (``self.all_head_size ** -0.5`` with ``all_head_size = heads * head_size``), whatever the scale is called;
+        "heads" when it is one of the head count alone (``/ math.sqrt(self.num_heads)``, ``* heads ** -0.5``)."""
         node = factor.operand if isinstance(factor, ast.UnaryOp) else factor
         attr = nm.self_attr(node)
         if attr is not None and depth < 2:
             defined = self.class_attr(attr)
+            if isinstance(defined, ast.Name) and depth == 0:
+                return self.passed_kind(defined.id)  # ``self.temperature = temperature``: what callers pass
             return self.root_kind(defined, depth + 1) if isinstance(defined, (ast.BinOp, ast.Call)) else None
-        base = None
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and isinstance(node.right, (ast.Constant, ast.UnaryOp)):
-            power = node.right.operand if isinstance(node.right, ast.UnaryOp) else node.right
-            base = node.left if isinstance(power, ast.Constant) and power.value == 0.5 else None
-        elif isinstance(node, ast.Call) and (nm.dotted(node.func) or "").split(".")[-1] == "sqrt" and len(node.args) == 1:
-            base = node.args[0]
-        while isinstance(base, ast.Call) and nm.dotted(base.func) in ("float", "int") and len(base.args) == 1:
-            base = base.args[0]
+        if isinstance(node, ast.Name) and depth == 0 and node.id in self.scalars:
+            # ``scale = self.num_heads ** -0.5`` in forward: only the head count is trusted through a local name
+            found = self.root_kind(self.scalars[node.id], 1)
+            return found if found == "heads" else None
+        base = root_base(node)
+        if base is not None and is_head_count(base, self.cls):
+            return "heads"
         spelled = nm.self_attr(base) if base is not None else None
         if depth > 0 and isinstance(base, ast.Name):
             spelled = base.id  # ``self.scale = dim ** -0.5`` in __init__: its names are __init__'s
@@ -76,6 +81,19 @@ class Evaluator(Scope):
             return None  # a width by its name alone may be one head's (single-head attention): the names decide
         label = self.static_label(base, 0)
         return "width" if label is not None and label.atoms == ("d_head", "heads") else None
+
+    def passed_kind(self, param: str) -> Optional[str]:
+        """"heads" or "width" when every construction of this class in the module passes that square root for
+        the ``__init__`` parameter ``param`` (``ScaledDotProductAttention(temperature=d_model ** 0.5)``)."""
+        cls = self.cls
+        if cls is None or param not in cls.init_params:
+            return None
+        kinds = self.memo.setdefault("passed_kinds", {})
+        assert isinstance(kinds, dict)
+        key = (cls.name, param)
+        if key not in kinds:
+            kinds[key] = _passed_kind(self.tree, cls.name, cls.init_params.index(param), param)
+        return kinds[key]
 
     def scale_names(self, node: ast.AST, depth: int) -> list[str]:
         """Identifiers a scale factor is made of, following local names and ``self.`` attributes."""
@@ -472,3 +490,48 @@ def _masked(t: Optional[Value], node: ast.Call, source: Optional[ast.expr], env:
     if isinstance(source, ast.Name) and isinstance(env.get(source.id), Tensor):
         return replace(t, mask_at=at, mask_source=source.id, mask_uid=env[source.id].uid, uid=0, param=False)
     return replace(t, uid=0, param=False)
+
+
+def root_base(node: ast.expr) -> Optional[ast.expr]:
+    """``x`` of ``x ** 0.5``, ``x ** -0.5``, ``math.sqrt(x)``, ``np.power(x, 0.5)`` (``float(x)`` unwrapped)."""
+    base = None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and isinstance(node.right, (ast.Constant, ast.UnaryOp)):
+        power = node.right.operand if isinstance(node.right, ast.UnaryOp) else node.right
+        base = node.left if isinstance(power, ast.Constant) and power.value == 0.5 else None
+    elif isinstance(node, ast.Call) and len(node.args) == 1 and (nm.dotted(node.func) or "").split(".")[-1] == "sqrt":
+        base = node.args[0]
+    elif isinstance(node, ast.Call) and len(node.args) == 2 and (nm.dotted(node.func) or "").split(".")[-1] == "power" \
+            and isinstance(node.args[1], ast.Constant) and node.args[1].value == 0.5:
+        base = node.args[0]
+    while isinstance(base, ast.Call) and nm.dotted(base.func) in ("float", "int") and len(base.args) == 1:
+        base = base.args[0]
+    return base
+
+
+def _passed_kind(tree: ast.Module, name: str, position: int, param: str) -> Optional[str]:
+    """What the module's constructions ``name(...)`` pass for a parameter, read in the constructing class."""
+    kinds: set[Optional[str]] = set()
+    for outer in tree.body:
+        if not isinstance(outer, ast.ClassDef):
+            continue
+        calls = [c for c in ast.walk(outer) if isinstance(c, ast.Call) and nm.dotted(c.func) == name]
+        if not calls:
+            continue
+        caller = class_info(outer)
+        for call in calls:
+            arg = nm.argument(call, position, param)
+            kinds.add(_caller_kind(arg, caller) if arg is not None else None)
+    return kinds.pop() if len(kinds) == 1 else None
+
+
+def _caller_kind(arg: ast.expr, caller: ClassInfo) -> Optional[str]:
+    base = root_base(arg)
+    if base is None:
+        return None
+    if is_head_count(base, caller):
+        return "heads"
+    spelled = base.id if isinstance(base, ast.Name) else nm.self_attr(base)
+    multi_head = bool(caller.head_counts) or any(canonical(p) == "heads" for p in (*caller.init_params, *caller.attrs))
+    if spelled is not None and (spelled in caller.widths or multi_head and canonical(spelled) == "d_model"):
+        return "width"
+    return None

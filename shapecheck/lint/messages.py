@@ -93,6 +93,13 @@ class WidthScaledScores(Message):
     args = ("width",)
 
 
+class HeadsScaledScores(Message):
+    code, name = "SC122", "heads-scaled-scores"
+    template = "attention scores scaled by the head count ({0}) instead of the head size d_head"
+    hint = "scale by 1/√d_head (d_model // heads), not 1/√heads"
+    args = ("head count",)
+
+
 class MergeWithoutTranspose(Message):
     code, name = "SC104", "merge-without-transpose"
     template = "heads merged by {0}({1}) from [{2}]: heads and d_head are not adjacent"
@@ -181,7 +188,7 @@ class ScaledAfterSoftmax(Message):
     code, name = "SC116", "scaled-after-softmax"
     template = "attention probabilities scaled by {0} after the softmax: rows no longer sum to 1 and the scores stay unscaled"
     hint = "scale the scores before the softmax: softmax(q @ k.transpose(-2, -1) * {0}, dim=-1)"
-    args = ("factor",)
+    args = ("head count",)
 
 
 class MaskAfterSoftmax(Message):
@@ -226,7 +233,7 @@ RULES: tuple[type[Message], ...] = (
     MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, MaskedFillDiscarded,
     MaskedFillWrongName, MaskConvention, DropoutAlwaysOn, UndefinedName, ReshapeOrder, KeyQueryLength,
     SdpaDropoutAlwaysOn, DropoutModuleAsProbability, ScaledAfterSoftmax, MaskAfterSoftmax, FillDoesNotMask,
-    LayerInForward, FillOverflowsHalf, PaddingMaskOnQueries,
+    LayerInForward, FillOverflowsHalf, PaddingMaskOnQueries, HeadsScaledScores,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules about memory layout: they hold whatever the code means, so they are reported inside followed helpers too.

@@ -182,12 +182,16 @@ def drop_axis(t: Tensor, dim: int) -> Tensor:
 
 def cat(pieces: Sequence[object], dim: int) -> Tensor:
     """``torch.cat(pieces, dim)``: the other axes as the pieces of known axes agree (cat needs them equal in
-    size), the joined one unnamed. Scores joined with extra key columns (attention sinks) stay the scores."""
+    size), the joined one unnamed. Scores joined with extra key columns (attention sinks), or the score rows
+    of other queries, stay the scores."""
     first = pieces[0] if pieces and isinstance(pieces[0], Tensor) else Tensor()
     rank = first.rank
     on_keys = first.role == "scores" and first.key_pos is not None and (
         first.key_pos == dim if rank is None else -rank <= dim < rank and first.key_pos % rank == dim % rank)
-    keys = {"role": "scores", "key_pos": first.key_pos} if on_keys else {}
+    # score rows of query groups stacked (LUKE's word and entity queries) are the scores too
+    on_queries = first.key_pos is not None and all(isinstance(p, Tensor) and p.role == "scores" for p in pieces) and (
+        first.key_pos - 1 == dim if rank is None else -rank <= dim < rank and (first.key_pos - 1) % rank == dim % rank)
+    keys = {"role": "scores", "key_pos": first.key_pos} if on_keys or on_queries else {}
     known = [p for p in pieces if isinstance(p, Tensor) and p.axes is not None]
     if not known or len({p.rank for p in known}) != 1 or not -len(known[0].axes) <= dim < len(known[0].axes):  # type: ignore[arg-type]
         # projections joined along the positions (joint text-image attention) keep their features last

@@ -32,6 +32,8 @@ class ClassInfo:
     methods: dict[str, Union[ast.FunctionDef, ast.AsyncFunctionDef]] = field(default_factory=dict)
     widths: frozenset[str] = frozenset()  # attributes (and __init__ names) holding the width the head count splits
     head_counts: frozenset[str] = frozenset()  # attributes holding what splits the width into the head size
+    name: str = ""
+    init_params: tuple[str, ...] = ()  # ``__init__``'s parameters after ``self``, in order
 
 
 @dataclass
@@ -124,6 +126,8 @@ def all_args(args: ast.arguments) -> list[ast.arg]:
 
 
 def class_info(node: ast.ClassDef) -> ClassInfo:
+    class_name = node.name
+    init = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
     attrs: dict[str, ast.expr] = {}
     methods: dict[str, Union[ast.FunctionDef, ast.AsyncFunctionDef]] = {}
     split: set[str] = set()
@@ -155,7 +159,8 @@ def class_info(node: ast.ClassDef) -> ClassInfo:
                                           if isinstance(value, ast.Name) and value.id in split)
     heads = frozenset(counts) | frozenset(attr for attr, value in attrs.items()
                                           if isinstance(value, ast.Name) and value.id in counts)
-    return ClassInfo(attrs, has_forward, methods, widths, heads)
+    params = tuple(a.arg for a in [*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs][1:]) if init else ()
+    return ClassInfo(attrs, has_forward, methods, widths, heads, class_name, params)
 
 
 def _head_size_split(node: ast.Assign) -> Optional[tuple[str, str]]:
@@ -204,6 +209,12 @@ def _width_name(node: Union[ast.Assign, ast.BinOp]) -> Optional[str]:
         target = node.targets[0]
         return target.id if isinstance(target, ast.Name) else nm.self_attr(target)
     return None
+
+
+def is_head_count(node: ast.expr, cls: Optional[ClassInfo]) -> bool:
+    """``num_heads``, ``self.n_head`` or an attribute the class splits the width by, whatever its name."""
+    name = node.id if isinstance(node, ast.Name) else nm.self_attr(node)
+    return name is not None and (canonical(name) == "heads" or cls is not None and name in cls.head_counts)
 
 
 def _is_head_count(node: ast.expr) -> bool:

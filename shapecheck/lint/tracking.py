@@ -187,8 +187,14 @@ def _join_tensors(a: Tensor, b: Tensor) -> Tensor:
     bounds = [t.rank or t.min_rank for t in (a, b)]
     if axes is None and None not in bounds:  # paths of different ranks: the rank is at least the smaller one
         same["min_rank"] = min(bounds)  # type: ignore[type-var]
+    scale = a.scale if a.scale == b.scale else "unknown"
+    wrong = [t for t in (a, b) if t.scale in ("width", "heads")]
+    if {a.scale, b.scale} <= {"none", "width", "heads"} and len(wrong) == 1 and wrong[0].scale_at is not None:
+        # ``if self.scale_attn_weights: w = w / self.embed_dim ** 0.5``: a wrong factor is wrong whenever its
+        # path runs; the other path's lack of scaling is no excuse
+        scale, same["scale_at"] = wrong[0].scale, wrong[0].scale_at
     return Tensor(
-        axes=axes, scale=a.scale if a.scale == b.scale else "unknown", key_t=a.key_t and b.key_t, param=a.param and b.param,
+        axes=axes, scale=scale, key_t=a.key_t and b.key_t, param=a.param and b.param,
         projected=a.projected and b.projected,
         partial=a.partial or b.partial, uid=a.uid if a.uid == b.uid else 0, **same,  # type: ignore[arg-type]
     )

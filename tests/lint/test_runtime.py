@@ -237,3 +237,48 @@ def test_sc113_keys_viewed_with_the_query_input_shape_fail_or_mix_positions_and_
     assert clean(torch.randn(2, 3, 8), torch.randn(2, 5, 8)).shape == (2, 3, 8)
     x, memory = torch.randn(2, 4, 8), torch.randn(2, 2, 8)  # 4 queries, 2 keys: the view runs and is wrong
     assert not torch.allclose(buggy(x, memory), clean(x, memory), atol=1e-4)
+
+
+@torch.no_grad()
+@pytest.mark.parametrize("cls", ["SelfAttention", "Attention"])
+def test_sc122_scores_scaled_by_the_head_count_differ_from_sdpa_and_the_twins_match(cls):
+    torch.manual_seed(0)
+    sizes = (16, 2) if cls == "SelfAttention" else (16, 2, 8)  # width 16, 2 heads of 8
+    buggy = getattr(_load(CORPUS / "buggy" / "sc122_heads_scaled_scores.py"), cls)(*sizes).eval()
+    clean = getattr(_load(CORPUS / "clean" / "temperature_attention.py"), cls)(*sizes).eval()
+    clean.load_state_dict(buggy.state_dict())
+    x = torch.randn(2, 5, 16)
+    reference = clean(x)
+    assert not torch.allclose(buggy(x), reference, atol=1e-4)
+    inner = clean.qkv if cls == "SelfAttention" else clean.to_qkv
+    out = clean.out if cls == "SelfAttention" else clean.to_out
+    q, k, v = (t.reshape(2, 5, 2, -1).transpose(1, 2) for t in inner(x).chunk(3, dim=-1))
+    fused = torch.nn.functional.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(2, 5, -1)
+    torch.testing.assert_close(reference, out(fused), atol=1e-5, rtol=1e-5)
+
+
+@torch.no_grad()
+def test_sc103_a_temperature_of_the_model_width_passed_to_another_class_differs_from_d_k():
+    torch.manual_seed(0)
+    buggy = _load(CORPUS / "buggy" / "sc122_heads_scaled_scores.py").MultiHeadAttention(2, 16, 8, 8).eval()
+    clean = _load(CORPUS / "clean" / "temperature_attention.py").MultiHeadAttention(2, 16, 8, 8).eval()
+    clean.load_state_dict(buggy.state_dict())
+    x = torch.randn(2, 5, 16)
+    (out, _), (ref, _) = buggy(x, x, x), clean(x, x, x)
+    assert not torch.allclose(out, ref, atol=1e-4)
+    q, k, v = (w(x).view(2, 5, 2, 8).transpose(1, 2) for w in (clean.w_qs, clean.w_ks, clean.w_vs))
+    fused = torch.nn.functional.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(2, 5, -1)
+    torch.testing.assert_close(ref, clean.fc(fused), atol=1e-5, rtol=1e-5)
+
+
+@torch.no_grad()
+def test_sc104_a_merge_of_the_asserted_heads_layout_mixes_positions_and_the_twin_does_not():
+    torch.manual_seed(0)
+    buggy = _load(CORPUS / "buggy" / "sc104_merge_after_shape_assert.py").CheckpointedAttention(8, 2).eval()
+    clean = _load(CORPUS / "clean" / "checkpointed_attention.py").CheckpointedAttention(8, 2).eval()
+    clean.load_state_dict(buggy.state_dict())
+    x = torch.randn(2, 4, 8)
+    assert not torch.allclose(buggy(x), clean(x), atol=1e-4)
+    q, k, v = clean.qkv(x).view(2, 4, 3, 2, 4).permute(2, 0, 3, 1, 4)
+    fused = torch.nn.functional.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(2, 4, 8)
+    torch.testing.assert_close(clean(x), clean.out_proj(fused), atol=1e-5, rtol=1e-5)

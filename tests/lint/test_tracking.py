@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import textwrap
+
+from shapecheck.lint import lint_source
 from shapecheck.lint import messages as m
 
 from .helpers import assert_lint, codes
@@ -781,3 +784,154 @@ class MaskUnitAttention(nn.Module):
     assert codes(src) == []
     assert_lint(src.replace("x.transpose(1, 2).reshape(B, -1, self.dim_out)", "x.reshape(B, -1, self.dim_out)"),
                 m.MergeWithoutTranspose)
+
+
+def test_a_scale_of_the_head_count_alone_is_not_the_head_size():
+    # a local scale from the head count, and an attribute the head count splits the width by, whatever its name
+    src = HEADER + """
+class A(nn.Module):
+    def __init__(self, width, groups):
+        super().__init__()
+        self.groups = groups
+        self.head_dim = width // groups
+        self.qkv = nn.Linear(width, 3 * width)
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).reshape(B, T, 3, self.groups, self.head_dim).permute(2, 0, 3, 1, 4)
+        scale = {scale}
+        attn = (q @ k.transpose(-2, -1) * scale).softmax(dim=-1)
+        return (attn @ v).transpose(1, 2).reshape(B, T, C)
+"""
+    assert_lint(src.format(scale="self.groups ** -0.5"), m.HeadsScaledScores)
+    assert codes(src.format(scale="self.head_dim ** -0.5")) == []
+    direct = src.replace("* scale)", "/ math.sqrt(self.groups))")
+    assert_lint(direct.format(scale="None"), m.HeadsScaledScores)
+    assert codes(direct.replace("self.groups))", "self.head_dim))").format(scale="None")) == []
+
+
+def test_a_shape_assert_binds_the_axes_of_what_nobody_tracked():
+    # the output of an op lint does not model (checkpoint) is named by the assert on its shape
+    src = HEADER + """
+def f(x, q, k, v, n_head, attend):
+    B, T, C = x.shape
+    y = attend(q, k, v)
+    assert {shape} == (B, n_head, T, C // n_head)
+    return y.reshape(B, T, C)
+"""
+    for shape in ("y.shape", "y.size()", "tuple(y.shape)"):
+        assert_lint(src.format(shape=shape), m.MergeWithoutTranspose)
+    assert codes(src.format(shape="y.shape").replace("y.reshape(", "y.transpose(1, 2).reshape(")) == []
+    assert codes(src.format(shape="y.shape").replace("assert y.shape ==", "print")) == []  # no assert: unknown
+    assert codes(src.format(shape="y.shape").replace("(B, n_head, T, C // n_head)", "(B, T, T)")) == []  # rank 3
+    # scores of unknown rank: the assert gives the rank, and softmax over dim=1 is over the heads
+    scores = HEADER + """
+def g(q, k, b, h, t):
+    s = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(q.size(-1))
+    assert s.size() == (b, h, t, t)
+    return s.softmax(dim={dim})
+"""
+    assert_lint(scores.format(dim=1), m.SoftmaxAxis)
+    assert codes(scores.format(dim=-1)) == codes(scores.format(dim=3)) == []
+
+
+def test_an_unknown_kernel_on_one_path_takes_the_fused_paths_layout():
+    # diffusers' XLA/NPU processors: flash_attention(...) on one branch, SDPA on the other, one merge after both
+    src = HEADER + """
+from kernels import flash_attention
+
+def f(x, to_q, heads, use_flash):
+    batch_size, seq, inner_dim = x.shape
+    head_dim = inner_dim // heads
+    query = to_q(x).view(batch_size, -1, heads, head_dim).transpose(1, 2)
+    if use_flash:
+        out = flash_attention(query, query, query)
+    else:
+        out = F.scaled_dot_product_attention(query, query, query)
+    return out.reshape(batch_size, -1, heads * head_dim)
+"""
+    assert_lint(src, m.MergeWithoutTranspose)
+    assert codes(src.replace("out.reshape(", "out.transpose(1, 2).reshape(")) == []
+    # keys projected on one path and read from a cache on the other keep only their scaling, as before
+    projected = src.replace("F.scaled_dot_product_attention(query, query, query)", "query")
+    assert codes(projected) == []
+
+
+def test_per_head_queries_after_an_unknown_helper_on_one_path_keep_their_scaling():
+    # timm's MViT: q from an unbound qkv, or pooled by a helper lint does not follow; the scores still need scaling
+    src = HEADER + """
+from .pool import pool_heads
+
+class A(nn.Module):
+    def __init__(self, dim, num_heads, pool):
+        super().__init__()
+        self.num_heads, self.pool = num_heads, pool
+        self.scale = (dim // num_heads) ** -0.5
+        self.qkv = nn.Linear(dim, dim * 3)
+    def forward(self, x):
+        B, N, C = x.shape
+        q, k, v = self.qkv(x).reshape(B, N, 3, self.num_heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
+        if self.pool is not None:
+            q = pool_heads(q, self.pool)
+        attn = ({q} @ k.transpose(-2, -1)).softmax(dim=-1)
+        return (attn @ v).transpose(1, 2).reshape(B, N, C)
+"""
+    assert codes(src.format(q="q * self.scale")) == []
+    assert_lint(src.format(q="q"), m.UnscaledScores)
+
+
+def test_score_rows_of_two_query_groups_stacked_are_still_the_scores():
+    # LUKE-style: word and entity queries against the same keys, their score rows joined along the queries
+    src = HEADER + """
+def f(x, e, heads):
+    B, T, C = x.shape
+    k = x.view(B, T, heads, C // heads).transpose(1, 2)
+    qw = x.view(B, T, heads, C // heads).transpose(1, 2)
+    qe = e.view(B, -1, heads, C // heads).transpose(1, 2)
+    s = torch.cat([qw @ k.transpose(-1, -2), qe @ k.transpose(-1, -2)], dim={dim})
+    return (s / math.sqrt(C // heads)).softmax(dim=1)
+"""
+    assert_lint(src.format(dim=2), m.SoftmaxAxis)
+    assert_lint(src.format(dim=-2), m.SoftmaxAxis)
+    assert codes(src.format(dim=1)) == []  # heads of two tensors stacked: no longer one attention's scores
+
+
+def test_a_width_scale_on_one_path_is_reported_through_later_factors_and_a_causal_where():
+    # ImageGPT/GPT-2 style: the scale is optional, another factor may follow, the causal mask is a torch.where
+    src = HEADER + """
+class A(nn.Module):
+    def __init__(self, hidden_size, num_heads, scale_attn_weights, layer_idx):
+        super().__init__()
+        self.embed_dim, self.num_heads = hidden_size, num_heads
+        self.head_dim = self.embed_dim // self.num_heads
+        self.scale_attn_weights, self.layer_idx = scale_attn_weights, layer_idx
+    def _attn(self, query, key, value, causal_mask, by_layer):
+        attn_weights = torch.matmul(query, key.transpose(-1, -2))
+        if self.scale_attn_weights:
+            attn_weights = attn_weights / {scale}
+        if by_layer:
+            attn_weights = attn_weights / float(self.layer_idx + 1)
+        mask_value = torch.finfo(attn_weights.dtype).min
+        attn_weights = torch.where(causal_mask, attn_weights, mask_value)
+        attn_weights = nn.Softmax(dim=-1)(attn_weights)
+        return torch.matmul(attn_weights, value)
+"""
+    found = [f for f in lint_source(textwrap.dedent(src.format(scale="self.embed_dim ** 0.5")))]
+    assert [(f.code, f.line) for f in found] == [(m.WidthScaledScores.code, 14)]  # at the width, not a later factor
+    assert codes(src.format(scale="self.head_dim ** 0.5")) == []
+    # unscaled scores through a causal where are not claimed (GPT-Neo leaves them unscaled by design)
+    assert codes(src.format(scale="self.embed_dim ** 0.5").replace("attn_weights / self.embed_dim ** 0.5", "attn_weights")
+                 ) == []
+
+
+def test_a_padding_mask_added_after_a_causal_where_and_the_softmax_is_found():
+    # GPT-Neo style (unscaled by design): the scores stay the scores through torch.where, the probs stay probs
+    src = HEADER + """
+def attend(query, key, value, causal_mask, attention_mask):
+    attn_weights = torch.matmul(query, key.transpose(-1, -2))
+    mask_value = torch.finfo(attn_weights.dtype).min
+    attn_weights = torch.where(causal_mask, attn_weights, mask_value)
+    attn_weights = F.softmax(attn_weights, dim=-1)
+    attn_weights = attn_weights + attention_mask
+    return torch.matmul(attn_weights, value)
+"""
+    assert_lint(src, m.MaskAfterSoftmax)

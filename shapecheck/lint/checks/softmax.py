@@ -1,4 +1,4 @@
-"""Softmax over the keys (SC101), scaling of the scores (SC102, SC103), scaling after the softmax (SC116)."""
+"""Softmax over the keys (SC101), scaling of the scores (SC102, SC103, SC122), scaling after the softmax (SC116)."""
 
 from __future__ import annotations
 
@@ -81,6 +81,8 @@ def scores_scaling(scope: Scope, e: ev.Softmax) -> None:
             scope.report(msg.UnscaledScores, e.call)
     elif t.scale == "width" and t.scale_at is not None:
         scope.report(msg.WidthScaledScores, t.scale_at, "d_model")
+    elif t.scale == "heads" and t.scale_at is not None:
+        scope.report(msg.HeadsScaledScores, t.scale_at, "heads")
 
 
 def _fused_scale_one(scope: Scope) -> bool:
@@ -100,7 +102,7 @@ def _fused_scale_one(scope: Scope) -> bool:
 def scaled_after_softmax(scope: Scope, e: ev.Scaled) -> None:
     """Probabilities of Q·Kᵀ multiplied by a head-size factor (``* self.scale``, ``/ math.sqrt(d_k)``)."""
     t: Tensor = e.tensor
-    if t.role == "probs" and t.scale == "none" and e.kind in ("head", "width") and _is_root_factor(e.factor):
+    if t.role == "probs" and t.scale == "none" and e.kind in ("head", "width", "heads") and _is_root_factor(e.factor):
         scope.report(msg.ScaledAfterSoftmax, e.node, ast.unparse(e.factor))
 
 

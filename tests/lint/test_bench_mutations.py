@@ -1,0 +1,83 @@
+"""The mutation benchmark injects the bug it names: here, a scale by the width the heads split."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+
+from .helpers import ROOT
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_lint_mutations", ROOT / "benchmarks" / "bench_lint_mutations.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _class(source: str) -> ast.ClassDef:
+    return ast.parse(source).body[0]
+
+
+def test_scale_by_width_uses_the_width_the_heads_split_not_the_input_width():
+    bench = _bench()
+    timm_like = _class("""
+class Attention:
+    def __init__(self, dim, dim_out, heads):
+        self.dim = dim
+        self.dim_out = dim_out
+        self.heads = heads
+        self.head_dim = dim_out // heads
+""")
+    assert bench._class_width(timm_like) == "dim_out"
+    plain = _class("""
+class Attention:
+    def __init__(self, embed_dim, num_heads):
+        self.embed_dim = embed_dim
+        self.head_dim = self.embed_dim // num_heads
+""")
+    assert bench._class_width(plain) == "embed_dim"
+    assert bench._class_width(_class("class A:\n    def f(self):\n        self.hidden_size = 4\n")) == "hidden_size"
+
+
+def test_a_merge_into_one_query_position_is_no_site_for_the_merge_bug():
+    # (B, heads, 1, d) -> (B, 1, C) moves no element with or without the transpose: nothing to detect
+    bench = _bench()
+    for merge in ("reshape(B, 1, C)", "reshape(B, C)"):
+        func = ast.parse(f"def f(x, B, C):\n    return x.transpose(1, 2).{merge}\n").body[0]
+        assert not bench.merge_no_transpose(func, None)
+    for merge in ("reshape(B, N, C)", "reshape(B, -1)", "contiguous().view(B, 1 * N, C)"):
+        func = ast.parse(f"def f(x, B, N, C):\n    return x.transpose(1, 2).{merge}\n").body[0]
+        assert bench.merge_no_transpose(func, None)
+        assert "transpose" not in ast.unparse(func)
+    torch = __import__("torch")
+    x = torch.randn(2, 3, 1, 4)  # one query position: the transpose changes nothing
+    assert torch.equal(x.transpose(1, 2).reshape(2, 1, 12), x.reshape(2, 1, 12))
+
+
+def test_a_split_of_one_query_position_is_no_site_for_the_split_bug():
+    bench = _bench()
+    func = ast.parse("def f(x, B, h, d):\n    return x.reshape(B, 1, h, d).transpose(1, 2)\n").body[0]
+    assert not bench.split_no_transpose(func, None)
+    func = ast.parse("def f(x, B, N, h, d):\n    return x.reshape(B, N, h, d).transpose(1, 2)\n").body[0]
+    assert bench.split_no_transpose(func, None)
+    assert ast.unparse(func.body[0].value) == "x.reshape(B, h, N, d)"
+    torch = __import__("torch")
+    x = torch.randn(2, 1, 12)
+    assert torch.equal(x.reshape(2, 1, 3, 4).transpose(1, 2), x.reshape(2, 3, 1, 4))
+
+
+def test_scale_by_width_ignores_an_attribute_set_to_the_width_on_one_path_only():
+    bench = _bench()
+    pool = _class("""
+class AttentionPool:
+    def __init__(self, in_features, out_features, embed_dim, num_heads):
+        self.in_features = in_features
+        if out_features:
+            self.out_features = out_features
+        else:
+            self.out_features = embed_dim
+        self.num_heads = num_heads
+        head_dim = embed_dim // num_heads
+""")
+    assert bench._class_width(pool) is None
