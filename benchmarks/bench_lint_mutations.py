@@ -190,11 +190,23 @@ def scale_by_width(func: ast.FunctionDef, cls: Optional[ast.ClassDef]) -> bool:
     width = _class_width(cls)
     if found is None or width is None:
         return False
-    node, tensor, _ = found
+    node, tensor, old = found
     power = -0.5 if isinstance(node.op, ast.Mult) else 0.5
+    if _is_width_scale(cls, old, width, power):
+        return False  # the scale already is the width's (CvT): the mutation would change nothing
     factor = ast.parse(f"self.{width} ** {power}", mode="eval").body
     _replace(func, node, ast.BinOp(left=tensor, op=node.op, right=factor))
     return True
+
+
+def _is_width_scale(cls: ast.ClassDef, factor: ast.expr, width: str, power: float) -> bool:
+    """``factor`` is ``width ** power`` already: written so, or a ``self.`` attribute the class sets so."""
+    sources = {f"self.{width}"} | {ast.unparse(n.value) for n in ast.walk(cls) if isinstance(n, ast.Assign)
+                                   and [ast.unparse(t) for t in n.targets] == [f"self.{width}"]}
+    same = {ast.unparse(ast.parse(f"({w}) ** {power}", mode="eval").body) for w in sources}
+    values = [factor] + [n.value for n in ast.walk(cls) if isinstance(n, ast.Assign)
+                         and [ast.unparse(t) for t in n.targets] == [ast.unparse(factor)]]
+    return any(ast.unparse(ast.parse(ast.unparse(v), mode="eval").body) in same for v in values)
 
 
 def _class_width(cls: Optional[ast.ClassDef]) -> Optional[str]:

@@ -81,3 +81,24 @@ class AttentionPool:
         head_dim = embed_dim // num_heads
 """)
     assert bench._class_width(pool) is None
+
+
+def test_a_scale_that_already_is_the_widths_is_no_site_for_the_width_bug():
+    # CvT scales by embed_dim ** -0.5 on purpose: replacing it by self.embed_dim ** -0.5 would inject nothing
+    bench = _bench()
+    source = """
+class Attention:
+    def __init__(self, embed_dim, heads):
+        self.embed_dim = embed_dim
+        self.head_dim = embed_dim // heads
+        self.scale = {scale}
+
+    def forward(self, q, k):
+        return (q @ k.transpose(-1, -2)) * self.scale
+"""
+    for scale, site in (("embed_dim ** -0.5", False), ("embed_dim**-0.5", False), ("self.head_dim ** -0.5", True)):
+        module = ast.parse(source.format(scale=scale))
+        cls = module.body[0]
+        assert bench.scale_by_width(cls.body[1], cls) is site
+        if site:
+            assert "self.embed_dim ** (-0.5)" in ast.unparse(cls.body[1])
