@@ -162,10 +162,13 @@ def _scale_factor(func: ast.FunctionDef) -> Optional[tuple[ast.BinOp, ast.expr, 
                if isinstance(c, ast.Call)] + [n.lineno for n in ast.walk(func) if isinstance(n, ast.Call)
                                               and (_name(n.func) or "").startswith("flash_attn")]
     last = max(attends) if attends else None
+    outputs = _attention_outputs(func)
     for node in ast.walk(func):
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)) \
                 and (last is None or node.lineno <= last):
             for tensor, factor in ((node.left, node.right), (node.right, node.left)):
+                if any(isinstance(n, ast.Name) and n.id in outputs for n in ast.walk(tensor)):
+                    continue  # an attention output rescaled (IP-Adapter's ``* self.scale``): no scores are scaled
                 text = ast.unparse(factor).lower()
                 if factor is node.left and isinstance(node.op, ast.Div) or any(
                         isinstance(side, (ast.List, ast.Tuple)) for side in (tensor, factor)):
@@ -174,6 +177,14 @@ def _scale_factor(func: ast.FunctionDef) -> Optional[tuple[ast.BinOp, ast.expr, 
                                            "temperature")) and "mask" not in text:
                     return node, tensor, factor
     return None
+
+
+def _attention_outputs(func: ast.FunctionDef) -> set[str]:
+    """Names assigned the output of a fused attention call (SDPA, flash-attn) somewhere in ``func``."""
+    return {target.id for node in ast.walk(func) if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+            and ((_name(node.value.func) or "").endswith("scaled_dot_product_attention")
+                 or (_name(node.value.func) or "").startswith("flash_attn"))
+            for target in node.targets if isinstance(target, ast.Name)}
 
 
 def scale_removed(func: ast.FunctionDef, cls: Optional[ast.ClassDef]) -> bool:

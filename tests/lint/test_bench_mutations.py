@@ -102,3 +102,18 @@ class Attention:
         assert bench.scale_by_width(cls.body[1], cls) is site
         if site:
             assert "self.embed_dim ** (-0.5)" in ast.unparse(cls.body[1])
+
+
+def test_an_attention_output_rescaled_after_a_fused_call_is_no_scaling_site():
+    # IP-Adapter style: SDPA's output times a weight, before a later SDPA on another branch: no scores are scaled
+    bench = _bench()
+    func = ast.parse("""
+def f(self, q, k, v, ip_k, ip_v, F):
+    h = F.scaled_dot_product_attention(q, k, v)
+    extra = F.scaled_dot_product_attention(q, ip_k, ip_v)
+    h = h + extra * self.scale
+    return F.scaled_dot_product_attention(h, k, v)
+""").body[0]
+    assert not bench.scale_removed(func, None)
+    scores = ast.parse("def f(self, q, k):\n    s = q @ k.transpose(-1, -2) * self.scale\n    return s.softmax(-1)\n").body[0]
+    assert bench.scale_removed(scores, None) and "scale" not in ast.unparse(scores)
