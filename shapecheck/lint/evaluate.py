@@ -88,12 +88,10 @@ class Evaluator(Scope):
         cls = self.cls
         if cls is None or param not in cls.init_params:
             return None
-        kinds = self.memo.setdefault("passed_kinds", {})
-        assert isinstance(kinds, dict)
-        key = (cls.name, param)
-        if key not in kinds:
-            kinds[key] = _passed_kind(self.tree, cls.name, cls.init_params.index(param), param)
-        return kinds[key]
+        key = f"passed_kind:{cls.name}.{param}"
+        if key not in self.memo:
+            self.memo[key] = _passed_kind(self.tree, cls.name, cls.init_params.index(param), param)
+        return self.memo[key]  # type: ignore[return-value]
 
     def scale_names(self, node: ast.AST, depth: int) -> list[str]:
         """Identifiers a scale factor is made of, following local names and ``self.`` attributes."""
@@ -289,11 +287,11 @@ class Evaluator(Scope):
         if not (isinstance(value, Tensor) and value.param and value.axes is None and isinstance(lnode, ast.Name)
                 and _key_transposed(rnode) and self.func is not None):
             return value
-        seen = self.memo.setdefault("swaps_heads", {})
         func = self.func.node
-        if id(func) not in seen:
-            seen[id(func)] = any(_is_swap(n, {1, 2}) or _is_swap(n, {2, 3}) for n in ast.walk(func))  # type: ignore[index]
-        if not seen[id(func)]:  # type: ignore[index]
+        key = f"swaps_heads:{id(func)}"
+        if key not in self.memo:
+            self.memo[key] = any(_is_swap(n, {1, 2}) or _is_swap(n, {2, 3}) for n in ast.walk(func))
+        if not self.memo[key]:
             return value
         query = replace(value, axes=(None,) * 4)
         self.env[lnode.id] = query
