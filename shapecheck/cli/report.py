@@ -20,6 +20,7 @@ from shapecheck.counting.memory import DTYPES
 from shapecheck.counting.per_token import PEAK_TFLOPS
 from shapecheck.counting.tree import MODES, Settings
 from shapecheck.render.report import exit_code, render
+from shapecheck.report import IMPLS
 from shapecheck.render.report_chart import chart, write_chart
 
 FORMATS = ("table", "json", "markdown", "csv")
@@ -55,7 +56,7 @@ def register(app: typer.Typer) -> None:
         vocab: Optional[int] = options.positive("--vocab", help="Vocabulary (models with embeddings or heads)."),
         max_seq: Optional[int] = options.positive("--max-seq", help="Learned position table size (bert, gpt)."),
         preset: Optional[str] = options.preset(tuple(PRESETS)),
-        impl: Optional[str] = options.choice("--impl", choices=("sdpa", "math"), help="Attention path of mha/encoder/decoder: sdpa (default) or math; the counts are the same."),
+        impl: Optional[str] = options.choice("--impl", choices=IMPLS, help="Attention path of mha/encoder/decoder: sdpa (default) or math; the counts are the same."),
         output_format: str = options.output_format(FORMATS),
         strict: bool = options.flag("--strict", help="Exit 1 when an op did work that no formula counts."),
         plot: bool = options.flag("--plot", help="Also chart FLOPs against sequence length, by part (terminal)."),
@@ -71,7 +72,7 @@ def register(app: typer.Typer) -> None:
         from shapecheck.report import parse_length
 
         length = parse_length(seq_len)
-        settings = Settings(batch=batch or 1, seq_len=4 if isinstance(length, str) else length, mode=mode,
+        settings = Settings(batch=batch or 1, mode=mode,
                             context=context, dtype=dtype or "float32", depth=depth, recompute=recompute,
                             causal_flops=causal_flops, tokens_per_second=tokens_per_second,
                             peak_tflops=float(peak_tflops) if peak_tflops else PEAK_TFLOPS.get(device_name or ""),
@@ -121,15 +122,12 @@ def _check_combinations(length, settings, output_format: str, plot: bool, plot_f
 
 
 def _report(module, name: str, settings, feed, length, fvcore: bool, dtype: Optional[str]):
-    """The model report at ``settings``; a named length gives polynomials (``counting.symbolic``)."""
+    """The report in ``--dtype``, else the config's, else float32."""
     from shapecheck.counting.hf import config_dtype
-    from shapecheck.counting.symbolic import interpolated
-    from shapecheck.counting.tree import model_report
+    from shapecheck.counting.symbolic import report_at
 
     settings = replace(settings, dtype=dtype or config_dtype(module) or "float32")
-    if isinstance(length, str):
-        return interpolated(lambda n: model_report(module, name, replace(settings, seq_len=n), feed), length)
-    return model_report(module, name, settings, feed, fvcore)
+    return report_at(module, name, settings, length, feed, fvcore)
 
 
 def _require_matplotlib() -> None:

@@ -6,7 +6,7 @@ The library API (every function returns data):
   ``attention_scores``, ``attention_values``, ``multi_head_attention``, ``feed_forward``,
   ``layer_norm``, ``embedding``, ...), each a ``Cost(params, flops, other)`` in the
   config symbols ``h d_model d_k d_v d_ff vocab max_seq segments B S`` (``SYMBOLS``),
-  with their sources; ``crossover_length`` for where S² terms overtake S-linear ones.
+  with their sources (audit's expected counts).
 - ``params``: ``on_meta(factory)`` builds a module without allocating weights;
   ``count_parameters``, ``tied_parameters``, ``assign_parameters`` (shared tensors once).
 - ``dispatch``: ``count_flops(run, root)`` counts every aten op of a forward pass with

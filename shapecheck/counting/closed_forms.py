@@ -127,7 +127,11 @@ def evaluate(expr: sympy.Expr, at: dict[sympy.Symbol, int]) -> int:
 
 
 def crossover_length(flops: sympy.Expr) -> sympy.Expr:
-    """The length S at which a FLOP polynomial's S² terms equal its S-linear terms (S_k = S): b / a for a·S² + b·S."""
+    """The length S at which a FLOP polynomial's S² terms equal its S-linear terms (S_k = S): b / a for a·S² + b·S.
+
+    For one attention block that is 2·d_model whatever h and d_head; for a post-norm encoder layer
+    2·d_model + d_model·d_ff / (h·d_head), which is 6·d_model when d_ff = 4·d_model and h·d_head = d_model.
+    """
     poly = sympy.Poly(sympy.expand(flops.subs(S_k, S)), S)
     quadratic, linear = poly.coeff_monomial(S**2), poly.coeff_monomial(S)
     return sympy.factor(linear / quadratic) if quadratic != 0 else sympy.oo

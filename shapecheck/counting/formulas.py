@@ -159,18 +159,3 @@ def embedding(rows: sympy.Expr, width: sympy.Expr = d_model) -> Cost:
 def log_softmax(width: sympy.Expr, tokens: sympy.Expr) -> Cost:
     """Log-softmax over ``width`` classes: 3 FLOPs per element (the softmax convention)."""
     return Cost(other=SOFTMAX_FLOPS * tokens * width)
-
-
-def crossover_length(linear_terms: sympy.Expr, seq: sympy.Symbol = S) -> sympy.Expr:
-    """The length at which the S² terms of a FLOP polynomial equal its S-linear terms.
-
-    With F(S) = a·S² + b·S, the quadratic part overtakes at S = b / a. For one
-    attention block that is 2·d_model whatever d_k, d_v and h; for a post-norm
-    encoder layer 2·d_model + 2·d_model·d_ff / (h·(d_k + d_v)), which is
-    6·d_model when d_ff = 4·d_model and h·d_k = h·d_v = d_model.
-    """
-    poly = sympy.Poly(sympy.expand(linear_terms), seq)
-    quadratic, linear_ = poly.coeff_monomial(seq**2), poly.coeff_monomial(seq)
-    if quadratic == 0:
-        return sympy.oo
-    return sympy.factor(linear_ / quadratic)

@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, Optional, Union
 
 import sympy
 
-from shapecheck.counting.tree import ModelReport, Row
+from shapecheck.counting.tree import ModelReport, Row, Settings, model_report
 
 POINTS = (1, 2, 3, 4)
 
@@ -51,3 +51,11 @@ def interpolated(report_at: Callable[[int], ModelReport], name: str) -> ModelRep
                  "per-token figures and memory need a numeric --seq-len")
     return replace(base, settings=replace(base.settings, seq_len=name), rows=rows, total=total, memory={},
                    per_token={}, notes=notes)
+
+
+def report_at(module: Any, name: str, settings: Settings, length: Union[int, str], feed: Optional[Any] = None,
+              fvcore: bool = False) -> ModelReport:
+    """The model report at ``length`` tokens, or (a name such as "S") with every FLOP figure a polynomial in it."""
+    if isinstance(length, str):
+        return interpolated(lambda n: model_report(module, name, replace(settings, seq_len=n), feed), length)
+    return model_report(module, name, replace(settings, seq_len=length), feed, fvcore)

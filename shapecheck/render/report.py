@@ -28,11 +28,6 @@ def human_bytes(n: Optional[int]) -> str:
     return f"{n} B"
 
 
-def number(n: Any) -> str:
-    """An exact count with thousands separators, or a polynomial in a named length (``--seq-len S``)."""
-    return show(n)
-
-
 def short(n: Any) -> str:
     """1234567 -> '1.23M' (tables); JSON keeps exact integers; a polynomial stays whole."""
     if not isinstance(n, int):
@@ -84,8 +79,8 @@ def crossover_lines(report: ModelReport) -> list[str]:
 def _footer(report: ModelReport) -> list[str]:
     t, m = report.total, report.memory
     per_token = f" ({t['flops_per_token']:,} per token)" if "flops_per_token" in t else ""
-    lines = [f"total: params {t['params']:,} (active {t['active_params']:,}); FLOPs {number(t['flops'])}"
-             f"{per_token}; MACs {number(t['macs'])}"]
+    lines = [f"total: params {t['params']:,} (active {t['active_params']:,}); FLOPs {show(t['flops'])}"
+             f"{per_token}; MACs {show(t['macs'])}"]
     if m:
         lines.append("memory: " + ", ".join(f"{k} {human_bytes(v)}" for k, v in m.items()))
     for name, entry in report.per_token.get("estimates", {}).items():
@@ -112,7 +107,7 @@ def table(report: ModelReport, at: int = 0) -> str:
         return layout.text(*_header(report), *_blocks(report, at), *_footer(report), at=at)
     columns = [layout.Column("module", fold=True), layout.Column("kind"), layout.Column("params", "right"),
                layout.Column("FLOPs", "right"), layout.Column("formula (FLOPs)", fold=True), layout.Column("", "center")]
-    body = [[r.path, r.kind, f"{r.params:,}", number(r.flops), r.flops_formula or "", mark(r)] for r in report.rows]
+    body = [[r.path, r.kind, f"{r.params:,}", show(r.flops), r.flops_formula or "", mark(r)] for r in report.rows]
     if _fvcore(report):
         columns.insert(4, layout.Column("fvcore MACs", "right"))
         for cells, r in zip(body, report.rows):
@@ -129,10 +124,10 @@ def wrapped(text: str, at: int) -> list[str]:
 
 def _measured_line(what: str, measured: Any, formula: Optional[str], expected: Any) -> str:
     if formula is None or expected is None:
-        return f"{what} {number(measured)}"
-    if formula == number(expected):  # a polynomial in --seq-len S is its own value
-        return f"{what} {formula}, measured {number(measured)} {'✓' if expected == measured else '✗'}"
-    return f"{what} {formula} = {number(expected)}, measured {number(measured)} {'✓' if expected == measured else '✗'}"
+        return f"{what} {show(measured)}"
+    if formula == show(expected):  # a polynomial in --seq-len S is its own value
+        return f"{what} {formula}, measured {show(measured)} {'✓' if expected == measured else '✗'}"
+    return f"{what} {formula} = {show(expected)}, measured {show(measured)} {'✓' if expected == measured else '✗'}"
 
 
 def _blocks(report: ModelReport, at: int) -> list[str]:
@@ -150,7 +145,7 @@ def markdown(report: ModelReport) -> str:
     lines = ["# shapecheck report", "", *[f"- {line}" for line in _header(report)], "",
              "| module | kind | params | params formula | FLOPs | FLOPs formula | ok |", "|---|---|---|---|---|---|---|"]
     for r in report.rows:
-        cells = [r.path, r.kind, f"{r.params:,}", r.params_formula or "", number(r.flops), r.flops_formula or "", mark(r)]
+        cells = [r.path, r.kind, f"{r.params:,}", r.params_formula or "", show(r.flops), r.flops_formula or "", mark(r)]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines + ["", *[f"- {line}" for line in _footer(report)]]) + "\n"
 

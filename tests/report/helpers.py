@@ -9,7 +9,7 @@ from shapecheck.counting.anatomy import parts as recognised
 from shapecheck.counting.dispatch import DispatchCount, count_flops
 from shapecheck.counting.feed import kind_feed
 from shapecheck.counting.measure import subtree
-from shapecheck.counting.tree import ModelReport, Settings, input_shapes, model_report
+from shapecheck.counting.tree import ModelReport, Settings, input_shapes
 from shapecheck.report import ReportConfig, build, resolve_config
 
 SMALL = dict(d_model=16, heads=2, seq_len=5, batch=2)
@@ -27,15 +27,10 @@ def small(model: str, **overrides) -> ReportConfig:
 
 def report(config: ReportConfig, fvcore: bool = False, **settings) -> ModelReport:
     """``shapecheck report`` of a built-in config, as data."""
+    from shapecheck.counting.symbolic import report_at
+
     module, name, feed = build(config)
-    at = Settings(batch=config.batch, seq_len=4 if config.symbolic else config.seq_len, **settings)
-    if config.symbolic:
-        from dataclasses import replace
-
-        from shapecheck.counting.symbolic import interpolated
-
-        return interpolated(lambda n: model_report(module, name, replace(at, seq_len=n), feed), config.seq_len)
-    return model_report(module, name, at, feed, fvcore)
+    return report_at(module, name, Settings(batch=config.batch, **settings), config.seq_len, feed, fvcore)
 
 
 def expected(part, shape: tuple[int, ...]) -> int:

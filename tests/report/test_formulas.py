@@ -12,7 +12,6 @@ from shapecheck.catalog import KINDS
 from shapecheck.counting import closed_forms as cf
 from shapecheck.counting import formulas as f
 from shapecheck.counting.dispatch import count_flops
-from shapecheck.counting.feed import kind_feed
 from shapecheck.report import build, resolve_config
 
 from .helpers import report as build_report, small
@@ -27,10 +26,10 @@ def _layer_terms(d_ff=None, d_k=None, d_v=None):
 def test_crossovers_are_2_and_6_d_model():
     """QKᵀ and AV cost 4·B·S²·h·d_k; the projections 8·B·S·d_model·h·d_k; the FFN 16·B·S·d_model²."""
     attention, layer = _layer_terms(d_ff=4 * f.d_model, d_k=f.d_model / f.h, d_v=f.d_model / f.h)
-    assert f.crossover_length(attention) == 2 * f.d_model
-    assert f.crossover_length(layer) == 6 * f.d_model
+    assert cf.crossover_length(attention) == 2 * f.d_model
+    assert cf.crossover_length(layer) == 6 * f.d_model
     general_attention, _ = _layer_terms()
-    assert f.crossover_length(general_attention) == 2 * f.d_model  # whatever d_k, d_v, h
+    assert cf.crossover_length(general_attention) == 2 * f.d_model  # whatever d_k, d_v, h
 
 
 def test_the_tree_crossovers_are_the_same_lengths():
