@@ -163,7 +163,7 @@ class Calls(Evaluator):
             return self.softmax(node, x, first, nm.argument(made, 0, "dim"), bool(made.args or made.keywords))
         width = nm.argument(made, 1, "out_features") if made is not None else None
         if not isinstance(first, Tensor) and kind == "lead" and (node.args or node.keywords) \
-                and nm.int_value(width or ast.Name("width")) is None:
+                and (width is None or nm.int_value(width) is None):
             # a projection of an untracked input to the model's width (not a literal few features, such as a
             # scalar q/k/v): its output is fresh, scaled by nobody yet
             first = Tensor()
