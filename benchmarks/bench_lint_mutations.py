@@ -7,7 +7,8 @@ SDPA) gets one bug at a time, where the function has the spot that bug needs:
     softmax_axis      softmax(..., dim=-1) -> dim=1
     merge_no_transpose  x.transpose(1, 2)[.contiguous()].view/reshape(...) -> x[.contiguous()].view/reshape(...)
     split_no_transpose  x.view(b, t, h, d).transpose(1, 2) -> x.view(b, h, t, d)
-    scale_removed     scores * scale (or / sqrt(d)), before the softmax or fused call -> scores
+    scale_removed     scores * scale (or / sqrt(d)), before the softmax or fused call -> scores (not where the
+                      only attention is a fused call with its default 1/sqrt(d) scale: the factor corrects that)
     scale_by_width    the scale factor -> self.<width> ** -0.5 (the class's embed_dim, hidden_size, ...)
     sdpa_dropout      dropout_p=(p if self.training else 0.0) -> dropout_p=p
     mask_after_softmax  s = s.masked_fill(m, v) (or s = s + mask, or the ``if`` block holding it) moved to after
@@ -162,6 +163,8 @@ def _scale_factor(func: ast.FunctionDef) -> Optional[tuple[ast.BinOp, ast.expr, 
                if isinstance(c, ast.Call)] + [n.lineno for n in ast.walk(func) if isinstance(n, ast.Call)
                                               and (_name(n.func) or "").startswith("flash_attn")]
     last = max(attends) if attends else None
+    if _fused_default_scale_only(func):
+        return None  # the fused call scales by 1/sqrt(d) itself: a factor before it corrects that, scores stay scaled
     outputs = _attention_outputs(func)
     for node in ast.walk(func):
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)) \
@@ -177,6 +180,16 @@ def _scale_factor(func: ast.FunctionDef) -> Optional[tuple[ast.BinOp, ast.expr, 
                                            "temperature")) and "mask" not in text:
                     return node, tensor, factor
     return None
+
+
+def _fused_default_scale_only(func: ast.FunctionDef) -> bool:
+    """No softmax of its own, a fused call, and no call given a scale (``scale=``/``softmax_scale=``): every
+    attention keeps the fused call's default scale."""
+    calls = [n for n in ast.walk(func) if isinstance(n, ast.Call)]
+    fused = [n for n in calls if (_name(n.func) or "") == "scaled_dot_product_attention"
+             or (_name(n.func) or "").startswith("flash_attn")]
+    return bool(fused) and not _calls(func, {"softmax", "Softmax"}) and all(
+        kw.arg not in ("scale", "softmax_scale") for n in calls for kw in n.keywords)
 
 
 def _attention_outputs(func: ast.FunctionDef) -> set[str]:

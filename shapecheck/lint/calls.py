@@ -81,8 +81,10 @@ class Calls(Evaluator):
 
     def fused_attention(self, node: ast.Call, shown: str, attr: str, args: list[Optional[Value]]) -> Tensor:
         """SDPA and flash-attn: the output has q's shape with v's last axis."""
-        self.emit(ev.FusedAttention(node, shown, nm.argument(node, nm.FUSED_ATTENTION[attr], "dropout_p")))
-        q, v = (args[0], args[2]) if len(args) >= 3 else (None, None)
+        q, k, v = args[:3] if len(args) >= 3 else (None, None, None)
+        scale = nm.keyword(node, "scale") or nm.keyword(node, "softmax_scale")
+        self.emit(ev.FusedAttention(node, shown, nm.argument(node, nm.FUSED_ATTENTION[attr], "dropout_p"), scale,
+                                    q if isinstance(q, Tensor) else None, k if isinstance(k, Tensor) else None))
         if isinstance(q, Tensor) and isinstance(v, Tensor) and q.axes and v.axes and len(q.axes) == len(v.axes):
             return Tensor(axes=q.axes[:-1] + v.axes[-1:])  # memory order depends on the backend
         return Tensor(scale="unknown")
@@ -93,7 +95,8 @@ class Calls(Evaluator):
         if len(texts) != 1 or texts[0] not in (0, len(node.args) - 1):
             return Tensor(scale="unknown")
         i = texts[0]
-        operands = [a if isinstance(a, Tensor) else None for j, a in enumerate(args) if j != i]
+        operands = [a if isinstance(a, Tensor) else None
+                    for a in (self.operand(n, v) for j, (n, v) in enumerate(zip(node.args, args)) if j != i)]
         if any(t is None or t.param for t in operands):  # scaled or not, somewhere else
             operands = [replace(t, scale="unknown") if t is not None else None for t in operands]
         equation = node.args[i].value  # type: ignore[attr-defined]
@@ -123,6 +126,14 @@ class Calls(Evaluator):
         self.env = saved
         return Pieces((result,), repeat=True) if isinstance(result, Tensor) else None
 
+    def map_module(self, attr: str, pieces: Optional[Value]) -> Optional[Value]:
+        """``map(self.split_heads, (q, k, v))``: the submodule applied to each piece."""
+        if not isinstance(pieces, Pieces) or pieces.repeat:
+            return None
+        kind, made = self.module_of(attr)
+        found = [self.submodule_call(attr, made, [item], kind) for item in pieces.items]
+        return Pieces(tuple(found)) if all(isinstance(t, Tensor) for t in found) else None  # type: ignore[arg-type]
+
     def same_shape_helper(self, node: ast.Call, name: str, args: list[Optional[Value]]) -> Optional[Tensor]:
         """``attn = maybe_add_mask(attn, mask)``: an unknown helper named for masks, biases or rotary
         embeddings whose result replaces its first argument keeps that tensor's axes and role."""
@@ -135,6 +146,8 @@ class Calls(Evaluator):
     def name_call(self, node: ast.Call, name: str, args: list[Optional[Value]]) -> Optional[Value]:
         if name == "map" and len(node.args) == 2 and isinstance(node.args[0], ast.Lambda) and name not in self.env:
             return self.map_lambda(node.args[0], args[1])
+        if name == "map" and len(node.args) == 2 and nm.self_attr(node.args[0]) and name not in self.env:
+            return self.map_module(nm.self_attr(node.args[0]), args[1])  # type: ignore[arg-type]
         if name == "einsum" and name not in self.env:
             return self.einsum(node, args)
         if self.einops_names.get(name) in _EINOPS and name not in self.env:
@@ -185,8 +198,10 @@ class Calls(Evaluator):
             # a LayerNorm/RMSNorm of q or k keeps each vector's length near sqrt(d_head) (its gain starts at 1):
             # the scores still need 1/sqrt(d_head); only unit vectors (``F.normalize``, in a norm class of this
             # file too) set their own temperature
-            unit = made is not None and self.is_unit_norm_class((nm.dotted(made.func) or "").split(".")[-1])
-            return replace(first, uid=0, param=False, scale="unknown" if unit else first.scale)
+            unit = self.unit_norm_class((nm.dotted(made.func) or "").split(".")[-1]) if made is not None else None
+            return replace(first, uid=0, param=False, scale=unit or first.scale)
+        if kind == "conv":  # features on axis 1, the spatial axes resized: a fresh tensor, scaled by nobody
+            return replace(first, uid=0, param=False) if made is not None and _pointwise_same(made) else Tensor()
         if kind == "lead" and first.axes:
             width = self.static_label(nm.argument(made, 1, "out_features"), 0) if made is not None else None
             return Tensor(axes=first.axes[:-1] + (width,), order=tuple(range(len(first.axes))))
@@ -195,14 +210,17 @@ class Calls(Evaluator):
         callee = (nm.dotted(made.func) or "") if made is not None else ""
         return Tensor(projected=not re.search(r"[Cc]onv(?!1D)", callee))  # a convolution's features lead
 
-    def is_unit_norm_class(self, name: str) -> bool:
-        """A class of this module whose code normalises to unit length (``F.normalize``, ``l2norm``)."""
+    def unit_norm_class(self, name: str) -> Optional[str]:
+        """For a class of this module whose code normalises to unit length (``F.normalize``, ``l2norm``): "unit"
+        when its ``forward`` returns the unit vectors as they are, "unknown" when it rescales them (a learned
+        gain: the temperature is learned); None for any other class."""
         key = f"unit_norm:{name}"
         if key not in self.memo:
             found = [c for c in self.tree.body if isinstance(c, ast.ClassDef) and c.name == name]
-            self.memo[key] = any(isinstance(n, ast.Call) and re.search(r"normalize|l2norm", nm.dotted(n.func) or "")
-                                 for c in found for n in ast.walk(c))
-        return bool(self.memo[key])
+            normalises = any(isinstance(n, ast.Call) and _UNIT.search(nm.dotted(n.func) or "")
+                             for c in found for n in ast.walk(c))
+            self.memo[key] = ("unit" if all(_returns_unit(c) for c in found) else "unknown") if normalises else None
+        return self.memo[key]  # type: ignore[return-value]
 
     def namespace_call(self, node: ast.Call, attr: str, args: list[Optional[Value]]) -> Optional[Value]:
         """``torch.matmul(a, b)``, ``F.softmax(x, dim=-1)``, ``F.dropout(x, p)``, ..."""
@@ -218,8 +236,11 @@ class Calls(Evaluator):
             scale = "other" if args[1].scale == "none" else args[1].scale
             return replace(args[1], uid=0, param=False, scale=scale)
         if attr in nm.SAME_SHAPE_FUNCTIONS and attr != "where" and isinstance(first, Tensor):
-            if attr == "normalize":  # cosine attention learns its temperature; unit vectors are no longer scores
-                return replace(first, role=None, key_pos=None, key_t=False, uid=0, param=False, scale="unknown")
+            if attr == "normalize":  # unit vectors along the features (cosine attention), no longer scores
+                dim = nm.int_value(nm.argument(node, 2, "dim") or ast.Constant(1))
+                unit = dim == -1 or (dim is not None and first.rank is not None and dim == first.rank - 1)
+                return replace(first, role=None, key_pos=None, key_t=False, uid=0, param=False,
+                               scale="unit" if unit else "unknown")
             return replace(first, uid=0, param=False)  # tanh soft-capping, clamp: the scores stay the scores
         if attr == "linear" and isinstance(first, Tensor):  # F.linear(x, weight, bias): the leading axes stay
             return Tensor(axes=first.axes[:-1] + (None,), order=tuple(range(len(first.axes)))) if first.axes \
@@ -253,7 +274,7 @@ class Calls(Evaluator):
     def product(self, node: ast.Call, attr: str, a_node: ast.expr, b_node: ast.expr, a: Optional[Value],
                 b: Optional[Value]) -> Tensor:
         """``matmul``/``bmm``/``baddbmm`` of two operands; a batched product (``bmm``) is 3-D."""
-        second = _as_tensor(b)
+        a, second = self.operand(a_node, a), _as_tensor(self.operand(b_node, b))
         if attr != "matmul" and _is_transpose(b_node, (1, 2)):
             second = replace(second, key_t=True)
         out = matmul(_as_tensor(self.as_query(a_node, b_node, a)), second)
@@ -415,3 +436,26 @@ def _square(arg_nodes: list[ast.expr]) -> bool:
     """``view(..., N, N)``: a view that ends with the same size twice (not a literal)."""
     return len(arg_nodes) >= 2 and not any(isinstance(a, ast.Starred) for a in arg_nodes[-2:]) \
         and nm.int_value(arg_nodes[-1]) is None and ast.dump(arg_nodes[-1]) == ast.dump(arg_nodes[-2])
+
+
+def _pointwise_same(made: ast.Call) -> bool:
+    """``nn.Conv2d(c, c, kernel_size=1)``: channels mixed in place (talking heads over the scores), shape kept."""
+    args = [nm.argument(made, i, name) for i, name in enumerate(("in_channels", "out_channels", "kernel_size"))]
+    stride = nm.argument(made, 3, "stride")
+    return None not in args and ast.unparse(args[0]) == ast.unparse(args[1]) and nm.int_value(args[2]) == 1 \
+        and (stride is None or nm.int_value(stride) == 1)
+
+
+_UNIT = re.compile(r"normalize|l2norm")
+
+
+def _returns_unit(cls: ast.ClassDef) -> bool:
+    """``forward`` returns ``F.normalize(x, dim=-1)`` (or a name bound to it) with no gain on top."""
+    forward = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "forward"), None)
+    if forward is None:
+        return False
+    bound = {t.id: n.value for n in ast.walk(forward) if isinstance(n, ast.Assign)
+             for t in n.targets if isinstance(t, ast.Name)}
+    returns = [n.value for n in ast.walk(forward) if isinstance(n, ast.Return) and n.value is not None]
+    plain = [bound.get(r.id, r) if isinstance(r, ast.Name) else r for r in returns]
+    return bool(plain) and all(isinstance(r, ast.Call) and _UNIT.search(nm.dotted(r.func) or "") for r in plain)

@@ -37,7 +37,12 @@ class Evaluator(Scope):
         return Tensor(axes=t.axes, role="probs", scale=t.scale if t.role == "scores" else "unknown")
 
     def scaled(self, node: ast.AST, t: Tensor, factor: ast.expr) -> Tensor:
+        defined = self.scalar_definition(factor)
+        if isinstance(defined, ast.Constant) and defined.value == 1:
+            return t  # ``q * scale`` with ``scale = 1``: nothing is scaled
         kind = self.root_kind(factor, 0) or nm.scale_kind(self.scale_names(factor, 0))
+        if kind == "head" and _QUARTER.search(ast.unparse(defined)):  # d_head ** -0.25: half the scaling
+            kind = "head" if t.scale == "quarter" else "quarter" if t.scale == "none" else t.scale
         self.emit(ev.Scaled(node, t, factor, kind))
         text = ast.unparse(factor)
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and t.divided is not None \
@@ -45,11 +50,24 @@ class Evaluator(Scope):
             return replace(t, scale=t.divided[1], divided=None, uid=0, param=False)
         divided = (text, t.scale) if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) else None
         at = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
-        if t.scale not in ("none", "unknown") and kind not in ("width", "heads"):
+        if kind in ("quarter", "head") and t.scale in ("none", "quarter"):
+            pass
+        elif t.scale in ("unit", "cosine"):  # a temperature on unit vectors or their similarities
+            kind = kind if kind in ("width", "heads") else "other"
+        elif t.scale not in ("none", "unknown") and kind not in ("width", "heads"):
             if t.scale in ("width", "heads") and t.scale_at is not None:
                 at = t.scale_at  # a further factor (``/ float(layer_idx + 1)``) leaves the wrong one where it was
             kind = t.scale if t.scale != "other" else kind
         return replace(t, scale=kind, scale_at=at, order=t.order, uid=0, param=False, divided=divided)
+
+    def scalar_definition(self, factor: ast.expr) -> ast.expr:
+        """The expression a scale factor's local name holds (``scale = (n_state // n_head) ** -0.25``), or the
+        factor itself."""
+        for _ in range(3):
+            if not (isinstance(factor, ast.Name) and factor.id in self.scalars):
+                break
+            factor = self.scalars[factor.id]
+        return factor
 
     def root_kind(self, factor: ast.expr, depth: int) -> Optional[str]:
         """"width" when the factor is a (reciprocal) square root of the head count times the head size
@@ -266,6 +284,7 @@ class Evaluator(Scope):
     def binop(self, node: ast.AST, lnode: ast.expr, op: ast.operator, rnode: ast.expr,
               left: Optional[Value], right: Optional[Value]) -> Optional[Value]:
         if isinstance(op, ast.MatMult):
+            left, right = self.operand(lnode, left), self.operand(rnode, right)
             return matmul(_as_tensor(self.as_query(lnode, rnode, left)), _as_tensor(right))
         if isinstance(op, ast.Add) and (isinstance(left, Shape) or isinstance(right, Shape)):
             a, b = self.shape_of(lnode, left), self.shape_of(rnode, right)
@@ -279,6 +298,11 @@ class Evaluator(Scope):
         if isinstance(op, (ast.FloorDiv, ast.Div)):
             return Dim(quotient(self.size_label(lnode), self.size_label(rnode)))
         return None
+
+    def operand(self, node: ast.expr, value: Optional[Value]) -> Optional[Value]:
+        """A product's operand: ``self.w`` made by ``nn.Parameter(...)`` is a learned weight nobody scaled (as a
+        multiplier elsewhere, it is a learned scale and stays unknown)."""
+        return Tensor() if value is None and self.is_weight(node) else value
 
     def as_query(self, lnode: ast.expr, rnode: ast.expr, value: Optional[Value]) -> Optional[Value]:
         """A parameter of unknown rank that is the query of ``q @ k.transpose(-1, -2)`` (or ``k.mT``) in a
@@ -310,6 +334,10 @@ class Evaluator(Scope):
             if isinstance(op, (ast.Mult, ast.Div)) and _factor_like(b):
                 return self.scaled(node, a, rnode)
             if isinstance(op, ast.Mult) and _factor_like(a):
+                return self.scaled(node, b, lnode)
+            if isinstance(op, (ast.Mult, ast.Div)) and a.scale in ("unit", "cosine") and b.role is None:
+                return self.scaled(node, a, rnode)  # a temperature of any shape (one per head)
+            if isinstance(op, ast.Mult) and b.scale in ("unit", "cosine") and a.role is None:
                 return self.scaled(node, b, lnode)
             return replace(main, order=None, uid=0, param=False)
         t, factor = (left, rnode) if isinstance(left, Tensor) else (right, lnode)
@@ -452,6 +480,9 @@ def _is_swap(node: Optional[ast.AST], dims: set[int]) -> bool:
         and len(node.args) == 2 and {nm.int_value(a) for a in node.args} == dims
 
 
+_QUARTER = re.compile(r"\*\*\s*\(?\s*-?\s*0?\.25\b|\*\*\s*\(\s*-?\s*1\s*/\s*4\s*\)|sqrt\(\s*(?:\w+\.)*sqrt\(")
+
+
 def _key_transposed(node: ast.expr) -> bool:
     """``k.transpose(-1, -2)``, ``k.transpose(2, 3)`` or ``k.mT``."""
     return _is_swap(node, {-1, -2}) or _is_swap(node, {2, 3}) or (isinstance(node, ast.Attribute) and node.attr == "mT")
@@ -476,7 +507,8 @@ def _swap_key(t: Tensor, d0: int, d1: int) -> Tensor:
     out = swap(t, d0, d1)
     if t.rank is None:
         at_least = max(d0, d1) + 1 if min(d0, d1) >= 0 else None  # transpose(2, 3) needs 4 axes or more
-        return replace(out, key_t={d0, d1} in ({-2, -1}, {2, 3}), min_rank=at_least)
+        bounds = [b for b in (at_least, t.min_rank) if b is not None]
+        return replace(out, key_t={d0, d1} in ({-2, -1}, {2, 3}), min_rank=max(bounds, default=None))
     return out
 
 

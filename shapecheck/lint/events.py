@@ -66,11 +66,15 @@ class FunctionalDropout:
 
 @dataclass(frozen=True)
 class FusedAttention:
-    """``F.scaled_dot_product_attention`` or a flash-attn function; ``dropout`` is its probability argument."""
+    """``F.scaled_dot_product_attention`` or a flash-attn function; ``dropout`` is its probability argument,
+    ``scale`` its scale argument (None: the default 1/√d_head), ``query`` and ``key`` what is known of them."""
 
     call: ast.Call
     name: str
     dropout: Optional[ast.expr]
+    scale: Optional[ast.expr] = None
+    query: Optional[Tensor] = None
+    key: Optional[Tensor] = None
 
 
 @dataclass(frozen=True)

@@ -100,6 +100,20 @@ class HeadsScaledScores(Message):
     args = ("head count",)
 
 
+class UntemperedCosineScores(Message):
+    code, name, severity = "SC123", "untempered-cosine-scores", "warning"
+    template = ("attention scores are cosine similarities (queries and keys normalised to unit length) and reach "
+                "softmax without a temperature: in [-1, 1] the softmax stays close to uniform")
+    hint = "multiply the similarities by a learned logit scale (attn * logit_scale.exp()) or divide by a temperature"
+
+
+class HalfScaledScores(Message):
+    code, name, severity = "SC124", "half-scaled-scores", "warning"
+    template = ("attention scores reach softmax scaled by d_head ** -0.25 on one side only: the queries and the keys "
+                "each need that factor (1/√d_head in all)")
+    hint = "scale both q and k by d_head ** -0.25, or the scores once by d_head ** -0.5"
+
+
 class MergeWithoutTranspose(Message):
     code, name = "SC104", "merge-without-transpose"
     template = "heads merged by {0}({1}) from [{2}]: heads and d_head are not adjacent"
@@ -233,7 +247,8 @@ RULES: tuple[type[Message], ...] = (
     MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, MaskedFillDiscarded,
     MaskedFillWrongName, MaskConvention, DropoutAlwaysOn, UndefinedName, ReshapeOrder, KeyQueryLength,
     SdpaDropoutAlwaysOn, DropoutModuleAsProbability, ScaledAfterSoftmax, MaskAfterSoftmax, FillDoesNotMask,
-    LayerInForward, FillOverflowsHalf, PaddingMaskOnQueries, HeadsScaledScores,
+    LayerInForward, FillOverflowsHalf, PaddingMaskOnQueries, HeadsScaledScores, UntemperedCosineScores,
+    HalfScaledScores,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules about memory layout: they hold whatever the code means, so they are reported inside followed helpers too.

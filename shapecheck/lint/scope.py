@@ -20,7 +20,7 @@ from shapecheck.lint.tracking import Axis, Tensor, Value, int_label, name_label
 Position = Union[ast.AST, tuple[int, int]]
 _CALLEE_KIND = {"Softmax": "softmax", "Dropout": "all", "LayerNorm": "all", "RMSNorm": "all", "GELU": "all",
                 "ReLU": "all", "Identity": "all", "Linear": "lead", "Conv1D": "lead", "LazyLinear": "lead",
-                "Rearrange": "einops", "Reduce": "einops"}
+                "Rearrange": "einops", "Reduce": "einops", "Conv1d": "conv", "Conv2d": "conv", "Conv3d": "conv"}
 
 
 @dataclass
@@ -92,6 +92,12 @@ class Scope:
     def class_attr(self, name: str) -> Optional[ast.expr]:
         return None if self.cls is None else self.cls.attrs.get(name)
 
+    def is_weight(self, node: ast.AST) -> bool:
+        """``self.w`` made by ``nn.Parameter(...)`` in this class: a learned tensor nobody scaled."""
+        attr = nm.self_attr(node)
+        made = self.class_attr(attr) if attr is not None else None
+        return isinstance(made, ast.Call) and (nm.dotted(made.func) or "").split(".")[-1] == "Parameter"
+
     def in_module_method(self) -> Optional[str]:
         """The method's name inside a class that has a ``forward`` (an nn.Module), else None."""
         f = self.func
@@ -102,7 +108,7 @@ class Scope:
         return f is not None and name in f.params and name not in f.assigned
 
     def module_of(self, attr: str) -> tuple[Optional[str], Optional[ast.Call]]:
-        """What ``self.attr(x)`` does to its input ("softmax", "all", "lead" or None), and the call that made it."""
+        """What ``self.attr(x)`` does to its input ("softmax", "all", "lead", "conv", "einops" or None), and the call that made it."""
         made = self.class_attr(attr)
         if isinstance(made, ast.Call):
             callee = (nm.dotted(made.func) or "").split(".")[-1]

@@ -99,7 +99,9 @@ class Tensor:
     """What the checker knows about one tensor value.
 
     ``order[i]`` is the memory rank of axis i (0 = outermost); None when unknown.
-    ``scale`` is "none", "head", "width", "other" or "unknown"; ``role`` "scores" marks Q·Kᵀ.
+    ``scale`` is "none", "head", "width", "heads", "other" or "unknown"; "unit" for vectors normalised to unit
+    length (``F.normalize``), "cosine" for the product of two of them (similarities in [-1, 1], no temperature
+    yet); "quarter" for d_head ** -0.25 (two of them make the scaling); ``role`` "scores" marks Q·Kᵀ.
     """
 
     axes: Optional[tuple[Axis, ...]] = None
@@ -275,11 +277,16 @@ def _matmul_scale(a: Tensor, b: Tensor) -> tuple[str, Optional[tuple[int, int]]]
 
 
 def matmul_scale(tensors: Sequence[Tensor]) -> tuple[str, Optional[tuple[int, int]]]:
-    """The scaling a product carries: the first operand's that has one."""
+    """The scaling a product carries: the first operand's that has one; "cosine" for unit vectors on both
+    sides, "unknown" for a unit vector against an unscaled one (how long the other vectors are, nobody knows)."""
+    if len(tensors) == 2 and all(t.scale == "unit" for t in tensors):
+        return "cosine", None
+    if len(tensors) == 2 and all(t.scale == "quarter" for t in tensors):
+        return "head", None  # d_head ** -0.25 on the queries and on the keys
     for t in tensors:
-        if t.scale != "none":
+        if t.scale not in ("none", "unit"):
             return t.scale, t.scale_at
-    return "none", None
+    return ("unknown" if any(t.scale == "unit" for t in tensors) else "none"), None
 
 
 def groups(src: Sequence[Axis], tgt: Sequence[Target]) -> Optional[list[tuple[int, int]]]:

@@ -117,3 +117,21 @@ def f(self, q, k, v, ip_k, ip_v, F):
     assert not bench.scale_removed(func, None)
     scores = ast.parse("def f(self, q, k):\n    s = q @ k.transpose(-1, -2) * self.scale\n    return s.softmax(-1)\n").body[0]
     assert bench.scale_removed(scores, None) and "scale" not in ast.unparse(scores)
+
+
+def test_a_factor_before_a_fused_call_with_its_default_scale_is_no_site_for_the_scale_bug():
+    # x-transformers rescales q by (scale / default_scale) for SDPA, which applies 1/sqrt(d) itself: removing the
+    # factor leaves the scores scaled, so there is no unscaled attention to detect
+    bench = _bench()
+    corrected = """
+def attend(q, k, v, scale):
+    default_scale = q.shape[-1] ** -0.5
+    q = q * (scale / default_scale)
+    return F.scaled_dot_product_attention(q, k, v)
+"""
+    assert not bench.scale_removed(ast.parse(corrected).body[0], None)
+    for fused in ("F.scaled_dot_product_attention(q, k, v, scale=1.0)",
+                  "F.scaled_dot_product_attention(q, k, v) if q.is_cuda else npu_attention(q, k, v, scale=1.0)"):
+        # the scale is the call's argument: without the factor nothing scales the scores
+        func = ast.parse(corrected.replace("F.scaled_dot_product_attention(q, k, v)", fused)).body[0]
+        assert bench.scale_removed(func, None)

@@ -282,3 +282,60 @@ def test_sc104_a_merge_of_the_asserted_heads_layout_mixes_positions_and_the_twin
     q, k, v = clean.qkv(x).view(2, 4, 3, 2, 4).permute(2, 0, 3, 1, 4)
     fused = torch.nn.functional.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(2, 4, 8)
     torch.testing.assert_close(clean(x), clean.out_proj(fused), atol=1e-5, rtol=1e-5)
+
+
+@torch.no_grad()
+def test_sc123_cosine_scores_without_a_temperature_cannot_sharpen_and_the_logit_scaled_twin_can():
+    torch.manual_seed(0)
+    n = 16
+    buggy = _load(CORPUS / "buggy" / "sc123_untempered_cosine_scores.py").WindowAttention(8, 2).eval()
+    clean = _load(CORPUS / "clean" / "cosine_attention.py").WindowAttention(8, 2).eval()
+    clean.load_state_dict(buggy.state_dict(), strict=False)  # the twin adds its logit scale
+    with torch.no_grad():
+        clean.logit_scale.fill_(torch.log(torch.tensor(100.0)))
+        buggy.qkv.weight.mul_(1000)  # larger projections: cosine similarities do not change
+        clean.qkv.weight.mul_(1000)
+    x = torch.randn(2, n, 8)
+    bound = torch.e ** 2 / (torch.e ** 2 + n - 1)  # weights in [e^-1, e^1] before normalising
+    _, weights = buggy(x)
+    assert weights.max() <= bound + 1e-6
+    _, sharp = clean(x)
+    assert sharp.max() > 0.9
+
+
+@torch.no_grad()
+def test_sc123_unit_queries_and_keys_into_sdpa_stay_near_uniform():
+    torch.manual_seed(0)
+    buggy = _load(CORPUS / "buggy" / "sc123_untempered_cosine_scores.py").NormedAttention(8, 2).eval()
+    x = torch.randn(1, 16, 8)
+    q, k, v = (t.reshape(1, 16, 2, -1).transpose(1, 2) for t in buggy.to_qkv(x).chunk(3, dim=-1))
+    q, k = torch.nn.functional.normalize(q, dim=-1), torch.nn.functional.normalize(k, dim=-1)
+    weights = ((q @ k.transpose(-1, -2)) / 2).softmax(dim=-1)  # SDPA's default scale, 1/sqrt(d_head = 4)
+    torch.testing.assert_close(buggy(x), buggy.to_out((weights @ v).transpose(1, 2).reshape(1, 16, 8)))
+    assert weights.max() <= torch.e / (torch.e + 15) + 1e-6  # scores within [-1/2, 1/2]: at most e / (e + 15)
+
+
+@torch.no_grad()
+@pytest.mark.parametrize("cls", ["MultiHeadAttention", "PerceiverAttention"])
+def test_sc124_one_sided_quarter_scaling_is_d_head_to_the_minus_quarter_and_the_twin_matches_sdpa(cls):
+    torch.manual_seed(0)
+    args = (16, 2) if cls == "MultiHeadAttention" else (16, 8, 2)  # width 16, 2 heads of 8
+    buggy = getattr(_load(CORPUS / "buggy" / "sc124_half_scaled_scores.py"), cls)(*args).eval()
+    clean = getattr(_load(CORPUS / "clean" / "quarter_scaled_attention.py"), cls)(*args).eval()
+    clean.load_state_dict(buggy.state_dict())
+    x = torch.randn(2, 5, 16)
+    if cls == "MultiHeadAttention":
+        q, k, v = (p(x).view(2, 5, 2, 8).transpose(1, 2) for p in (clean.query, clean.key, clean.value))
+        out = clean.out
+    else:
+        q = clean.to_q(x).reshape(2, 5, 2, 8).transpose(1, 2)
+        k, v = (t.reshape(2, 5, 2, 8).transpose(1, 2) for t in clean.to_kv(x).chunk(2, dim=-1))
+        out = clean.to_out
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+
+    def attend(scale):
+        return out(sdpa(q, k, v, scale=scale).transpose(1, 2).reshape(2, 5, 16))
+
+    torch.testing.assert_close(clean(x), attend(8 ** -0.5), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(buggy(x), attend(8 ** -0.25), atol=1e-5, rtol=1e-5)
+    assert not torch.allclose(buggy(x), clean(x), atol=1e-4)

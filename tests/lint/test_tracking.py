@@ -144,8 +144,13 @@ def test_map_of_a_lambda_over_qkv_keeps_the_pieces_unscaled():
     assert_lint(EINOPS.format(line="pass"), m.UnscaledScores)
 
 
-def test_unit_length_query_key_norms_set_their_own_temperature():
-    assert codes(EINOPS.format(line="q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)")) == []
+def test_unit_length_queries_and_keys_need_a_temperature_and_a_norm_that_rescales_sets_its_own():
+    # cosine similarities lie in [-1, 1]: 1/sqrt(d_head) is not what they miss, a temperature is
+    assert_lint(EINOPS.format(line="q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)"), m.UntemperedCosineScores)
+    tempered = "q, k = F.normalize(q, dim=-1) * self.temperature, F.normalize(k, dim=-1)"
+    assert codes(EINOPS.format(line=tempered)) == []
+    # along another axis the vectors are not the ones multiplied: nothing is known of their length
+    assert codes(EINOPS.format(line="q, k = F.normalize(q, dim=2), F.normalize(k, dim=2)")) == []
     unit_norm = EINOPS + """
 class L2Norm(nn.Module):
     def forward(self, x):
@@ -935,3 +940,102 @@ def attend(query, key, value, causal_mask, attention_mask):
     return torch.matmul(attn_weights, value)
 """
     assert_lint(src, m.MaskAfterSoftmax)
+
+
+def test_a_parameter_used_as_a_projection_is_a_weight_nobody_scaled():
+    # timm's MultiQueryAttentionV2: queries and keys are einsums with nn.Parameter weights
+    src = HEADER + """
+class A(nn.Module):
+    def __init__(self, dim, heads, key_dim):
+        super().__init__()
+        self.scale = key_dim ** -0.5
+        self.query_proj = nn.Parameter(torch.empty((heads, key_dim, dim)))
+        self.key_proj = nn.Parameter(torch.empty((dim, key_dim)))
+    def forward(self, x):
+        b, n, d = x.shape
+        q = torch.einsum('bnd,hkd->bnhk', x, self.query_proj)
+        k = torch.einsum('bmd,dk->bmk', x, self.key_proj)
+        attn = torch.einsum('bnhk,bmk->bnhm', q, k){scale}
+        return attn.softmax(dim=-1)
+"""
+    assert_lint(src.format(scale=""), m.UnscaledScores)
+    assert codes(src.format(scale=" * self.scale")) == []
+    # a parameter as a multiplier is a learned temperature, not an unscaled weight
+    assert codes(src.format(scale=" * self.query_proj")) == []
+
+
+def test_a_convolution_makes_fresh_features_and_a_pointwise_one_over_heads_keeps_the_scores():
+    src = HEADER + """
+class A(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads, self.head_dim = heads, dim // heads
+        self.scale = self.head_dim ** -0.5
+        self.pwise = nn.Conv2d(dim, 3 * dim, kernel_size=1)
+        self.talking_head = nn.Conv2d(heads, heads, kernel_size=1)
+    def forward(self, x):
+        B, C, H, W = x.shape
+        qkv = self.pwise(x).reshape(B, self.heads, 3 * self.head_dim, H * W).permute(0, 1, 3, 2)
+        q, k, v = qkv.chunk(3, dim=3)
+        attn = q @ k.transpose(-2, -1){scale}
+        attn = self.talking_head(attn)
+        return attn.softmax(dim=-1) @ v
+"""
+    assert_lint(src.format(scale=""), m.UnscaledScores)
+    assert codes(src.format(scale=" * self.scale")) == []
+    # a convolution that changes the shape makes fresh features: no scores reach the softmax
+    assert codes(src.format(scale="").replace("nn.Conv2d(heads, heads, kernel_size=1)",
+                                              "nn.Conv2d(heads, heads, kernel_size=3, padding=1, stride=2)")) == []
+
+
+def test_map_of_a_rearrange_module_over_qkv_splits_each_piece():
+    src = HEADER + """from einops.layers.torch import Rearrange
+
+class A(nn.Module):
+    def __init__(self, dim, heads, dim_head):
+        super().__init__()
+        self.scale = dim_head ** -0.5
+        self.split_heads = Rearrange('b n (h d) -> b h n d', h=heads)
+        self.to_q, self.to_k, self.to_v = (nn.Linear(dim, dim_head * heads) for _ in range(3))
+    def forward(self, x):
+        q, k, v = self.to_q(x), self.to_k(x), self.to_v(x)
+        q, k, v = map(self.split_heads, (q, k, v))
+        logits = torch.einsum('bhnd,bhmd->bhnm', q, k){scale}
+        return logits.softmax(dim=-1)
+"""
+    assert_lint(src.format(scale=""), m.UnscaledScores)
+    assert codes(src.format(scale=" * self.scale")) == []
+
+
+def test_a_lower_bound_on_the_rank_survives_the_key_transpose():
+    # Hiera: q is 5-D on one path and 4-D on the other; the scores have at least 4 axes, dim=1 is not the keys
+    src = HEADER + """
+class A(nn.Module):
+    def __init__(self, dim, heads, windowed):
+        super().__init__()
+        self.heads, self.head_dim, self.windowed = heads, dim // heads, windowed
+        self.scale = self.head_dim ** -0.5
+        self.qkv = nn.Linear(dim, 3 * dim)
+    def forward(self, x):
+        B, N, _ = x.shape
+        if self.windowed:
+            q, k, v = self.qkv(x).reshape(B, -1, 4, 3, self.heads, self.head_dim).permute(3, 0, 4, 2, 1, 5).unbind(0)
+            q = q.view(B, self.heads, 4, 2, -1, self.head_dim).amax(dim=3)  # query pooling: its rank unknown here
+        else:
+            q, k, v = self.qkv(x).reshape(B, N, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4).unbind(0)
+        attn = (q * self.scale) @ k.transpose(-1, -2)
+        return attn.softmax(dim={dim}) @ v
+"""
+    assert_lint(src.format(dim=1), m.SoftmaxAxis)
+    assert codes(src.format(dim=-1)) == []
+
+
+def test_a_scale_of_one_scales_nothing():
+    src = HEADER + """
+def attend(q, k, v, d_head):
+    scale = {scale}
+    weight = (q * scale) @ (k * scale).transpose(-2, -1)
+    return torch.softmax(weight, dim=-1) @ v
+"""
+    assert_lint(src.format(scale="1"), m.UnscaledScores)
+    assert codes(src.format(scale="1 / math.sqrt(math.sqrt(d_head))")) == []

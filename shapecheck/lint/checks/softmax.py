@@ -1,4 +1,5 @@
-"""Softmax over the keys (SC101), scaling of the scores (SC102, SC103, SC122), scaling after the softmax (SC116)."""
+"""Softmax over the keys (SC101), scaling of the scores (SC102, SC103, SC122, SC123, SC124), scaling after the softmax
+(SC116)."""
 
 from __future__ import annotations
 
@@ -79,6 +80,10 @@ def scores_scaling(scope: Scope, e: ev.Softmax) -> None:
     if t.scale == "none":
         if not _fused_scale_one(scope):
             scope.report(msg.UnscaledScores, e.call)
+    elif t.scale == "cosine":
+        scope.report(msg.UntemperedCosineScores, e.call)
+    elif t.scale == "quarter":
+        scope.report(msg.HalfScaledScores, e.call)
     elif t.scale == "width" and t.scale_at is not None:
         scope.report(msg.WidthScaledScores, t.scale_at, "d_model")
     elif t.scale == "heads" and t.scale_at is not None:
@@ -110,3 +115,13 @@ def _is_root_factor(node: ast.expr) -> bool:
     """A factor spelled as a (reciprocal) square root or named ``scale``: not a mask or a weight tensor."""
     text = ast.unparse(node).lower()
     return "sqrt" in text or "** 0.5" in text or "** -0.5" in text or "scal" in text
+
+
+@on(ev.FusedAttention)
+def fused_cosine(scope: Scope, e: ev.FusedAttention) -> None:
+    """Unit-length queries and keys handed to SDPA or flash-attn with a constant scale (or the default 1/√d):
+    cosine similarities with no temperature."""
+    if e.query is None or e.key is None or (e.query.scale, e.key.scale) != ("unit", "unit"):
+        return
+    if e.scale is None or isinstance(e.scale, ast.Constant):
+        scope.report(msg.UntemperedCosineScores, e.call)

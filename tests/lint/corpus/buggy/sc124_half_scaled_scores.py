@@ -1,0 +1,51 @@
+"""Whisper-style attention that splits 1/√d_head into d_head ** -0.25 on the queries and on the keys, once."""
+
+import math
+
+import torch
+from torch import nn
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, n_state, n_head):
+        super().__init__()
+        self.n_head = n_head
+        self.query = nn.Linear(n_state, n_state)
+        self.key = nn.Linear(n_state, n_state, bias=False)
+        self.value = nn.Linear(n_state, n_state)
+        self.out = nn.Linear(n_state, n_state)
+
+    def forward(self, x):
+        q, k, v = self.query(x), self.key(x), self.value(x)
+        n_batch, n_ctx, n_state = q.shape
+        scale = (n_state // self.n_head) ** -0.25
+        q = q.view(*q.shape[:2], self.n_head, -1).permute(0, 2, 1, 3)
+        k = k.view(*k.shape[:2], self.n_head, -1).permute(0, 2, 1, 3)
+        v = v.view(*v.shape[:2], self.n_head, -1).permute(0, 2, 1, 3)
+        qk = q @ (k * scale).transpose(-1, -2)
+        w = qk.float().softmax(dim=-1).to(q.dtype)  # expect: SC124
+        out = (w @ v).permute(0, 2, 1, 3).flatten(start_dim=2)
+        return self.out(out)
+
+
+class PerceiverAttention(nn.Module):
+    """The stable-in-float16 form: both sides scaled by 1 / sqrt(sqrt(d_head)), the keys forgotten."""
+
+    def __init__(self, dim, dim_head, heads):
+        super().__init__()
+        self.dim_head, self.heads = dim_head, heads
+        self.to_q = nn.Linear(dim, dim_head * heads, bias=False)
+        self.to_kv = nn.Linear(dim, dim_head * heads * 2, bias=False)
+        self.to_out = nn.Linear(dim_head * heads, dim, bias=False)
+
+    def forward(self, latents):
+        b, n, _ = latents.shape
+        query = self.to_q(latents).reshape(b, -1, self.heads, self.dim_head).transpose(1, 2)
+        key, value = self.to_kv(latents).chunk(2, dim=-1)
+        key = key.reshape(b, -1, self.heads, self.dim_head).transpose(1, 2)
+        value = value.reshape(b, -1, self.heads, self.dim_head).transpose(1, 2)
+        scale = 1 / math.sqrt(math.sqrt(self.dim_head))
+        weight = (query * scale) @ key.transpose(-2, -1)
+        weight = torch.softmax(weight.float(), dim=-1).type(weight.dtype)  # expect: SC124
+        out = (weight @ value).transpose(1, 2).reshape(b, n, -1)
+        return self.to_out(out)
