@@ -201,7 +201,9 @@ class Calls(Evaluator):
             unit = self.unit_norm_class((nm.dotted(made.func) or "").split(".")[-1]) if made is not None else None
             return replace(first, uid=0, param=False, scale=unit or first.scale)
         if kind == "conv":  # features on axis 1, the spatial axes resized: a fresh tensor, scaled by nobody
-            return replace(first, uid=0, param=False) if made is not None and _pointwise_same(made) else Tensor()
+            return replace(first, uid=0, param=False) if made is not None and _in_place_layer(made, "channels") else Tensor()
+        if kind == "lead" and first.role == "scores" and made is not None and _in_place_layer(made, "features"):
+            return replace(first, uid=0, param=False)  # talking heads: nn.Linear(heads, heads) mixes the heads
         if kind == "lead" and first.axes:
             width = self.static_label(nm.argument(made, 1, "out_features"), 0) if made is not None else None
             return Tensor(axes=first.axes[:-1] + (width,), order=tuple(range(len(first.axes))))
@@ -438,12 +440,16 @@ def _square(arg_nodes: list[ast.expr]) -> bool:
         and nm.int_value(arg_nodes[-1]) is None and ast.dump(arg_nodes[-1]) == ast.dump(arg_nodes[-2])
 
 
-def _pointwise_same(made: ast.Call) -> bool:
-    """``nn.Conv2d(c, c, kernel_size=1)``: channels mixed in place (talking heads over the scores), shape kept."""
-    args = [nm.argument(made, i, name) for i, name in enumerate(("in_channels", "out_channels", "kernel_size"))]
-    stride = nm.argument(made, 3, "stride")
-    return None not in args and ast.unparse(args[0]) == ast.unparse(args[1]) and nm.int_value(args[2]) == 1 \
-        and (stride is None or nm.int_value(stride) == 1)
+def _in_place_layer(made: ast.Call, unit: str) -> bool:
+    """``nn.Linear(h, h)``, ``nn.Conv2d(c, c, kernel_size=1)``: features mixed in place, the shape kept (talking
+    heads over the scores). ``unit`` is "features" (Linear) or "channels" (a convolution: a 1x1 kernel, stride 1)."""
+    sizes = [nm.argument(made, i, f"{side}_{unit}") for i, side in enumerate(("in", "out"))]
+    if None in sizes or ast.unparse(sizes[0]) != ast.unparse(sizes[1]):  # type: ignore[arg-type]
+        return False
+    if unit == "features":
+        return True
+    kernel, stride = nm.argument(made, 2, "kernel_size"), nm.argument(made, 3, "stride")
+    return kernel is not None and nm.int_value(kernel) == 1 and (stride is None or nm.int_value(stride) == 1)
 
 
 _UNIT = re.compile(r"normalize|l2norm")

@@ -1039,3 +1039,25 @@ def attend(q, k, v, d_head):
 """
     assert_lint(src.format(scale="1"), m.UnscaledScores)
     assert codes(src.format(scale="1 / math.sqrt(math.sqrt(d_head))")) == []
+
+
+def test_talking_heads_mix_the_heads_of_the_scores_and_keep_them_scores():
+    # CaiT: a Linear(heads, heads) over the permuted scores before and after the softmax
+    src = HEADER + """
+class A(nn.Module):
+    def __init__(self, dim, num_heads):
+        super().__init__()
+        self.num_heads, self.scale = num_heads, (dim // num_heads) ** -0.5
+        self.qkv = nn.Linear(dim, dim * 3)
+        self.proj_l = nn.Linear(num_heads, num_heads)
+    def forward(self, x):
+        B, N, C = x.shape
+        qkv = self.qkv(x).reshape(B, N, 3, self.num_heads, C // self.num_heads).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0]{scale}, qkv[1], qkv[2]
+        attn = q @ k.transpose(-2, -1)
+        attn = self.proj_l(attn.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+        return attn.softmax(dim={dim}) @ v
+"""
+    assert_lint(src.format(scale="", dim=-1), m.UnscaledScores)
+    assert_lint(src.format(scale=" * self.scale", dim=1), m.SoftmaxAxis)
+    assert codes(src.format(scale=" * self.scale", dim=-1)) == []
