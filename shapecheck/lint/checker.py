@@ -326,6 +326,8 @@ class Checker(Calls, ast.NodeVisitor):
         for k, e in enumerate(elts):
             known = shape.axes[k] if shape.known else None
             label = known if isinstance(known, Label) else _label_from_name(e)
+            if _is_height(elts, k):
+                label = Label(("height",), e.id)  # type: ignore[attr-defined]  # ``b, c, h, w``: h is no head count
             labels.append(label)
             self.bind(e, Dim(label), None)
         owner = self.env.get(shape.owner) if shape.owner else None
@@ -432,6 +434,12 @@ def _fused_output(t: Tensor) -> bool:
     axes = t.axes or ()
     return t.order is None and t.role is None and any(a is not None and a.atoms == ("heads",) for a in axes) \
         and any(a is not None and a.atoms == ("d_head",) for a in axes)
+
+
+def _is_height(elts: list[ast.expr], k: int) -> bool:
+    """``h`` right before ``w`` in an unpacked shape (``N, C, h, w = x.shape``): an image's height, not heads."""
+    names = [e.id if isinstance(e, ast.Name) else None for e in elts]
+    return names[k] == "h" and k + 1 < len(names) and names[k + 1] == "w"
 
 
 def _label_from_name(node: ast.expr) -> Axis:

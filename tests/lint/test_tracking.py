@@ -1061,3 +1061,23 @@ class A(nn.Module):
     assert_lint(src.format(scale="", dim=-1), m.UnscaledScores)
     assert_lint(src.format(scale=" * self.scale", dim=1), m.SoftmaxAxis)
     assert codes(src.format(scale=" * self.scale", dim=-1)) == []
+
+
+def test_h_before_w_in_an_image_shape_is_the_height_not_the_head_count():
+    src = HEADER + """
+class A(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.num_heads, self.head_dim = heads, dim // heads
+        self.pwise = nn.Conv2d(dim, 3 * dim, 1)
+    def forward(self, x):
+        N, _, h, w = x.size()
+        qkv = self.pwise(x).reshape(N, self.num_heads, 3 * self.head_dim, h * w).permute(0, 1, 3, 2)
+        q, k, v = qkv.chunk(3, dim=3)
+        attn = q @ k.transpose(-2, -1)
+        return attn.softmax(dim=2) @ v
+"""
+    found = lint_source(textwrap.dedent(src))
+    assert [f.code for f in found] == [m.SoftmaxAxis.code, m.UnscaledScores.code]
+    # the query axis is named by the positions h * w, not by a head count times w
+    assert "[N, heads, h*w, h*w]" in found[0].message, found[0].message
