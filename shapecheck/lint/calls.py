@@ -237,6 +237,8 @@ class Calls(Evaluator):
             # design, so their lack of scaling is not claimed ("other"), any other scale stays what it was
             scale = "other" if args[1].scale == "none" else args[1].scale
             return replace(args[1], uid=0, param=False, scale=scale)
+        if attr in nm.ACTIVATIONS and isinstance(first, Tensor):
+            return _activated(first)
         if attr in nm.SAME_SHAPE_FUNCTIONS and attr != "where" and isinstance(first, Tensor):
             if attr == "normalize":  # unit vectors along the features (cosine attention), no longer scores
                 dim = nm.int_value(nm.argument(node, 2, "dim") or ast.Constant(1))
@@ -318,6 +320,8 @@ class Calls(Evaluator):
             return self.axis_op(node, attr, base, arg_nodes)
         if attr in ("repeat_interleave", "unsqueeze") and base.axes is not None:
             return _resized(node, attr, base)
+        if attr in nm.ACTIVATIONS:
+            return _activated(base)
         if attr in nm.SAME_LAYOUT:
             return replace(base, uid=0, param=False)
         if attr in _NEW_AXES:
@@ -465,3 +469,9 @@ def _returns_unit(cls: ast.ClassDef) -> bool:
     returns = [n.value for n in ast.walk(forward) if isinstance(n, ast.Return) and n.value is not None]
     plain = [bound.get(r.id, r) if isinstance(r, ast.Name) else r for r in returns]
     return bool(plain) and all(isinstance(r, ast.Call) and _UNIT.search(nm.dotted(r.func) or "") for r in plain)
+
+
+def _activated(t: Tensor) -> Tensor:
+    """``torch.sigmoid(scores)``, ``scores.exp()``: the same axes, weights rather than scores (nothing known of
+    their scaling)."""
+    return replace(t, role=None, key_pos=None, key_t=False, uid=0, param=False, scale="unknown")

@@ -15,6 +15,10 @@ DROPOUT = frozenset({"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dr
 # Methods that return a tensor of the same shape and strides.
 SAME_LAYOUT = frozenset({"float", "half", "double", "bfloat16", "to", "type", "type_as",
                          "clone", "detach", "abs", "neg", "exp", "sigmoid", "tanh", "relu", "gelu", "clamp", "clip"})
+# Elementwise functions that turn scores into non-negative weights (sigmoid or ReLU attention, exp before a manual
+# normalisation): what comes out is no longer logits, and a 0 fill masks it.
+ACTIVATIONS = frozenset({"sigmoid", "logsigmoid", "relu", "relu6", "silu", "gelu", "softplus", "exp", "elu",
+                         "leaky_relu", "hardsigmoid", "hardswish", "mish"})
 # torch / F functions whose result has the shape and layout of their first argument.
 SAME_SHAPE_FUNCTIONS = frozenset({"normalize", "layer_norm", "rms_norm", "group_norm", "gelu", "relu", "silu",
                                   "sigmoid", "tanh", "softplus", "exp", "clamp", "where", "abs", "neg"})

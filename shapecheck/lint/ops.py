@@ -40,21 +40,31 @@ def resolve_wild(src: Optional[Sequence[Axis]], target: list[Target]) -> list[Ta
 
 def einsum(equation: str, operands: Sequence[Optional[Tensor]]) -> Tensor:
     """``torch.einsum("bhid,bhjd->bhij", q, k)``: the output's axes; Q·Kᵀ when the contracted letter is
-    the last axis of both operands (the scores, keys on the output letter only the second has)."""
+    the last axis of both operands (the scores, keys on the output letter only the second has). A leading
+    ``...`` on every side stands for the operands' leading axes (named when every operand's rank is known)."""
     eq = equation.replace(" ", "")
-    if "->" not in eq or "." in eq:
+    if "->" not in eq:
         return Tensor(scale="unknown")
     left, out = eq.split("->")
     inputs = left.split(",")
     if len(inputs) != len(operands):
         return Tensor(scale="unknown")
+    lead: Optional[tuple[Axis, ...]] = ()
+    if "." in eq:
+        specs = inputs + [out]
+        if any(not side.startswith("...") or "." in side[3:] for side in specs):
+            return Tensor(scale="unknown")
+        inputs, out = [side[3:] for side in inputs], out[3:]
+        lead = _ellipsis_axes(inputs, operands)
     letters: dict[str, Axis] = {}
     for spec, t in zip(inputs, operands):
+        trailing = t.axes[len(t.axes) - len(spec):] if t is not None and t.axes is not None \
+            and len(t.axes) >= len(spec) and (lead or len(t.axes) == len(spec)) else None
         for i, ch in enumerate(spec):
-            known = t.axes[i] if t is not None and t.axes is not None and len(t.axes) == len(spec) else None
+            known = trailing[i] if trailing is not None else None
             if known is not None and letters.get(ch) is None:
                 letters[ch] = known
-    axes = tuple(letters.get(ch) for ch in out)
+    axes = None if lead is None else lead + tuple(letters.get(ch) for ch in out)
     tensors = [t if t is not None else Tensor(scale="unknown") for t in operands]
     scale, scale_at = matmul_scale(tensors)
     fields: dict = {"scale": scale, "scale_at": scale_at}
@@ -62,9 +72,24 @@ def einsum(equation: str, operands: Sequence[Optional[Tensor]]) -> Tensor:
         a, b = inputs
         summed = [ch for ch in a if ch in b and ch not in out]
         keys = [ch for ch in out if ch in b and ch not in a]
-        if len(summed) == 1 and a[-1] == b[-1] == summed[0] and len(keys) == 1:
-            fields.update(role="scores", key_pos=out.index(keys[0]))
+        if len(summed) == 1 and a and b and a[-1] == b[-1] == summed[0] and len(keys) == 1:
+            at = out.index(keys[0])
+            fields.update(role="scores", key_pos=at - len(out) if lead is None else len(lead) + at)
+    if axes is None:
+        return Tensor(min_rank=len(out) or None, **fields)
     return Tensor(axes=axes, order=None, **fields)
+
+
+def _ellipsis_axes(inputs: list[str], operands: Sequence[Optional[Tensor]]) -> Optional[tuple[Axis, ...]]:
+    """The axes ``...`` stands for: the longest operand's leading ones; None when a rank is unknown."""
+    found: tuple[Axis, ...] = ()
+    for spec, t in zip(inputs, operands):
+        if t is None or t.axes is None or len(t.axes) < len(spec):
+            return None
+        extra = t.axes[:len(t.axes) - len(spec)]
+        if len(extra) > len(found):
+            found = extra
+    return found
 
 
 def einops(pattern: str, t: Optional[Tensor], sizes: dict[str, Optional[Label]]) -> Tensor:

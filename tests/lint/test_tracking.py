@@ -1081,3 +1081,40 @@ class A(nn.Module):
     assert [f.code for f in found] == [m.SoftmaxAxis.code, m.UnscaledScores.code]
     # the query axis is named by the positions h * w, not by a head count times w
     assert "[N, heads, h*w, h*w]" in found[0].message, found[0].message
+
+
+def test_a_leading_ellipsis_in_einsum_stands_for_the_leading_axes():
+    src = HEADER + """
+class A(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads, self.scale = heads, (dim // heads) ** -0.5
+        self.qkv = nn.Linear(dim, 3 * dim)
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).view(B, T, 3, self.heads, C // self.heads).permute(2, 0, 3, 1, 4).unbind(0)
+        sim = torch.einsum('{equation}', q, k){scale}
+        return sim.softmax(dim={dim})
+"""
+    for equation in ("... i d, ... j d -> ... i j", "...id,...jd->...ij"):
+        assert_lint(src.format(equation=equation, scale="", dim=-1), m.UnscaledScores)
+        assert_lint(src.format(equation=equation, scale=" * self.scale", dim=1), m.SoftmaxAxis)
+        assert codes(src.format(equation=equation, scale=" * self.scale", dim=-1)) == []
+    # the keys' letter first: the softmax over the last axis is over the queries
+    assert_lint(src.format(equation="...id,...jd->...ji", scale=" * self.scale", dim=-1), m.SoftmaxAxis)
+
+
+def test_scores_through_an_activation_are_weights_and_a_zero_fill_masks_them():
+    # sigmoid or ReLU attention, exp before a manual normalisation, logsigmoid forget gates: 0 is the masked value
+    src = HEADER + """
+def attend(q, k, v, mask):
+    b, h, n, d = q.shape
+    scores = torch.einsum('... i d, ... j d -> ... i j', q, k) * d ** -0.5
+    weights = {activation}
+    weights = weights.masked_fill(mask, 0.)
+    return weights @ v
+"""
+    for activation in ("torch.sigmoid(scores)", "F.relu(scores)", "scores.exp()", "F.logsigmoid(scores)"):
+        assert codes(src.format(activation=activation)) == [], activation
+    # soft-capping keeps logits: a 0 fill there does not mask
+    assert_lint(src.format(activation="torch.tanh(scores / 50) * 50"), m.FillDoesNotMask)
