@@ -159,6 +159,8 @@ class Calls(Evaluator):
         if fused in nm.FUSED_ATTENTION and name not in self.env:
             return self.fused_attention(node, name, fused, args)
         original = self.functional.get(name)
+        if original in nm.ACTIVATIONS and name not in self.env and args and isinstance(args[0], Tensor):
+            return _activated(args[0])  # ``from torch.nn.functional import relu``
         if original in nm.DROPOUT and name not in self.env:
             self.emit(ev.FunctionalDropout(node, name if name == original else f"{name} (torch.nn.functional.{original})"))
         if name == "int" and args and isinstance(args[0], Dim):
@@ -473,5 +475,7 @@ def _returns_unit(cls: ast.ClassDef) -> bool:
 
 def _activated(t: Tensor) -> Tensor:
     """``torch.sigmoid(scores)``, ``scores.exp()``: the same axes, weights rather than scores (nothing known of
-    their scaling)."""
+    their scaling); any other tensor keeps what it was."""
+    if t.role != "scores":
+        return replace(t, uid=0, param=False)
     return replace(t, role=None, key_pos=None, key_t=False, uid=0, param=False, scale="unknown")

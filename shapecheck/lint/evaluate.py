@@ -50,11 +50,9 @@ class Evaluator(Scope):
             return replace(t, scale=t.divided[1], divided=None, uid=0, param=False)
         divided = (text, t.scale) if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) else None
         at = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
-        if kind in ("quarter", "head") and t.scale in ("none", "quarter"):
-            pass
-        elif t.scale in ("unit", "cosine"):  # a temperature on unit vectors or their similarities
+        if t.scale in ("unit", "cosine"):  # a temperature on unit vectors or their similarities
             kind = kind if kind in ("width", "heads") else "other"
-        elif t.scale not in ("none", "unknown") and kind not in ("width", "heads"):
+        elif t.scale not in ("none", "unknown", "quarter") and kind not in ("width", "heads"):
             if t.scale in ("width", "heads") and t.scale_at is not None:
                 at = t.scale_at  # a further factor (``/ float(layer_idx + 1)``) leaves the wrong one where it was
             kind = t.scale if t.scale != "other" else kind

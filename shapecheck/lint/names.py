@@ -12,16 +12,16 @@ from shapecheck.lint.tracking import EXTRA
 FUNCTIONAL = frozenset({"F", "functional", "torch.nn.functional", "nn.functional", "torch"})
 SOFTMAX = frozenset({"softmax", "log_softmax"})
 DROPOUT = frozenset({"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"})
-# Methods that return a tensor of the same shape and strides.
+# Methods that return a tensor of the same shape and strides (and the ACTIVATIONS below).
 SAME_LAYOUT = frozenset({"float", "half", "double", "bfloat16", "to", "type", "type_as",
-                         "clone", "detach", "abs", "neg", "exp", "sigmoid", "tanh", "relu", "gelu", "clamp", "clip"})
+                         "clone", "detach", "abs", "neg", "tanh", "clamp", "clip"})
 # Elementwise functions that turn scores into non-negative weights (sigmoid or ReLU attention, exp before a manual
 # normalisation): what comes out is no longer logits, and a 0 fill masks it.
 ACTIVATIONS = frozenset({"sigmoid", "logsigmoid", "relu", "relu6", "silu", "gelu", "softplus", "exp", "elu",
                          "leaky_relu", "hardsigmoid", "hardswish", "mish"})
-# torch / F functions whose result has the shape and layout of their first argument.
-SAME_SHAPE_FUNCTIONS = frozenset({"normalize", "layer_norm", "rms_norm", "group_norm", "gelu", "relu", "silu",
-                                  "sigmoid", "tanh", "softplus", "exp", "clamp", "where", "abs", "neg"})
+# torch / F functions whose result has the shape and layout of their first argument (and the ACTIVATIONS).
+SAME_SHAPE_FUNCTIONS = frozenset({"normalize", "layer_norm", "rms_norm", "group_norm", "tanh", "clamp", "where",
+                                  "abs", "neg"})
 # Submodules that keep every axis (dropout, norms, activations) or all but the last (projections).
 _KEEP_ALL = re.compile(r"drop|norm|(^|_)ln(_|\d|$)|act|gelu|relu|silu|identity", re.I)
 _KEEP_LEAD = re.compile(

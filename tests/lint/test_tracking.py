@@ -1116,5 +1116,7 @@ def attend(q, k, v, mask):
 """
     for activation in ("torch.sigmoid(scores)", "F.relu(scores)", "scores.exp()", "F.logsigmoid(scores)"):
         assert codes(src.format(activation=activation)) == [], activation
+    imported = src.replace("import math, torch\n", "import math, torch\nfrom torch.nn.functional import relu\n")
+    assert codes(imported.format(activation="relu(scores)")) == []
     # soft-capping keeps logits: a 0 fill there does not mask
     assert_lint(src.format(activation="torch.tanh(scores / 50) * 50"), m.FillDoesNotMask)
