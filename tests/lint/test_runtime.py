@@ -20,6 +20,14 @@ def _load(path):
     return module
 
 
+def _buggy(name):
+    return _load(CORPUS / "buggy" / f"{name}.py")
+
+
+def _clean(name):
+    return _load(CORPUS / "clean" / f"{name}.py")
+
+
 def _mixes_batch(module, x, dim):
     """True when changing batch item 1 of ``x`` changes output item 0."""
     other = x.clone()
@@ -32,10 +40,10 @@ def _mixes_batch(module, x, dim):
 @torch.no_grad()
 def test_sc106_view_after_transpose_raises_and_the_contiguous_twin_runs():
     torch.manual_seed(0)
-    buggy = _load(CORPUS / "buggy" / "sc106_view_not_contiguous.py").Attention(8, 2).eval()
+    buggy = _buggy("sc106_view_not_contiguous").Attention(8, 2).eval()
     with pytest.raises(RuntimeError, match="view size is not compatible"):
         buggy(torch.randn(2, 3, 8))
-    clean = _load(CORPUS / "clean" / "nanogpt_attention.py").CausalSelfAttention(8, 2, block_size=4).eval()
+    clean = _clean("nanogpt_attention").CausalSelfAttention(8, 2, block_size=4).eval()
     assert clean(torch.randn(2, 3, 8)).shape == (2, 3, 8)
 
 
@@ -45,15 +53,15 @@ def test_sc112_seed002_mixes_batch_items_and_the_fixed_merge_does_not():
     seed = _load(SEEDS / "seed002_multihead.py").MultiheadAttention(8, 2).eval()
     x = torch.randn(3, 2, 8)  # [tgt_len, batch, embed_dim]
     assert _mixes_batch(lambda q: seed(q, q, q), x, dim=1)
-    fixed = _load(CORPUS / "clean" / "seq_first_attention.py").MultiheadAttention(8, 2).eval()
+    fixed = _clean("seq_first_attention").MultiheadAttention(8, 2).eval()
     assert not _mixes_batch(lambda q: fixed(q, q, q), x, dim=1)
 
 
 @torch.no_grad()
 def test_sc104_merge_without_transpose_differs_from_the_fused_kernel():
     torch.manual_seed(0)
-    clean = _load(CORPUS / "clean" / "nanogpt_attention.py").CausalSelfAttention(8, 2, block_size=4).eval()
-    buggy = _load(CORPUS / "buggy" / "sc104_merge_without_transpose.py").CausalSelfAttention(8, 2).eval()
+    clean = _clean("nanogpt_attention").CausalSelfAttention(8, 2, block_size=4).eval()
+    buggy = _buggy("sc104_merge_without_transpose").CausalSelfAttention(8, 2).eval()
     buggy.load_state_dict({k: v for k, v in clean.state_dict().items() if k != "bias"})
     x = torch.randn(2, 4, 8)
     clean.bias.fill_(1.0)  # no causal mask, as in the buggy module
@@ -68,19 +76,11 @@ def test_sc104_merge_without_transpose_differs_from_the_fused_kernel():
 @torch.no_grad()
 def test_sc101_softmax_over_heads_does_not_normalise_over_keys():
     torch.manual_seed(0)
-    module = _load(CORPUS / "buggy" / "sc101_softmax_axis.py").ClassicAttention(4)
+    module = _buggy("sc101_softmax_axis").ClassicAttention(4)
     q = k = torch.randn(1, 2, 3, 4)
     scores = torch.matmul(q, k.transpose(-2, -1)) / 2.0
     probs = module.softmax(scores)
     assert not torch.allclose(probs.sum(-1), torch.ones(1, 2, 3))
-
-
-def _buggy(name):
-    return _load(CORPUS / "buggy" / f"{name}.py")
-
-
-def _clean(name):
-    return _load(CORPUS / "clean" / f"{name}.py")
 
 
 @torch.no_grad()
@@ -244,8 +244,8 @@ def test_sc113_keys_viewed_with_the_query_input_shape_fail_or_mix_positions_and_
 def test_sc122_scores_scaled_by_the_head_count_differ_from_sdpa_and_the_twins_match(cls):
     torch.manual_seed(0)
     sizes = (16, 2) if cls == "SelfAttention" else (16, 2, 8)  # width 16, 2 heads of 8
-    buggy = getattr(_load(CORPUS / "buggy" / "sc122_heads_scaled_scores.py"), cls)(*sizes).eval()
-    clean = getattr(_load(CORPUS / "clean" / "temperature_attention.py"), cls)(*sizes).eval()
+    buggy = getattr(_buggy("sc122_heads_scaled_scores"), cls)(*sizes).eval()
+    clean = getattr(_clean("temperature_attention"), cls)(*sizes).eval()
     clean.load_state_dict(buggy.state_dict())
     x = torch.randn(2, 5, 16)
     reference = clean(x)
@@ -260,8 +260,8 @@ def test_sc122_scores_scaled_by_the_head_count_differ_from_sdpa_and_the_twins_ma
 @torch.no_grad()
 def test_sc103_a_temperature_of_the_model_width_passed_to_another_class_differs_from_d_k():
     torch.manual_seed(0)
-    buggy = _load(CORPUS / "buggy" / "sc122_heads_scaled_scores.py").MultiHeadAttention(2, 16, 8, 8).eval()
-    clean = _load(CORPUS / "clean" / "temperature_attention.py").MultiHeadAttention(2, 16, 8, 8).eval()
+    buggy = _buggy("sc122_heads_scaled_scores").MultiHeadAttention(2, 16, 8, 8).eval()
+    clean = _clean("temperature_attention").MultiHeadAttention(2, 16, 8, 8).eval()
     clean.load_state_dict(buggy.state_dict())
     x = torch.randn(2, 5, 16)
     (out, _), (ref, _) = buggy(x, x, x), clean(x, x, x)
@@ -274,8 +274,8 @@ def test_sc103_a_temperature_of_the_model_width_passed_to_another_class_differs_
 @torch.no_grad()
 def test_sc104_a_merge_of_the_asserted_heads_layout_mixes_positions_and_the_twin_does_not():
     torch.manual_seed(0)
-    buggy = _load(CORPUS / "buggy" / "sc104_merge_after_shape_assert.py").CheckpointedAttention(8, 2).eval()
-    clean = _load(CORPUS / "clean" / "checkpointed_attention.py").CheckpointedAttention(8, 2).eval()
+    buggy = _buggy("sc104_merge_after_shape_assert").CheckpointedAttention(8, 2).eval()
+    clean = _clean("checkpointed_attention").CheckpointedAttention(8, 2).eval()
     clean.load_state_dict(buggy.state_dict())
     x = torch.randn(2, 4, 8)
     assert not torch.allclose(buggy(x), clean(x), atol=1e-4)
@@ -288,8 +288,8 @@ def test_sc104_a_merge_of_the_asserted_heads_layout_mixes_positions_and_the_twin
 def test_sc123_cosine_scores_without_a_temperature_cannot_sharpen_and_the_logit_scaled_twin_can():
     torch.manual_seed(0)
     n = 16
-    buggy = _load(CORPUS / "buggy" / "sc123_untempered_cosine_scores.py").WindowAttention(8, 2).eval()
-    clean = _load(CORPUS / "clean" / "cosine_attention.py").WindowAttention(8, 2).eval()
+    buggy = _buggy("sc123_untempered_cosine_scores").WindowAttention(8, 2).eval()
+    clean = _clean("cosine_attention").WindowAttention(8, 2).eval()
     clean.load_state_dict(buggy.state_dict(), strict=False)  # the twin adds its logit scale
     with torch.no_grad():
         clean.logit_scale.fill_(torch.log(torch.tensor(100.0)))
@@ -306,7 +306,7 @@ def test_sc123_cosine_scores_without_a_temperature_cannot_sharpen_and_the_logit_
 @torch.no_grad()
 def test_sc123_unit_queries_and_keys_into_sdpa_stay_near_uniform():
     torch.manual_seed(0)
-    buggy = _load(CORPUS / "buggy" / "sc123_untempered_cosine_scores.py").NormedAttention(8, 2).eval()
+    buggy = _buggy("sc123_untempered_cosine_scores").NormedAttention(8, 2).eval()
     x = torch.randn(1, 16, 8)
     q, k, v = (t.reshape(1, 16, 2, -1).transpose(1, 2) for t in buggy.to_qkv(x).chunk(3, dim=-1))
     q, k = torch.nn.functional.normalize(q, dim=-1), torch.nn.functional.normalize(k, dim=-1)
@@ -320,8 +320,8 @@ def test_sc123_unit_queries_and_keys_into_sdpa_stay_near_uniform():
 def test_sc124_one_sided_quarter_scaling_is_d_head_to_the_minus_quarter_and_the_twin_matches_sdpa(cls):
     torch.manual_seed(0)
     args = (16, 2) if cls == "MultiHeadAttention" else (16, 8, 2)  # width 16, 2 heads of 8
-    buggy = getattr(_load(CORPUS / "buggy" / "sc124_half_scaled_scores.py"), cls)(*args).eval()
-    clean = getattr(_load(CORPUS / "clean" / "quarter_scaled_attention.py"), cls)(*args).eval()
+    buggy = getattr(_buggy("sc124_half_scaled_scores"), cls)(*args).eval()
+    clean = getattr(_clean("quarter_scaled_attention"), cls)(*args).eval()
     clean.load_state_dict(buggy.state_dict())
     x = torch.randn(2, 5, 16)
     if cls == "MultiHeadAttention":
