@@ -82,7 +82,7 @@ class Calls(Evaluator):
     def fused_attention(self, node: ast.Call, shown: str, attr: str, args: list[Optional[Value]]) -> Tensor:
         """SDPA and flash-attn: the output has q's shape with v's last axis."""
         q, k, v = args[:3] if len(args) >= 3 else (None, None, None)
-        scale = nm.keyword(node, "scale") or nm.keyword(node, "softmax_scale")
+        scale = nm.fused_scale(node)
         self.emit(ev.FusedAttention(node, shown, nm.argument(node, nm.FUSED_ATTENTION[attr], "dropout_p"), scale,
                                     q if isinstance(q, Tensor) else None, k if isinstance(k, Tensor) else None))
         if isinstance(q, Tensor) and isinstance(v, Tensor) and q.axes and v.axes and len(q.axes) == len(v.axes):

@@ -139,6 +139,11 @@ def keyword(call: ast.Call, name: str) -> Optional[ast.expr]:
     return None
 
 
+def fused_scale(call: ast.Call) -> Optional[ast.expr]:
+    """A fused attention call's scale: SDPA's ``scale=`` or flash-attn's ``softmax_scale=``; None for the default."""
+    return keyword(call, "scale") or keyword(call, "softmax_scale")
+
+
 def argument(call: ast.Call, position: int, name: str) -> Optional[ast.expr]:
     """The argument given by keyword ``name`` or at ``position``."""
     found = keyword(call, name)

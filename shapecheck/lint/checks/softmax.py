@@ -97,7 +97,7 @@ def _fused_scale_one(scope: Scope) -> bool:
         return False
     for node in ast.walk(scope.func.node):
         if isinstance(node, ast.Call) and _callee(node.func) in nm.FUSED_ATTENTION:
-            scale = nm.keyword(node, "scale") or nm.keyword(node, "softmax_scale")
+            scale = nm.fused_scale(node)
             if isinstance(scale, ast.Constant) and scale.value == 1:
                 return True
     return False
