@@ -159,9 +159,7 @@ def split_no_transpose(func: ast.FunctionDef, cls: Optional[ast.ClassDef]) -> bo
 def _scale_factor(func: ast.FunctionDef) -> Optional[tuple[ast.BinOp, ast.expr, ast.expr]]:
     """(the BinOp, the tensor side, the factor side) of the first scaling of scores or queries: one written
     before the (last) softmax or fused call of the attention (an output rescale after it scales no scores)."""
-    attends = [c.lineno for c in _calls(func, {"softmax", "Softmax", "scaled_dot_product_attention"})
-               if isinstance(c, ast.Call)] + [n.lineno for n in ast.walk(func) if isinstance(n, ast.Call)
-                                              and (_name(n.func) or "").startswith("flash_attn")]
+    attends = [c.lineno for c in _calls(func, {"softmax", "Softmax"}) + _fused_calls(func)]
     last = max(attends) if attends else None
     if _fused_default_scale_only(func):
         return None  # the fused call scales by 1/sqrt(d) itself: a factor before it corrects that, scores stay scaled
@@ -186,17 +184,20 @@ def _fused_default_scale_only(func: ast.FunctionDef) -> bool:
     """No softmax of its own, a fused call, and no call given a scale (``scale=``/``softmax_scale=``): every
     attention keeps the fused call's default scale."""
     calls = [n for n in ast.walk(func) if isinstance(n, ast.Call)]
-    fused = [n for n in calls if (_name(n.func) or "") == "scaled_dot_product_attention"
-             or (_name(n.func) or "").startswith("flash_attn")]
-    return bool(fused) and not _calls(func, {"softmax", "Softmax"}) and all(
+    return bool(_fused_calls(func)) and not _calls(func, {"softmax", "Softmax"}) and all(
         kw.arg not in ("scale", "softmax_scale") for n in calls for kw in n.keywords)
+
+
+def _fused_calls(func: ast.AST) -> list[ast.Call]:
+    """SDPA and flash-attn calls (``F.scaled_dot_product_attention``, ``flash_attn_func``, ...) in ``func``."""
+    return [n for n in ast.walk(func) if isinstance(n, ast.Call) and ((_name(n.func) or "").endswith(
+        "scaled_dot_product_attention") or (_name(n.func) or "").startswith("flash_attn"))]
 
 
 def _attention_outputs(func: ast.FunctionDef) -> set[str]:
     """Names assigned the output of a fused attention call (SDPA, flash-attn) somewhere in ``func``."""
-    return {target.id for node in ast.walk(func) if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
-            and ((_name(node.value.func) or "").endswith("scaled_dot_product_attention")
-                 or (_name(node.value.func) or "").startswith("flash_attn"))
+    fused = _fused_calls(func)
+    return {target.id for node in ast.walk(func) if isinstance(node, ast.Assign) and node.value in fused
             for target in node.targets if isinstance(target, ast.Name)}
 
 
