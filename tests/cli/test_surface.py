@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 
+import inspect
+import typing
+
 import pytest
-import typer
-from typer.main import get_command
+from typer.models import OptionInfo
 from typer.testing import CliRunner
 
 from shapecheck.cli import COMMANDS, app
@@ -25,31 +27,31 @@ PREFIX: dict[str, list[str]] = {"report": ["report"], "prove": ["prove"], "verif
                                  "audit": ["audit"], "lint": ["lint", "reference_models"]}
 
 
-def _command(name: str):
-    return get_command(app).commands[name]  # type: ignore[attr-defined]
+def _is_integer(hint) -> bool:
+    return hint is int or (typing.get_origin(hint) is typing.Union and int in typing.get_args(hint))
 
 
-def _minimum(param) -> int:
-    """The smallest value the option's own parser accepts (it is one of ``options.positive``'s)."""
-    parse = param.type_descriptor.parameter_info.parser
-    return next(n for n in range(0, 64) if _accepts(parse, n))
+def _minimum(command: str, option: str) -> int:
+    """The smallest value the option accepts, asked of the command line itself: a value the option
+    refuses fails on it; one it accepts gets as far as the bad ``--format`` after it."""
+    return next(n for n in range(0, 64) if _accepts(command, option, n))
 
 
-def _accepts(parse, value: int) -> bool:
-    try:
-        parse(str(value))
-    except typer.BadParameter:
-        return False
-    return True
+def _accepts(command: str, option: str, value: int) -> bool:
+    result = CliRunner().invoke(app, PREFIX[command] + [option, str(value), "--format", "xml"], env=ENV)
+    return not result.output.startswith(f"shapecheck: error: {option} must be")
 
 
 def _integer_options() -> list[tuple[str, str, int]]:
-    """(command, option, smallest accepted value) for every integer option of every command."""
+    """(command, option, smallest accepted value) for every integer option of every command, read from
+    the commands' signatures (typer's public ``registered_commands`` and ``OptionInfo``, no internals)."""
     found = []
-    for name in COMMANDS:
-        for param in _command(name).params:
-            if getattr(param, "metavar", None) == "N":
-                found.append((name, max(param.opts, key=len), _minimum(param)))
+    for info in app.registered_commands:
+        hints = typing.get_type_hints(info.callback)
+        for name, param in inspect.signature(info.callback).parameters.items():
+            if isinstance(param.default, OptionInfo) and _is_integer(hints[name]):
+                option = max(param.default.param_decls, key=len)
+                found.append((info.name, option, _minimum(info.name, option)))
     return found
 
 
