@@ -7,8 +7,11 @@ Interleaved runs, median per variant:
 - env-off: a subprocess with SHAPECHECK_DISABLE=1 (forward is the original function object);
 - torch: ``nn.MultiheadAttention`` with the same sizes and weights.
 Modes: inference (eval + no_grad, where torch takes its fused fast path) and autograd (eval, grad on).
+``--device cuda`` runs on the GPU (bf16, synchronised timings); ``--compile`` compiles every variant with
+``torch.compile`` first, so the check cost column is the compiled checked module against the compiled
+unwrapped one (the checks run while tracing; a compiled call should pay nothing for them).
 
-    python benchmarks/bench_checked.py [--repeats 400]
+    python benchmarks/bench_checked.py [--repeats 400] [--device cpu|cuda] [--compile]
 """
 
 from __future__ import annotations
@@ -27,12 +30,15 @@ from torch import nn
 SHAPES = [(1, 8), (8, 512)]
 
 
+DEVICE, DTYPE, COMPILE = torch.device("cpu"), torch.float32, False
+
+
 def _modules():
     from reference_models import MultiHeadAttention
 
     torch.manual_seed(0)
-    ours = MultiHeadAttention(512, 8).eval()
-    theirs = nn.MultiheadAttention(512, 8, batch_first=True).eval()
+    ours = MultiHeadAttention(512, 8).eval().to(DEVICE, DTYPE)
+    theirs = nn.MultiheadAttention(512, 8, batch_first=True).eval().to(DEVICE, DTYPE)
     with torch.no_grad():
         theirs.in_proj_weight.copy_(torch.cat([ours.q_proj.weight, ours.k_proj.weight, ours.v_proj.weight]))
         theirs.in_proj_bias.copy_(torch.cat([ours.q_proj.bias, ours.k_proj.bias, ours.v_proj.bias]))
@@ -52,11 +58,18 @@ def _unwrapped(ours):
 
 def _variants(ours, theirs):
     twin = _unwrapped(ours)
+    if COMPILE:
+        ours, twin, theirs = (torch.compile(m) for m in (ours, twin, theirs))
     return {
         "checked": lambda x: ours(x),
         "unwrapped": lambda x: twin(x),
         "torch": lambda x: theirs(x, x, x, need_weights=False)[0],
     }
+
+
+def _sync() -> None:
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize()
 
 
 def _time(variants, x, repeats, grad):
@@ -69,8 +82,10 @@ def _time(variants, x, repeats, grad):
         order = list(variants.items())
         for i in range(repeats):
             for name, fn in order[i % len(order) :] + order[: i % len(order)]:  # rotate: no variant always follows torch
+                _sync()
                 start = time.perf_counter()
                 fn(x)
+                _sync()
                 samples[name].append(time.perf_counter() - start)
     return {name: statistics.median(s) * 1e6 for name, s in samples.items()}
 
@@ -85,7 +100,7 @@ def measure(repeats: int) -> dict:
     peer = {k: variants[k] for k in ("checked", "torch")}
     results = {}
     for batch, seq in SHAPES:
-        x = torch.randn(batch, seq, 512)
+        x = torch.randn(batch, seq, 512, device=DEVICE, dtype=DTYPE)
         n = repeats if seq <= 64 else max(repeats // 20, 20)
         for grad in (False, True):
             row = _time(own, x, n, grad)
@@ -97,9 +112,10 @@ def measure(repeats: int) -> dict:
 
 def _env_off(repeats: int) -> dict:
     code = (
-        "import json, sys; sys.path.insert(0, 'benchmarks');"
+        "import json, sys, torch; sys.path.insert(0, 'benchmarks');"
         "import bench_checked as b, reference_models.attention as a;"
         "assert not hasattr(a.MultiHeadAttention.forward, '__wrapped_by_shapecheck__');"
+        f"b.DEVICE, b.DTYPE, b.COMPILE = torch.device({DEVICE.type!r}), {DTYPE}, {COMPILE};"
         f"print(json.dumps(b.measure({repeats})))"
     )
     env = {**os.environ, "SHAPECHECK_DISABLE": "1"}
@@ -110,8 +126,15 @@ def _env_off(repeats: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=400)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--compile", action="store_true", help="torch.compile every variant first")
     args = parser.parse_args()
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; median microseconds per call")
+    global DEVICE, DTYPE, COMPILE
+    DEVICE = torch.device(args.device)
+    DTYPE = torch.bfloat16 if DEVICE.type == "cuda" else torch.float32
+    COMPILE = args.compile
+    where = torch.cuda.get_device_name() if DEVICE.type == "cuda" else f"CPU, {torch.get_num_threads()} threads"
+    print(f"torch {torch.__version__}, {where}, {DTYPE}, {'compiled' if COMPILE else 'eager'}; median microseconds per call")
     on = measure(args.repeats)
     off = _env_off(args.repeats)
     header = f"{'shape / mode':<24}{'checked':>10}{'unwrapped':>11}{'env-off':>10}{'torch':>10}{'check cost':>12}{'ours/torch':>12}"

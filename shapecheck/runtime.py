@@ -26,6 +26,7 @@ import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+import torch
 from beartype import beartype
 
 from shapecheck.vocabulary import AXES, SYNONYMS, canonical
@@ -39,6 +40,9 @@ F = typing.TypeVar("F", bound=Callable[..., typing.Any])
 
 class _State:
     enabled = True
+
+
+_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
 
 
 _STATE = _State()
@@ -67,8 +71,9 @@ _ATTRIBUTES: tuple[tuple[str, str], ...] = tuple(
 )
 
 
-def config_axes(owner: object) -> dict[str, int]:
-    """Axis sizes fixed by ``owner.config``: its fields named in the axis vocabulary."""
+def config_axes(owner: object, remember: bool = True) -> dict[str, int]:
+    """Axis sizes fixed by ``owner.config``: its fields named in the axis vocabulary (cached on the
+    config unless ``remember`` is false)."""
     config = getattr(owner, "config", None)
     if config is None:
         return {}
@@ -81,12 +86,12 @@ def config_axes(owner: object) -> dict[str, int]:
         value = getattr(config, name, None)
         if isinstance(value, int) and not isinstance(value, bool):
             sizes[name] = value
-    if hasattr(config, "__dict__"):
+    if remember and hasattr(config, "__dict__"):
         config.__dict__["_shapecheck_axes"] = sizes  # frozen dataclasses allow this write
     return sizes
 
 
-def attribute_axes(owner: object) -> dict[str, tuple[int, str]]:
+def attribute_axes(owner: object, remember: bool = True) -> dict[str, tuple[int, str]]:
     """Axis sizes fixed by the module's own attributes (``self.embed_dim``, ``self.num_heads``, ``self.head_dim``):
     ``{axis: (size, "self.embed_dim")}``, read once per instance."""
     state = getattr(owner, "__dict__", None)
@@ -100,7 +105,8 @@ def attribute_axes(owner: object) -> dict[str, tuple[int, str]]:
         value = state.get(name)
         if isinstance(value, int) and not isinstance(value, bool) and axis not in found:
             found[axis] = (value, f"self.{name}")
-    state["_shapecheck_attribute_axes"] = found
+    if remember:
+        state["_shapecheck_attribute_axes"] = found
     return found
 
 
@@ -121,6 +127,18 @@ def _owner_sizes(owner: object) -> dict[str, int]:
         if state is not None:
             state["_shapecheck_sizes"] = cached
     return cached
+
+
+def _cached_owner_sizes(owner: object) -> dict[str, int]:
+    """``_owner_sizes`` without writing anything: what an eager call cached, else computed afresh."""
+    state = getattr(owner, "__dict__", None)
+    cached = state.get("_shapecheck_sizes") if state is not None else None
+    if cached is not None:
+        return cached
+    sizes = dict(config_axes(owner, remember=False))
+    for axis, (value, _) in attribute_axes(owner, remember=False).items():
+        sizes.setdefault(axis, value)
+    return sizes
 
 
 @dataclass(frozen=True)
@@ -228,8 +246,32 @@ def _diagnose(sig: _Signature, qualname: str, args: tuple, kwargs: dict, out: ob
     return ShapeError(f"{qualname}: shapes do not match the annotations")
 
 
+def _signature_now(fn: Callable[..., typing.Any]) -> _Signature | None:
+    """The compiled contract, built at decoration time where the annotations already resolve (so a
+    ``torch.compile`` trace never has to build it); ``None`` where they name something defined later."""
+    try:
+        return _Signature(fn)
+    except Exception:  # noqa: BLE001 - a forward reference: built at the first eager call instead
+        return None
+
+
+def _check_arguments(sig: _Signature, qualname: str, memo: dict[str, object], args: tuple, kwargs: dict) -> None:
+    for p in sig.params:
+        value = args[p.index] if p.index < len(args) else kwargs.get(p.name, p.default)
+        if value is None and p.spec.optional:
+            continue
+        if p.spec.match(value, memo):
+            raise _diagnose(sig, qualname, args, kwargs) from None
+
+
+def _check_returned(sig: _Signature, qualname: str, memo: dict[str, object], args: tuple, kwargs: dict, out: object) -> None:
+    for _, spec, value in _returned(out, sig.returns):
+        if spec.match(value, memo):
+            raise _diagnose(sig, qualname, args, kwargs, out) from None
+
+
 def _wrap(fn: Callable[..., typing.Any]) -> Callable[..., typing.Any]:
-    sig: _Signature | None = None
+    sig = _signature_now(fn)
     qualname = fn.__qualname__.rsplit("<locals>.", 1)[-1]
 
     @functools.wraps(fn)
@@ -237,23 +279,32 @@ def _wrap(fn: Callable[..., typing.Any]) -> Callable[..., typing.Any]:
         nonlocal sig
         if not _STATE.enabled:
             return fn(*args, **kwargs)
+        if _compiling():
+            return _traced_call(fn, sig, qualname, args, kwargs)
         if sig is None:
             sig = _Signature(fn)
         memo = dict(_owner_sizes(args[0])) if sig.is_method and args else {}
-        for p in sig.params:
-            value = args[p.index] if p.index < len(args) else kwargs.get(p.name, p.default)
-            if value is None and p.spec.optional:
-                continue
-            if p.spec.match(value, memo):
-                raise _diagnose(sig, qualname, args, kwargs) from None
+        _check_arguments(sig, qualname, memo, args, kwargs)
         out = sig.body(*args, **kwargs)
-        for _, spec, value in _returned(out, sig.returns):
-            if spec.match(value, memo):
-                raise _diagnose(sig, qualname, args, kwargs, out) from None
+        _check_returned(sig, qualname, memo, args, kwargs, out)
         return out
 
     wrapper.__wrapped_by_shapecheck__ = True  # type: ignore[attr-defined]
     return wrapper
+
+
+def _traced_call(fn: Callable[..., typing.Any], sig: _Signature | None, qualname: str, args: tuple, kwargs: dict) -> typing.Any:
+    """The call as ``torch.compile`` traces it: the shape checks run once, while tracing, on the traced
+    sizes (so the graph's guards carry them and a compiled call pays nothing for them); nothing is cached
+    on the module (a write would be replayed after every compiled call), and beartype, which checks the
+    Python values dynamo already guards, is left out."""
+    if sig is None:  # annotations that did not resolve at decoration time: no contract to trace
+        return fn(*args, **kwargs)
+    memo = dict(_cached_owner_sizes(args[0])) if sig.is_method and args else {}
+    _check_arguments(sig, qualname, memo, args, kwargs)
+    out = fn(*args, **kwargs)
+    _check_returned(sig, qualname, memo, args, kwargs, out)
+    return out
 
 
 def checked(obj: F) -> F:

@@ -1,0 +1,77 @@
+"""``@checked`` under ``torch.compile``: the checks run while tracing, a compiled call runs no check code,
+and ``fullgraph=True`` works on a module that never ran eagerly."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch._dynamo
+
+import shapecheck
+from reference_models import MultiHeadAttention
+from reference_models.bert import BertConfig, BertModel
+from shapecheck import ShapeError
+
+pytestmark = pytest.mark.filterwarnings("ignore")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def _bert() -> BertModel:
+    torch.manual_seed(0)
+    return BertModel(BertConfig(vocab=50, d_model=16, heads=2, layers=1, d_ff=32, max_seq=32)).eval()
+
+
+def test_fullgraph_compiles_a_checked_model_before_any_eager_call():
+    model = _bert()
+    ids = torch.randint(50, (2, 6))
+    compiled = torch.compile(model, fullgraph=True, backend="eager")
+    with torch.no_grad():
+        got = compiled(ids)
+        want = model(ids)
+    assert all(torch.equal(a, b) for a, b in zip(got, want))
+
+
+def test_one_graph_and_no_break():
+    explained = torch._dynamo.explain(_bert())(torch.randint(50, (2, 6)))
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0), explained.break_reasons
+
+
+def test_a_compiled_call_runs_no_check_code(monkeypatch):
+    """After the trace, calls run the graph: the checker's matcher is never entered again."""
+    module = MultiHeadAttention(16, 2).eval()
+    compiled = torch.compile(module, backend="eager")
+    x = torch.randn(2, 5, 16)
+    compiled(x)
+    calls = []
+    match = shapecheck.shapes.ArraySpec.match
+    monkeypatch.setattr(shapecheck.shapes.ArraySpec, "match", lambda *a: calls.append(1) or match(*a))
+    for _ in range(3):
+        compiled(x)
+    eager_calls = len(calls)
+    assert eager_calls == 0 or torch._dynamo.utils.counters["stats"]["unique_graphs"] > 1
+    module(x)  # the eager path does check
+    assert len(calls) > eager_calls
+
+
+def test_tracing_writes_nothing_on_the_module():
+    """A write during tracing would be replayed after every compiled call."""
+    module = MultiHeadAttention(16, 2).eval()
+    torch.compile(module, fullgraph=True, backend="eager")(torch.randn(2, 5, 16))
+    assert not [name for name in vars(module) if name.startswith("_shapecheck")]
+    module(torch.randn(2, 5, 16))  # an eager call caches the owner's sizes (what the test above rules out)
+    assert [name for name in vars(module) if name.startswith("_shapecheck")]
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_a_wrong_shape_still_fails_when_compiled(dynamic):
+    module = MultiHeadAttention(16, 2).eval()
+    compiled = torch.compile(module, backend="eager", dynamic=dynamic)
+    compiled(torch.randn(2, 5, 16))
+    with pytest.raises(ShapeError, match=r"query.shape\[2\] is 8, but d_model=16"):
+        compiled(torch.randn(2, 5, 8))
