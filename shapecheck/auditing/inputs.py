@@ -18,6 +18,7 @@ from torch import Tensor, nn
 
 from shapecheck.auditing.projections import as_projection, is_linear
 from shapecheck.errors import UsageError
+from shapecheck.images import image_input
 from shapecheck.target import forward_parameters
 
 ID_NAMES = ("input_ids", "ids", "idx", "token_ids", "tokens", "src_ids", "tgt_ids")
@@ -96,8 +97,11 @@ def synthesize(module: nn.Module, generator: Optional[torch.Generator] = None) -
     if not required:
         raise UsageError(f"{type(module).__name__}.forward takes no argument to feed; pass inputs=")
     kwargs: dict[str, Any] = {}
+    image = image_input(module)
     for param in required:
-        if _wants_ids(param, module):
+        if image is not None and param is params[0]:
+            kwargs[param.name] = torch.randn(BATCH, *image, generator=generator)
+        elif _wants_ids(param, module):
             kwargs[param.name] = torch.randint(0, _rows(module), (BATCH, SEQ), generator=generator)
         else:
             width = getattr(module, WIDTH_ATTRS.get(param.name, ""), None) or _width(module)

@@ -26,6 +26,7 @@ from torch import Tensor, nn
 from shapecheck.vocabulary import canonical
 from shapecheck.runtime import config_axes
 from shapecheck.errors import UsageError
+from shapecheck.images import image_input
 from shapecheck.shapes import ANON, ANON_VARIADIC, EXPR, FIXED, NAMED, VARIADIC, ArraySpec, spec_of
 
 DYNAMIC_AXES = ("batch", "seq", "seq_q", "seq_k")
@@ -198,6 +199,13 @@ def config_shaped(module: nn.Module, name: str) -> Optional[tuple[Axis, ...]]:
     return shape(*values)  # type: ignore[operator]
 
 
+def _image_shaped(module: nn.Module, param: inspect.Parameter) -> Optional[tuple[Axis, ...]]:
+    """(batch, channels, height, width) for the first argument of a module whose stem is a convolution."""
+    image = image_input(module)
+    first = next(iter(_forward_parameters(module)), None)
+    return ("batch", *image) if image is not None and param.name == first else None
+
+
 def _choose(
     module: nn.Module, params: dict[str, inspect.Parameter], hints: dict[str, object], names: Optional[list[str]], cross: bool
 ) -> list[str]:
@@ -249,7 +257,7 @@ def _kind(spec: Optional[ArraySpec], name: str) -> str:
 def _argument(module: nn.Module, param: inspect.Parameter, hint: object, static: dict[str, int]) -> Argument:
     spec = spec_of(hint)
     where = f"{type(module).__name__}.forward argument {param.name!r}"
-    shaped = config_shaped(module, param.name) if spec is None else None
+    shaped = (config_shaped(module, param.name) or _image_shaped(module, param)) if spec is None else None
     if spec is not None:
         axes = tuple(_axis(d, static, where, spec.text) for d in spec.dims)
     elif shaped is not None:
