@@ -1,7 +1,8 @@
 """Inputs for one forward pass of any model, read from its forward signature; the output tensor to differentiate.
 
 Language models (a first argument named like token ids) get ``(batch, seq)`` token ids;
-vision models (``pixel_values``) an image of the config's size; encoder-decoders
+vision models an image: of the config's size (``pixel_values``), else of the size a convolution stem
+declares (``shapecheck.images``); encoder-decoders
 (``config.is_encoder_decoder``) decoder token ids too; anything else, a block, gets hidden
 states ``(batch, seq, d_model)`` with ``d_model`` read off its first Linear or recognised part.
 """
@@ -16,6 +17,7 @@ from torch import nn
 
 from shapecheck.auditing.projections import as_projection, is_linear
 from shapecheck.errors import UsageError
+from shapecheck.images import image_input
 from shapecheck.target import forward_parameters
 from shapecheck.vocabulary import forward_role
 
@@ -59,6 +61,9 @@ def make_inputs(module: nn.Module, batch: int, seq: int, device: str, grad: bool
         size = getattr(config, "image_size", 224)
         channels = getattr(config, "num_channels", 3)
         return (), {"pixel_values": torch.zeros(batch, channels, size, size, device=dev, requires_grad=grad)}
+    image = image_input(module)
+    if image is not None:  # a convolution stem (timm, vit-pytorch): an image at the module's declared size
+        return (torch.zeros(batch, *image, device=dev, requires_grad=grad),), {}
     if takes_tokens(module):
         ids = torch.zeros(batch, seq, dtype=torch.long, device=dev)
         kwargs: dict[str, Any] = {}
