@@ -410,8 +410,9 @@ def _transformers_config_classes(target: Target) -> list[type]:
 
 def _config_candidates(target: Target, param: inspect.Parameter) -> list[type]:
     annotated = [m for m in _annotation_members(target, param) if _is_config_class(m)]
-    if annotated:
-        return annotated
+    if annotated:  # a base class annotated (transformers' PreTrainedConfig): its subclass beside the target first
+        own = _module_config_classes(target, param.name) + _transformers_config_classes(target)
+        return [c for c in own if any(c is not a and issubclass(c, a) for a in annotated)] + annotated
     if param.name not in CONFIG_PARAMETERS:
         return []
     return _module_config_classes(target, param.name) + _transformers_config_classes(target)
