@@ -18,33 +18,19 @@ settings.register_profile("thorough", max_examples=300, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
-def _torchvision_without_compiled_ops() -> object:
-    """Let torchvision's Python code import where its compiled ops cannot load.
-
-    The only torchvision wheel pip finds for a CPU-only torch is built against CUDA torch: its ``_C``
-    library does not load, and ``torchvision/_meta_registrations.py`` then fails registering fake kernels
-    for ``torchvision::nms`` and ``qnms``, which do not exist. Declaring those two schemas (no kernels) is
-    enough for ``import torchvision`` to succeed, and with it timm, vit-pytorch and open_clip, whose model
-    code the tests run (none of them calls nms). Where the library loads, nothing is declared.
-    """
+def _torchvision_cpu_ops() -> None:
+    """Where the README's test command ran ``tests/support/torchvision_cpu_ops.py`` the environment already
+    does this; otherwise (pytest run in an environment set up by hand) this process at least does."""
     import importlib.util
     import pathlib
 
-    import torch
-
-    spec = importlib.util.find_spec("torchvision")
-    if spec is None or spec.origin is None:
-        return None
-    for library in pathlib.Path(spec.origin).parent.glob("_C*.so"):
-        try:
-            torch.ops.load_library(str(library))
-            return None
-        except (OSError, RuntimeError):
-            break
-    schemas = torch.library.Library("torchvision", "DEF")
-    for op in ("nms", "qnms"):
-        schemas.define(f"{op}(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
-    return schemas
+    if importlib.util.find_spec("_torchvision_cpu_ops") is not None:
+        return  # the .pth has installed it in every process
+    path = pathlib.Path(__file__).parent / "support" / "torchvision_cpu_ops.py"
+    spec = importlib.util.spec_from_file_location("_torchvision_cpu_ops_tests", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.install()
 
 
-_TORCHVISION_SCHEMAS = _torchvision_without_compiled_ops()  # kept alive: the schemas live as long as it does
+_torchvision_cpu_ops()
