@@ -21,7 +21,7 @@ from shapecheck.testing.adapt import Sizes, supply, window_of
 from shapecheck.testing.compare import Draw, diff as _diff
 from shapecheck.testing.strategies import AttentionCase, AttentionShape, random_inputs
 from shapecheck.testing.subject import Subject
-from shapecheck.testing.weights import Rotary, reference_attention, rotate_half, rotate_pairs
+from shapecheck.testing.weights import Rotary, reference_attention, rotate_pairs, rotations_from_tables
 
 Check = Callable[[Subject, AttentionCase, Draw], Optional[str]]
 WARNING = "warning: "  # a reason starting with it is reported as a warning, not a failure
@@ -239,12 +239,15 @@ def reference(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
 
     def compare(with_scale: Optional[float]) -> Optional[str]:
         found = None
-        for tiled in (False, True):  # kv heads shared by consecutive query heads, or tiled: either order, the same for k and v
-            expected = reference_attention(proj, case.shape.heads, case.query, case.key, case.value, keep, is_causal,
-                                           scale=with_scale, rotary=rotary_of(s, module, case), window=window, tiled=tiled)
-            found = _diff(out[rows], expected[rows])  # rows with no visible key belong to fully_masked_rows
-            if found is None or case.shape.kv_heads in (None, case.shape.heads):
-                return found
+        for rotary in rotations_of(s, module, case):  # one per RoPE layout the tables allow
+            for tiled in (False, True):  # kv heads shared by consecutive query heads, or tiled: either order, the same for k and v
+                expected = reference_attention(proj, case.shape.heads, case.query, case.key, case.value, keep, is_causal,
+                                               scale=with_scale, rotary=rotary, window=window, tiled=tiled)
+                found = _diff(out[rows], expected[rows])  # rows with no visible key belong to fully_masked_rows
+                if found is None:
+                    return None
+                if case.shape.kv_heads in (None, case.shape.heads):
+                    break
         return found
 
     diff = compare(scale)
@@ -265,9 +268,9 @@ def _scale_one_everywhere(s: Subject) -> bool:
     if proj is None:
         return False
     out = s.run(module, case, use_mask=False).output
-    expected = reference_attention(proj, 2, case.query, case.key, case.value, None, is_causal, scale=1.0, rotary=rotary_of(s, module, case),
-                                   window=window_of(module) if is_causal else None)
-    return _diff(out, expected) is None
+    window = window_of(module) if is_causal else None
+    return any(_diff(out, reference_attention(proj, 2, case.query, case.key, case.value, None, is_causal, scale=1.0, rotary=rotary,
+                                              window=window)) is None for rotary in rotations_of(s, module, case))
 
 
 def declared_scale(module: Any) -> Optional[float]:
@@ -281,14 +284,18 @@ def declared_scale(module: Any) -> Optional[float]:
     return None
 
 
-def rotary_of(s: Subject, module: Any, case: AttentionCase) -> Optional[Rotary]:
-    """The rotation the module is given (rotate-half cos/sin or freqs_cis) for positions 0..seq-1, or None."""
+def rotations_of(s: Subject, module: Any, case: AttentionCase) -> list[Optional[Rotary]]:
+    """The rotations the module is given for positions 0..seq-1 (freqs_cis, or cos/sin tables read by value), or [None]."""
     name = next((n for n, r in s.conv.supplied.items() if r == "rotary"), None)
     if name is None:
-        return None
-    value = supply(module, s.conv, "rotary", name, case.query, torch.arange(case.shape.seq_q), torch.arange(case.shape.seq_k),
-                   Sizes(case.shape.heads, case.shape.d_head))
-    return rotate_pairs(value) if name == "freqs_cis" else rotate_half(*value)
+        return [None]
+    sizes = Sizes(case.shape.heads, case.shape.d_head)
+    value = supply(module, s.conv, "rotary", name, case.query, torch.arange(case.shape.seq_q), torch.arange(case.shape.seq_k), sizes)
+    if name == "freqs_cis":
+        return [rotate_pairs(value)]
+    at_zero = supply(module, s.conv, "rotary", name, case.query, torch.zeros(1, dtype=torch.long), torch.zeros(1, dtype=torch.long), sizes)
+    first_is_cos = bool(torch.allclose(at_zero[0].double(), torch.ones((), dtype=torch.float64)))  # cos 0 = 1, sin 0 = 0
+    return list(rotations_from_tables(value[0], value[1], first_is_cos))
 
 
 def _visible_rows(keep: Optional[Tensor], is_causal: bool, batch: int, seq_q: int, seq_k: int, window: Optional[int] = None) -> Tensor:

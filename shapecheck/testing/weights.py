@@ -124,6 +124,40 @@ def rotate_half(cos: Tensor, sin: Tensor) -> Rotary:
     return rotate
 
 
+def rotate_every_two(cos: Tensor, sin: Tensor) -> Rotary:
+    """RoPE on adjacent feature pairs (2i, 2i+1) with real tables, each frequency twice in a row (GPT-J, Cohere)."""
+    cos, sin = cos.double()[:, None], sin.double()[:, None]  # (batch, 1, seq, d_rot)
+
+    def rotate(x: Tensor, _which: str) -> Tensor:
+        d = cos.size(-1)
+        part, rest = x[..., :d], x[..., d:]
+        turned = torch.stack([-part[..., 1::2], part[..., ::2]], dim=-1).flatten(-2)  # (-x1, x0, -x3, x2, ...)
+        return torch.cat([part * cos + turned * sin, rest], dim=-1)
+
+    return rotate
+
+
+def rotations_from_tables(first: Tensor, second: Tensor, first_is_cos: bool) -> list[Rotary]:
+    """The RoPE conventions consistent with the (cos, sin) tables a module is given, decided from the tables' values.
+
+    ``first_is_cos`` (the caller saw which table is 1 at position 0) fixes the order: transformers'
+    Llama passes (cos, sin), GPT-J (sin, cos). A table whose two halves are equal belongs to
+    rotate-half (Llama, Phi's partial rotary); one whose neighbours are equal to adjacent pairs
+    (Cohere); a table with every frequency once (GPT-J's half-width sin/cos) is expanded the
+    two ways a module may expand it, and either is a correct RoPE (Su et al. 2021, eq. 34).
+    """
+    cos, sin = (first, second) if first_is_cos else (second, first)
+    cos, sin = cos.double(), sin.double()
+    d = cos.size(-1)
+    halves = d % 2 == 0 and torch.allclose(cos[..., : d // 2], cos[..., d // 2:]) and torch.allclose(sin[..., : d // 2], sin[..., d // 2:])
+    pairs = d % 2 == 0 and torch.allclose(cos[..., ::2], cos[..., 1::2]) and torch.allclose(sin[..., ::2], sin[..., 1::2])
+    found = ([rotate_half(cos, sin)] if halves else []) + ([rotate_every_two(cos, sin)] if pairs else [])
+    if found:
+        return found
+    return [rotate_half(torch.cat([cos, cos], -1), torch.cat([sin, sin], -1)),
+            rotate_every_two(cos.repeat_interleave(2, -1), sin.repeat_interleave(2, -1))]
+
+
 def rotate_pairs(freqs_cis: Tensor) -> Rotary:
     """RoPE on adjacent feature pairs as complex numbers (Meta's Llama ``freqs_cis``, (seq, d_k / 2))."""
     freqs = freqs_cis.to(torch.complex128)[None, None]  # (1, 1, seq, d_k / 2)

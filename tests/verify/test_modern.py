@@ -26,6 +26,7 @@ CAUGHT_BY = {
     "cross_keys_query_length": {"output_shape"},
     "optional_context_keys": {"cross_attention"},  # self-attention is right; only a context of another length shows it
     "fill_not_masking": {"permutation", "causal", "padding"},  # nothing is masked: not even causal any more
+    "rotary_pairs_sin_cos": {"reference", "rotary"},  # rotate-half on pairs-expanded tables: no longer relative
 }
 
 
@@ -67,3 +68,8 @@ def test_window_off_by_one_names_the_extra_key():
 def test_the_twin_exercises_every_modern_property():
     statuses = {r.name: r.status for r in _verify("window_off_by_one", "Fixed").results}
     assert {statuses[n] for n in ("kv_cache", "rotary", "grouped_heads", "sliding_window", "reference", "causal")} == {"passed"}
+
+
+def test_gptj_style_sin_cos_pairs_are_followed_by_the_reference():
+    statuses = {r.name: r.status for r in _verify("rotary_pairs_sin_cos", "Fixed").results}
+    assert statuses["reference"] == statuses["rotary"] == "passed"  # (sin, cos), half-width, adjacent pairs

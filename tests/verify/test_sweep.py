@@ -58,6 +58,13 @@ def test_rotary_grouped_decoders_are_checked_against_the_reference_and_for_causa
     assert any("position_embeddings (rotary" in note for note in report.notes)
 
 
+def test_gptj_adjacent_pair_rotary_is_checked_against_the_reference():
+    pytest.importorskip("transformers")
+    report = _report(T + "gptj.modeling_gptj:GPTJAttention")  # (sin, cos) half-width tables, every-two rotation, partial rotary
+    assert _statuses(report)["reference"] == "passed"
+    assert any("position_embeddings (rotary" in note for note in report.notes)
+
+
 def test_a_module_that_does_not_scale_gets_a_warning_and_passes_with_scale_1():
     pytest.importorskip("transformers")
     warned = next(r for r in _report(T + "gpt_neo.modeling_gpt_neo:GPTNeoSelfAttention").results if r.name == "reference")
