@@ -9,12 +9,14 @@ whose message lists each failing property with its minimal configuration.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Optional
 
 import torch
-from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
+from hypothesis import HealthCheck, Phase, Verbosity, configuration, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.errors import HypothesisException
 from hypothesis.reporting import with_reporter
@@ -172,9 +174,23 @@ def verify(factory: Any, options: Optional[VerifyOptions] = None, *, progress: O
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny tensors: thread hand-offs cost more than the arithmetic
     try:
-        return _verify(as_target(factory), options, progress)
+        with _scratch_storage():
+            return _verify(as_target(factory), options, progress)
     finally:
         torch.set_num_threads(threads)
+
+
+@contextmanager
+def _scratch_storage() -> Iterator[None]:
+    """Hypothesis's storage (no example database: ``database=None``; its cache of constants read from the user's
+    source) in a temporary directory removed afterwards, so a run leaves no ``.hypothesis/`` in the working directory."""
+    previous = vars(configuration).get("__hypothesis_home_directory")  # None: the environment's, else ./.hypothesis
+    with tempfile.TemporaryDirectory(prefix="shapecheck-verify-") as scratch:
+        configuration.set_hypothesis_home_dir(scratch)
+        try:
+            yield
+        finally:
+            configuration.set_hypothesis_home_dir(previous)
 
 
 def _verify(target: Target, options: VerifyOptions, progress: Optional[Progress]) -> VerifyReport:

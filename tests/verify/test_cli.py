@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 from shapecheck.cli import app
 from shapecheck.testing.properties import PROPERTIES
 
-from .conftest import EXAMPLES, mutant
+from .conftest import EXAMPLES, MUTANTS, mutant
 
 RUN = CliRunner()
 FAST = ["--max-examples", str(min(EXAMPLES, 5)), "--max-seq-len", "3"]
@@ -137,3 +137,27 @@ def test_a_property_of_the_other_suite_is_a_usage_error_not_a_pass():
     assert result.exit_code == 2
     (line,) = result.stderr.strip().splitlines()
     assert "is an attention module: none of padding_left applies" in line
+
+
+def _snapshot(root):
+    return sorted((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*"))
+
+
+def test_a_run_leaves_the_working_directory_as_it_was_and_the_seed_repeats_it(tmp_path):
+    """No .hypothesis/ (example database or constants cache), no __pycache__, the user's file untouched."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    shutil.copy(os.path.join(MUTANTS, "scale_d_model.py"), tmp_path / "attn.py")
+    shutil.copy(os.path.join(MUTANTS, "_base.py"), tmp_path / "_base.py")
+    before = _snapshot(tmp_path)
+    env = {**os.environ, "PYTHONPATH": os.getcwd() + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env.pop("HYPOTHESIS_STORAGE_DIRECTORY", None)
+    command = [sys.executable, "-m", "shapecheck", "verify", "attn.py:Attention", "--property", "reference", "--seed", "3",
+               "--format", "json", *FAST]
+    runs = [subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120) for _ in range(2)]
+    assert [r.returncode for r in runs] == [1, 1], runs[0].stderr
+    assert json.loads(runs[0].stdout) == json.loads(runs[1].stdout)  # --seed: the same counterexample
+    assert _snapshot(tmp_path) == before
