@@ -11,6 +11,10 @@ from typing import Any
 
 _BY_PROPERTY = {
     "output_shape": "the output shape or the call itself is wrong: check the reshapes against (batch, seq_q, d_model)",
+    "input_dependence": "the attention step is missing: a placeholder output, the input returned as is, "
+    "or a result computed and then dropped",
+    "content_weights": "the weights do not depend on q·k: scores never computed, softmax over a constant, "
+    "or a mean over keys standing in for attention",
     "deterministic_eval": "dropout active in eval mode: F.dropout(..., training=self.training) or an nn.Dropout module",
     "batch_independence": "outputs mix batch items: a view/reshape that merges batch with seq or heads "
     "(or a sequence-first module run batch-first: try --layout seq-first)",
@@ -48,6 +52,9 @@ def hint(name: str, counterexample: dict[str, Any], reason: str, passed: frozens
     general = _BY_PROPERTY.get(name, "")
     if "raised" in reason:
         general = "the module raised on this input: " + _BY_PROPERTY["output_shape"]
+    if name == "reference" and "it matches the scale" in reason:
+        return "the softmax scale: scores are scaled by " + reason.rsplit("it matches the scale ", 1)[1].removesuffix(" instead") + \
+            " where 1/√d_k (the head size) is expected: set the scale from the head size, after the head split"
     if "NaN" in reason:
         return "NaN in the output: a -inf fill on a row with no visible key, or an overflow; " + general
     if name == "permutation" and _identity(counterexample):

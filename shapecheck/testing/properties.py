@@ -16,9 +16,9 @@ import torch
 from hypothesis import strategies as st
 from torch import Tensor
 
-from shapecheck.testing import modern
+from shapecheck.testing import degenerate, modern
 from shapecheck.testing.adapt import Sizes, supply, window_of
-from shapecheck.testing.compare import Draw, diff as _diff
+from shapecheck.testing.compare import Draw, Skip, diff as _diff
 from shapecheck.testing.strategies import AttentionCase, AttentionShape, random_inputs
 from shapecheck.testing.subject import Subject
 from shapecheck.testing.weights import Rotary, reference_attention, rotate_pairs, rotations_from_tables
@@ -254,7 +254,18 @@ def reference(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
     if diff and scale is None and compare(1.0) is None and _scale_one_everywhere(s):
         return (f"{WARNING}{type(module).__name__} does not scale scores by 1/√d_head (it matches scale 1, as T5 and GPT-Neo do by design); "
                 "pass --scale 1 to accept it")
-    return f"differs from the float64 reference ({proj.pattern}{', scale ' + format(scale, '.4g') if scale else ''}): {diff}" if diff else None
+    if not diff:
+        return None
+    used = scale if scale is not None else case.shape.d_head ** -0.5
+    explained = next((name for name, other in _other_scales(case.shape) if abs(other - used) > 1e-9 and compare(other) is None), None)
+    found = f"; it matches the scale {explained} instead" if explained else ""
+    return f"differs from the float64 reference ({proj.pattern}{', scale ' + format(scale, '.4g') if scale else ''}): {diff}{found}"
+
+
+def _other_scales(shape: AttentionShape) -> tuple[tuple[str, float], ...]:
+    """Scales a module may use by mistake, named for the hint: the first that explains the output is the likely bug."""
+    return (("1/√d_model", shape.d_model ** -0.5), ("1/d_head", 1 / shape.d_head), ("1 (no scaling)", 1.0),
+            ("1/√heads", shape.heads ** -0.5), ("√d_head", shape.d_head ** 0.5))
 
 
 def _scale_one_everywhere(s: Subject) -> bool:
@@ -324,6 +335,8 @@ def gradients(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
     """A loss on the output gives every parameter a finite gradient."""
     module, use = s.module(case.shape), _use_mask(s, draw)
     params = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
+    if not params:
+        raise Skip("the module has no trainable parameters: no gradient to check")
     out = s.run(module, case, keep=_masked_case(case, use), use_mask=use).output
     weight = torch.randn(out.shape, generator=torch.Generator().manual_seed(case.seed))
     grads = torch.autograd.grad((out * weight).sum(), [p for _, p in params], allow_unused=True)
@@ -396,6 +409,10 @@ PROPERTIES: tuple[Property, ...] = (
     Property("gradients", gradients, _always, "every parameter gets a finite gradient", mask=True),
     Property("fully_masked_rows", fully_masked_rows, _needs_mask, "a row with every key masked: policy kept, no NaN leaks", mask=True, fully_masked=True, min_batch=2, warning=True),
     Property("low_precision", low_precision, _always, "float16 / bfloat16 outputs stay finite", mask=True),
+    Property("input_dependence", degenerate.input_dependence, _always, "the output changes with the input and is not the input itself",
+             min_seq=2),
+    Property("content_weights", degenerate.content_weights, _always, "weights depend on query-key content (not uniform over keys)",
+             min_seq=2),
     Property("kv_cache", modern.kv_cache, modern._cache_applies, "prefill then decode through the cache equals one full forward", min_seq=2),
     Property("rotary", modern.rotary, modern._rotary_applies, "shifting every position by an offset changes nothing"),
     Property("grouped_heads", modern.grouped_heads, modern._grouped_applies, "each kv head serves its group of query heads", mask=True,
