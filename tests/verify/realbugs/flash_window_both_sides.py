@@ -1,0 +1,17 @@
+"""huggingface/transformers #39408: flash attention got window_size=(w, w); with causal masking a query saw w + 1 keys."""
+import torch
+
+from _styles import Decoder
+
+
+class Fixed(Decoder):
+    pass
+
+
+class Attention(Decoder):
+    def allowed(self, seq_q, seq_k):
+        if self.window is None:
+            return super().allowed(seq_q, seq_k)
+        q_pos = torch.arange(seq_k - seq_q, seq_k)[:, None]
+        k_pos = torch.arange(seq_k)[None, :]
+        return (k_pos <= q_pos) & (q_pos - k_pos <= self.window)  # BUG: [i - w, i] inclusive is w + 1 keys
