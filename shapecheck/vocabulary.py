@@ -64,11 +64,11 @@ def canonical(name: str) -> str:
 CONSTRUCTOR_ROLES: dict[str, frozenset[str]] = {
     "d_model": frozenset({
         "d_model", "embed_dim", "embed_size", "emb_size", "emb_dim", "hidden_size", "dim", "n_embd", "model_dim",
-        "n_embed", "embedding_dim", "d_embed", "n_state",
+        "n_embed", "embedding_dim", "d_embed", "n_state", "feats", "query_dim", "d_out", "dim_model", "width",
     }),
     "heads": frozenset({
         "heads", "h", "n_head", "n_heads", "num_heads", "num_attention_heads", "nhead", "query_heads", "num_query_heads",
-        "n_query_heads", "attention_heads",
+        "n_query_heads", "attention_heads", "nheads", "num_head", "head", "n_heads_q",
     }),
     "kv_heads": frozenset({
         "num_key_value_heads", "n_kv_heads", "kv_heads", "num_kv_heads", "n_kv_head", "n_query_groups", "num_kv_groups",

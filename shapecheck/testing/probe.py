@@ -62,7 +62,7 @@ def discover(module: nn.Module, d_model: int, *, mask: MaskOption = "auto", layo
             return replace(conv, could_not_run=_could_not_run(module, conv, query, key, sizes, plain))
         conv = replace(small, notes=small.notes + (f"probe: the call at batch=3, seq=4 {plain}",))
     conv = _probe_mask(module, conv, query, key, sizes, fixed=mask != "auto")
-    conv = _drop_switch_mask(module, conv, query, key, sizes)
+    conv = conv if mask != "auto" else _drop_switch_mask(module, conv, query, key, sizes)  # --mask X: the user's contract
     conv = _probe_causal(module, conv, query, sizes)
     if conv.causal_name is None and not conv.causal_always and _looks_causal(module, conv, query, sizes):
         conv = replace(conv, causal_always=True, notes=conv.notes + ("causal: the first output ignores later tokens; treated as --causal",))

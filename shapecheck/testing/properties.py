@@ -21,7 +21,10 @@ from shapecheck.testing.adapt import Sizes, supply, window_of
 from shapecheck.testing.compare import Draw, Skip, diff as _diff
 from shapecheck.testing.strategies import AttentionCase, AttentionShape, random_inputs
 from shapecheck.testing.subject import Subject
-from shapecheck.testing.weights import Rotary, reference_attention, rotate_pairs, rotations_from_tables
+from shapecheck.testing.positions import inverse_frequencies
+from shapecheck.testing.weights import (
+    Rotary, reference_attention, rotate_every_two, rotate_half, rotate_pairs, rotations_from_tables,
+)
 
 Check = Callable[[Subject, AttentionCase, Draw], Optional[str]]
 WARNING = "warning: "  # a reason starting with it is reported as a warning, not a failure
@@ -258,6 +261,9 @@ def reference(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
         return None
     used = scale if scale is not None else case.shape.d_head ** -0.5
     explained = next((name for name, other in _other_scales(case.shape) if abs(other - used) > 1e-9 and compare(other) is None), None)
+    if s.internal_positions and not explained:
+        raise Skip(f"the module encodes positions itself ({s.internal_positions}) and no standard RoPE (rotate-half or adjacent "
+                   "pairs, base 10000) explains its output: no reference verdict")
     found = f"; it matches the scale {explained} instead" if explained else ""
     return f"differs from the float64 reference ({proj.pattern}{', scale ' + format(scale, '.4g') if scale else ''}): {diff}{found}"
 
@@ -296,10 +302,11 @@ def declared_scale(module: Any) -> Optional[float]:
 
 
 def rotations_of(s: Subject, module: Any, case: AttentionCase) -> list[Optional[Rotary]]:
-    """The rotations the module is given for positions 0..seq-1 (freqs_cis, or cos/sin tables read by value), or [None]."""
+    """The rotations the module is given for positions 0..seq-1 (freqs_cis, or cos/sin tables read by value), the standard
+    RoPE in both layouts for a module that encodes positions itself, or [None]."""
     name = next((n for n, r in s.conv.supplied.items() if r == "rotary"), None)
     if name is None:
-        return [None]
+        return internal_rotations(case.shape.seq_q, case.shape.d_head) if s.internal_positions else [None]
     sizes = Sizes(case.shape.heads, case.shape.d_head)
     value = supply(module, s.conv, "rotary", name, case.query, torch.arange(case.shape.seq_q), torch.arange(case.shape.seq_k), sizes)
     if name == "freqs_cis":
@@ -307,6 +314,13 @@ def rotations_of(s: Subject, module: Any, case: AttentionCase) -> list[Optional[
     at_zero = supply(module, s.conv, "rotary", name, case.query, torch.zeros(1, dtype=torch.long), torch.zeros(1, dtype=torch.long), sizes)
     first_is_cos = bool(torch.allclose(at_zero[0].double(), torch.ones((), dtype=torch.float64)))  # cos 0 = 1, sin 0 = 0
     return list(rotations_from_tables(value[0], value[1], first_is_cos))
+
+
+def internal_rotations(seq: int, d_head: int) -> list[Optional[Rotary]]:
+    """Standard RoPE (base 10000, Su et al. 2021) at positions 0..seq-1, rotate-half and adjacent pairs."""
+    freqs = torch.arange(seq, dtype=torch.float64)[:, None] * inverse_frequencies(d_head)[None, :]  # (seq, d_head / 2)
+    halves, pairs = torch.cat([freqs, freqs], dim=-1)[None], freqs.repeat_interleave(2, dim=-1)[None]  # (1, seq, d_head)
+    return [rotate_half(halves.cos(), halves.sin()), rotate_every_two(pairs.cos(), pairs.sin())]
 
 
 def _visible_rows(keep: Optional[Tensor], is_causal: bool, batch: int, seq_q: int, seq_k: int, window: Optional[int] = None) -> Tensor:
@@ -326,8 +340,6 @@ def _reference_applies(s: Subject) -> Optional[str]:
         return s.reference_note
     if s.conv.positional in ("alibi", "position_bias", "positions"):
         return f"the module takes {s.conv.positional.replace('_', ' ')} inputs the float64 reference does not model"
-    if s.internal_positions:
-        return f"the module encodes positions itself ({s.internal_positions}); the reference has no positions"
     return None
 
 

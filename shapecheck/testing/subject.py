@@ -86,6 +86,11 @@ class Subject:
         extra = unexplained_parameters(probe, proj) if proj else []
         self.uses_reference = proj is not None and not extra
         self.internal_positions = None if self.conv.positional else internal_positions(probe)
+        if self.internal_positions is None and not self.conv.positional and not self.conv.cross and self.causal_mode == "always":
+            self.internal_positions = positions_by_behaviour(probe, self.conv, min(2, options.max_heads), self.d_head_multiple)
+        if self.internal_positions:
+            self.notes += (f"positions: encoded by the module itself ({self.internal_positions}); "
+                           "the reference tries the standard RoPE in both layouts, else says it cannot judge",)
         self.notes += _scale_note(probe, options.scale)
         self.reference_note = _reference_note(proj, extra)
 
@@ -141,6 +146,8 @@ class Subject:
         if key not in self._modules:
             sizes = {"d_model": shape.d_model, "heads": shape.heads, "d_head": shape.d_head, "dropout": self.options.dropout,
                      "kv_heads": shape.kv_heads, "rotary_dim": shape.d_head, "max_seq": MAX_SEQ_BUILT, "layer_index": 0}
+            if self.options.causal:
+                sizes["causal"] = True  # --causal sets the constructor's own causal flag too
             with torch.random.fork_rng(devices=[]):
                 torch.default_generator.manual_seed(self.options.seed)  # CPU only: cheap, no CUDA calls
                 module, construction = build(self.target, sizes, keep_defaults=False, init=self.options.init)
@@ -228,6 +235,18 @@ def internal_positions(module: nn.Module) -> Optional[str]:
     """The name of a submodule or buffer through which the module adds positions itself (``rotary_emb``), or None."""
     names = [n for n, _ in module.named_modules()] + [n for n, _ in module.named_buffers()]
     return next((n for n in names if any(part in n.rsplit(".", 1)[-1].lower() for part in _POSITIONAL_PARTS)), None)
+
+
+def positions_by_behaviour(module: nn.Module, conv: Convention, heads: int, d_head: int) -> Optional[str]:
+    """Causal self-attention given no positions: without positions of its own, a later output is a function of the set of
+    earlier tokens, so swapping two of them changes nothing; a module that rotates or embeds positions inside it differs."""
+    x = torch.randn(2, 3, heads * d_head, generator=torch.Generator().manual_seed(3))  # (batch, seq, d_model)
+    swapped = x[:, [1, 0, 2]]
+    sizes = Sizes(heads, d_head)
+    base, moved = attempt(module, conv, x, x, sizes=sizes), attempt(module, conv, swapped, swapped, sizes=sizes)
+    if isinstance(base, str) or isinstance(moved, str) or torch.allclose(base.output[:, 2], moved.output[:, 2], atol=1e-5):
+        return None
+    return "by behaviour: swapping two earlier tokens changed a later output"
 
 
 def _scale_note(module: nn.Module, given: Optional[float]) -> tuple[str, ...]:

@@ -5,10 +5,11 @@ from _styles import Decoder
 
 
 class Fixed(Decoder):
-    pass
+    def __init__(self, dim: int, n_heads: int, n_kv_heads=None, window: int = 3) -> None:  # a sliding-window model
+        super().__init__(dim, n_heads, n_kv_heads, window)
 
 
-class Attention(Decoder):
+class Attention(Fixed):
     def allowed(self, seq_q, seq_k):
         if self.window is None:
             return super().allowed(seq_q, seq_k)
