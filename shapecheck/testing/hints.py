@@ -31,6 +31,8 @@ _BY_PROPERTY = {
     "kv_cache": "with a cache the queries are the last positions: the causal mask must be built for (seq_q, past + seq_q) "
     "with the queries offset by the cache length, and rotary positions must start at the cache length",
     "rotary": "rotary must depend on relative positions only: rotate q and k (not v) with the same cos/sin, in one layout",
+    "positions_matter": "the positional input never reaches the scores: rotated q/k computed but not used, "
+    "or rotary applied along the head axis instead of the sequence",
     "grouped_heads": "each kv head serves heads // kv_heads consecutive query heads: repeat_interleave over the head axis "
     "(transformers' repeat_kv), never tile, sum or average query groups",
     "padding_right": "a padding mask built on the query axis, or not passed down to every layer: the key mask is (batch, 1, 1, seq_k)",

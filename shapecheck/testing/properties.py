@@ -427,6 +427,7 @@ PROPERTIES: tuple[Property, ...] = (
              min_seq=2),
     Property("kv_cache", modern.kv_cache, modern._cache_applies, "prefill then decode through the cache equals one full forward", min_seq=2),
     Property("rotary", modern.rotary, modern._rotary_applies, "shifting every position by an offset changes nothing"),
+    Property("positions_matter", modern.positions_matter, modern._positions_applies, "other positions change the output", min_seq=2),
     Property("grouped_heads", modern.grouped_heads, modern._grouped_applies, "each kv head serves its group of query heads", mask=True,
              fewer_kv_heads=True),
     Property("sliding_window", modern.sliding_window, modern._window_applies, "query i sees exactly keys i - w < j <= i", min_seq=2),

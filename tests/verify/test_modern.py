@@ -26,7 +26,8 @@ CAUGHT_BY = {
     "cross_keys_query_length": {"output_shape"},
     "optional_context_keys": {"cross_attention"},  # self-attention is right; only a context of another length shows it
     "fill_not_masking": {"permutation", "causal", "padding"},  # nothing is masked: not even causal any more
-    "rotary_pairs_sin_cos": {"reference", "rotary"},  # rotate-half on pairs-expanded tables: no longer relative
+    "rotary_pairs_sin_cos": {"reference", "rotary"},
+    "rotary_result_dropped": {"reference", "positions_matter"},  # order-blind: causal, cache and shifts all hold  # rotate-half on pairs-expanded tables: no longer relative
 }
 
 
@@ -73,3 +74,10 @@ def test_the_twin_exercises_every_modern_property():
 def test_gptj_style_sin_cos_pairs_are_followed_by_the_reference():
     statuses = {r.name: r.status for r in _verify("rotary_pairs_sin_cos", "Fixed").results}
     assert statuses["reference"] == statuses["rotary"] == "passed"  # (sin, cos), half-width, adjacent pairs
+
+
+def test_order_blind_rotary_fails_positions_matter_and_its_twin_passes():
+    found = next(r for r in _verify("rotary_result_dropped", "Attention", properties=("positions_matter",)).results)
+    assert found.status == "failed" and "ignores the rotary input" in found.message
+    twin = next(r for r in _verify("rotary_result_dropped", "Fixed", properties=("positions_matter",)).results)
+    assert twin.status == "passed"
