@@ -2,7 +2,8 @@
 
 Each class is built the way the command line builds it (``load_target`` with default options; transformers
 classes from small configs, never from the hub). Per class it prints passed / failed (the properties that
-failed: each is a false alarm unless reading it shows a real bug) / could not run, and whether the float64
+failed: each is a false alarm unless reading it shows a real bug) / could not run / nothing checked (every
+property skipped: exit 2), and whether the float64
 reference comparison ran (passed or warned) or was skipped and why. Totals: classes passing by default,
 false alarms, and the share of passing classes on which the reference ran.
 
@@ -51,7 +52,8 @@ def run(spec: str, examples: int) -> dict:
         return {"spec": spec, "outcome": "could not run", "detail": str(error).splitlines()[0][:160]}
     failed = {r.name: r.message[:160] for r in report.results if r.status == "failed"}
     ref = next((r for r in report.results if r.name == "reference"), None)
-    return {"spec": spec, "outcome": "failed" if failed else "passed", "failed": failed,
+    outcome = "failed" if failed else ("passed" if report.checked else "nothing checked")
+    return {"spec": spec, "outcome": outcome, "failed": failed,
             "reference": ref.status if ref else "absent", "reference_reason": ref.reason[:160] if ref else ""}
 
 
@@ -72,8 +74,8 @@ def main() -> None:
         return
     for r in rows:
         name = r["spec"].replace(T, "")
-        if r["outcome"] in ("not importable", "could not run"):
-            print(f"  {name:<58} {r['outcome']}: {r['detail']}")
+        if r["outcome"] in ("not importable", "could not run", "nothing checked"):
+            print(f"  {name:<58} {r['outcome']}: {r.get('detail', 'every property skipped (exit 2)')}")
             continue
         ref = r["reference"] + ("" if r["reference"] in ("passed", "warning") else f" ({r['reference_reason']})")
         print(f"  {name:<58} {r['outcome']:<7} reference {ref}")

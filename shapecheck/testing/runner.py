@@ -145,7 +145,14 @@ def _reason(subject: Subject, prop: Property, case: AttentionCase, draw: Any) ->
     except (UsageError, Skip):
         raise
     except Exception as error:  # noqa: BLE001 - the module under test may raise anything
+        refused = subject.refuses(case.shape) if isinstance(subject, Subject) else None
+        if refused:  # these head sizes are the module's constraint, not a finding
+            raise _Refused(refused) from None
         return f"raised {first_line(error)}"[:300]
+
+
+class _Refused(Exception):
+    """The module refuses a plain call at the drawn head sizes: the example is discarded."""
 
 
 def run_property(subject: Subject, prop: Property, passed: frozenset[str] = frozenset(),
@@ -156,6 +163,7 @@ def run_property(subject: Subject, prop: Property, passed: frozenset[str] = froz
         return PropertyResult(prop.name, "skipped", skip)
     last: dict[str, Any] = {}
     skipped: list[str] = []  # reasons from checks that could not drive the module (``Skip``)
+    refused: list[str] = []  # head sizes the module refuses even in a plain call (its constraints)
     completed = [0]
 
     @given(st.data())
@@ -175,6 +183,9 @@ def run_property(subject: Subject, prop: Property, passed: frozenset[str] = froz
         except Skip as why:
             skipped.append(str(why))
             return
+        except _Refused as why:
+            refused.append(str(why))
+            return
         completed[0] += 1
         if reason:
             last.update(case=case, extras=extras, reason=reason)
@@ -193,8 +204,9 @@ def run_property(subject: Subject, prop: Property, passed: frozenset[str] = froz
         if not last:
             raise
         return _failure(subject, prop, last, passed)
-    if skipped and not completed[0]:
-        return PropertyResult(prop.name, "skipped", skipped[0])
+    if (skipped or refused) and not completed[0]:
+        why = skipped[0] if skipped else f"the module could not be driven at any drawn head size ({refused[0]})"[:300]
+        return PropertyResult(prop.name, "skipped", why)
     return PropertyResult(prop.name, "passed", prop.doc)
 
 

@@ -17,7 +17,7 @@ from shapecheck.testing.adapt import (
     Convention, Layout, MaskOption, Outcome, Sizes, arguments, call, forward_parameters, module_size, read_outcome,
 )
 from shapecheck.vocabulary import pick
-from shapecheck.testing.probe import attempt, discover
+from shapecheck.testing.probe import attempt, discover, first_line
 from shapecheck.testing.strategies import AttentionCase, AttentionShape
 from shapecheck.testing.dataflow import trace_roles
 from shapecheck.testing.weights import Projections, find_projections, projections_named, unexplained_parameters
@@ -76,10 +76,12 @@ class Subject:
         self.target, self.options = target, options
         self._modules: dict[tuple[int, int, int, Optional[int]], nn.Module] = {}
         self._constructions: dict[tuple[int, int, int, Optional[int]], Construction] = {}
+        self._refusals: dict[tuple[int, int, int, Optional[int]], Optional[str]] = {}
         constraints = probe_constraints(target, init=options.init, d_head_multiple=options.d_head_multiple)
         self.grouped = has_role(target, "kv_heads")
         self.notes: tuple[str, ...] = constraints.notes
         self.d_head_multiple, probe, self.conv = self._runnable(constraints.d_head_multiple)
+        self.probe_shape = self._shape(min(2, options.max_heads), self.d_head_multiple)
         self.construction = next(c for k, c in self._constructions.items() if self._modules[k] is probe)  # the size that runs
         self.flow = None if find_projections(probe) else self._trace(probe)
         proj = self._find(probe)
@@ -106,7 +108,7 @@ class Subject:
                             sizes=Sizes(shape.heads, shape.d_head))
             if conv.could_not_run is None:
                 conv = self._check_larger(conv, heads, 3 * multiple * factor)
-            if conv.could_not_run is None and all(self._rotary_consistent(conv, heads, k * shape.d_head) for k in (1, 2, 3)):
+            if conv.could_not_run is None and all(self._rotary_consistent(conv, heads, k * shape.d_head) for k in (1, 2, 3, 4)):
                 if factor > 1:
                     why = "rejects or mis-rotates"
                     self.notes += (f"constraint found: forward {why} head size {multiple}; head sizes drawn as multiples of {multiple * factor}",)
@@ -154,6 +156,27 @@ class Subject:
             self._constructions[key] = construction
             self._modules[key] = module.eval()
         return self._modules[key]
+
+    def refuses(self, shape: AttentionShape) -> Optional[str]:
+        """Why the module built at ``shape``'s head sizes refuses a plain call (batch 1, two tokens), or None when it runs.
+
+        A module may only take some head counts (a fixed tensor-parallel split, kv heads equal to heads): such
+        shapes are constraints of the module, not findings. Sequence lengths and batch are never excused here."""
+        key = (shape.d_model, shape.heads, shape.d_head, shape.kv_heads)
+        if key not in self._refusals:
+            self._refusals[key] = self._plain_call(shape)
+            if self._refusals[key] and self._plain_call(self.probe_shape):
+                self._refusals[key] = None  # the same call fails at the sizes verify probed too: a finding, not a constraint
+        return self._refusals[key]
+
+    def _plain_call(self, shape: AttentionShape) -> Optional[str]:
+        try:
+            module = self.module(shape)
+        except Exception as error:  # noqa: BLE001 - a constructor refusing these head sizes
+            return f"built with {shape.heads} heads of size {shape.d_head}: {first_line(error)}"
+        x = torch.randn(1, 2, shape.d_model, generator=torch.Generator().manual_seed(5))  # (batch, seq, d_model)
+        out = attempt(module, self.conv, x, x, sizes=Sizes(shape.heads, shape.d_head))
+        return out if isinstance(out, str) else None
 
     def fresh_copy(self, shape: AttentionShape) -> nn.Module:
         return copy.deepcopy(self.module(shape))

@@ -141,19 +141,22 @@ def rotations_from_tables(first: Tensor, second: Tensor, first_is_cos: bool) -> 
     """The RoPE conventions consistent with the (cos, sin) tables a module is given, decided from the tables' values.
 
     ``first_is_cos`` (the caller saw which table is 1 at position 0) fixes the order: transformers'
-    Llama passes (cos, sin), GPT-J (sin, cos). A table whose two halves are equal belongs to
-    rotate-half (Llama, Phi's partial rotary); one whose neighbours are equal to adjacent pairs
-    (Cohere); a table with every frequency once (GPT-J's half-width sin/cos) is expanded the
-    two ways a module may expand it, and either is a correct RoPE (Su et al. 2021, eq. 34).
+    Llama passes (cos, sin), GPT-J (sin, cos). The frequencies are read from the table (the first
+    half of a rotate-half table, every other entry of an adjacent-pairs one, all of a half-width
+    one) and both layouts built from them are returned: each is a correct RoPE (Su et al. 2021,
+    eq. 34), and a module may re-expand its table either way (GPT-J, Cohere, Helium); a module
+    mixing the layouts (features i and i + d/2 turned at different frequencies) matches neither.
     """
     cos, sin = (first, second) if first_is_cos else (second, first)
     cos, sin = cos.double(), sin.double()
     d = cos.size(-1)
     halves = d % 2 == 0 and torch.allclose(cos[..., : d // 2], cos[..., d // 2:]) and torch.allclose(sin[..., : d // 2], sin[..., d // 2:])
     pairs = d % 2 == 0 and torch.allclose(cos[..., ::2], cos[..., 1::2]) and torch.allclose(sin[..., ::2], sin[..., 1::2])
-    found = ([rotate_half(cos, sin)] if halves else []) + ([rotate_every_two(cos, sin)] if pairs else [])
-    if found:
-        return found
+    if halves:  # each frequency once: the first half
+        cos, sin = cos[..., : d // 2], sin[..., : d // 2]
+    elif pairs:
+        cos, sin = cos[..., ::2], sin[..., ::2]
+    # Either layout of the same frequencies is a correct RoPE (a module may re-expand its table, as Helium does):
     return [rotate_half(torch.cat([cos, cos], -1), torch.cat([sin, sin], -1)),
             rotate_every_two(cos.repeat_interleave(2, -1), sin.repeat_interleave(2, -1))]
 

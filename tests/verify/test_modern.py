@@ -81,3 +81,11 @@ def test_order_blind_rotary_fails_positions_matter_and_its_twin_passes():
     assert found.status == "failed" and "ignores the rotary input" in found.message
     twin = next(r for r in _verify("rotary_result_dropped", "Fixed", properties=("positions_matter",)).results)
     assert twin.status == "passed"
+
+
+def test_head_counts_the_module_refuses_are_discarded_not_failed():
+    report = _verify("kv_heads_must_match", "Fixed")
+    assert report.passed, [(r.name, r.message) for r in report.results if r.status == "failed"]
+    statuses = {r.name: r.status for r in report.results}
+    assert statuses["reference"] == statuses["causal"] == "passed"
+    assert statuses["grouped_heads"] == "skipped"  # every draw has fewer kv heads than heads: none it takes
