@@ -20,7 +20,7 @@ from shapecheck.vocabulary import pick
 from shapecheck.testing.probe import attempt, discover, first_line
 from shapecheck.testing.strategies import AttentionCase, AttentionShape
 from shapecheck.testing.dataflow import trace_roles
-from shapecheck.testing.weights import Projections, find_projections, projections_named, unexplained_parameters
+from shapecheck.testing.weights import Projections, find_projections, projections_named, unexplained_parameters, with_qk_norms
 
 _FAMILIES = ", ".join(style.pattern for style in STYLES if style.verifiable)
 
@@ -186,7 +186,8 @@ class Subject:
 
     def _find(self, module: nn.Module) -> Optional[Projections]:
         """By name (``shapecheck/projections.py``), else by the data flow traced on the probe module."""
-        return find_projections(module) or (projections_named(module, **self.flow) if self.flow else None)
+        found = find_projections(module) or (projections_named(module, **self.flow) if self.flow else None)
+        return with_qk_norms(module, found) if found is not None else None
 
     def _trace(self, module: nn.Module) -> Optional[dict[str, str]]:
         d_model = next((p.size(-1) for p in module.parameters() if p.dim() == 2), None)

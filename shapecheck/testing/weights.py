@@ -13,6 +13,7 @@ projections found, so a residual LayerNorm or positional table never raises a fa
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable
 from typing import NamedTuple, Optional
@@ -37,6 +38,36 @@ class Projections(NamedTuple):
     wo: Optional[Tensor]
     bo: Optional[Tensor]
     owned: frozenset[int]  # ids of the parameters these weights come from
+    q_norm: Optional[nn.Module] = None  # qk-norm (Qwen3, Gemma3, OLMo-2): applied to q and k before the scores
+    k_norm: Optional[nn.Module] = None
+
+
+_QK_NORMS = (("q_norm", "k_norm"), ("query_norm", "key_norm"), ("q_layernorm", "k_layernorm"), ("norm_q", "norm_k"))
+
+
+def with_qk_norms(module: nn.Module, proj: Projections) -> Projections:
+    """``proj`` with the module's own query/key normalisations (a pair of norm submodules) where it has them."""
+    for q_name, k_name in _QK_NORMS:
+        q_norm, k_norm = getattr(module, q_name, None), getattr(module, k_name, None)
+        if isinstance(q_norm, nn.Module) and isinstance(k_norm, nn.Module) and "norm" in type(q_norm).__name__.lower():
+            owned = proj.owned | frozenset(id(p) for m in (q_norm, k_norm) for p in m.parameters())
+            return proj._replace(q_norm=q_norm, k_norm=k_norm, owned=owned)
+    return proj
+
+
+def _normalise(norm: Optional[nn.Module], x: Tensor, heads: int) -> Tensor:
+    """The module's own norm in float64 on (batch, seq, heads·d): over the whole width or per head, as its size says."""
+    if norm is None:
+        return x
+    dtype = next((p.dtype for p in norm.parameters()), torch.float32)
+    twin = copy.deepcopy(norm).double()
+    if hasattr(twin, "eps") and twin.eps is None:  # torch's RMSNorm: eps of the dtype it runs in, not float64's
+        twin.eps = torch.finfo(dtype).eps
+    width = next((p.numel() for p in norm.parameters()), None) or getattr(norm, "normalized_shape", (x.size(-1),))[0]
+    if width == x.size(-1):
+        return twin(x)
+    batch, seq, _ = x.shape
+    return twin(x.view(batch, seq, -1, width)).view(batch, seq, -1)  # per head
 
 
 def _linear(module: object) -> Optional[tuple[Tensor, Optional[Tensor], list[Tensor]]]:
@@ -195,8 +226,10 @@ def reference_attention(
     """
     batch, seq_q, seq_k = query.size(0), query.size(1), key.size(1)
     d_k = proj.wq.size(0) // heads
-    q = _project(query.double(), proj.wq, proj.bq).view(batch, seq_q, heads, -1).transpose(1, 2)  # (batch, heads, seq_q, d_k)
-    k = _project(key.double(), proj.wk, proj.bk).view(batch, seq_k, -1, d_k).transpose(1, 2)  # (batch, kv_heads, seq_k, d_k)
+    q = _normalise(proj.q_norm, _project(query.double(), proj.wq, proj.bq), heads)
+    q = q.view(batch, seq_q, heads, -1).transpose(1, 2)  # (batch, heads, seq_q, d_k)
+    k = _normalise(proj.k_norm, _project(key.double(), proj.wk, proj.bk), heads)
+    k = k.view(batch, seq_k, -1, d_k).transpose(1, 2)  # (batch, kv_heads, seq_k, d_k)
     v = _project(value.double(), proj.wv, proj.bv).view(batch, seq_k, k.size(1), -1).transpose(1, 2)  # (batch, kv_heads, seq_k, d_v)
     if rotary is not None:
         q, k = rotary(q, "q"), rotary(k, "k")

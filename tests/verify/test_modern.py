@@ -27,7 +27,8 @@ CAUGHT_BY = {
     "optional_context_keys": {"cross_attention"},  # self-attention is right; only a context of another length shows it
     "fill_not_masking": {"permutation", "causal", "padding"},  # nothing is masked: not even causal any more
     "rotary_pairs_sin_cos": {"reference", "rotary"},
-    "rotary_result_dropped": {"reference", "positions_matter"},  # order-blind: causal, cache and shifts all hold  # rotate-half on pairs-expanded tables: no longer relative
+    "rotary_result_dropped": {"reference", "positions_matter"},
+    "qk_norm_key_skipped": {"reference"},  # the reference applies the module's own q_norm / k_norm  # order-blind: causal, cache and shifts all hold  # rotate-half on pairs-expanded tables: no longer relative
 }
 
 
@@ -89,3 +90,8 @@ def test_head_counts_the_module_refuses_are_discarded_not_failed():
     statuses = {r.name: r.status for r in report.results}
     assert statuses["reference"] == statuses["causal"] == "passed"
     assert statuses["grouped_heads"] == "skipped"  # every draw has fewer kv heads than heads: none it takes
+
+
+def test_qk_norm_is_followed_by_the_reference():
+    statuses = {r.name: r.status for r in _verify("qk_norm_key_skipped", "Fixed").results}
+    assert statuses["reference"] == "passed"
