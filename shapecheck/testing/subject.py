@@ -20,7 +20,9 @@ from shapecheck.vocabulary import pick
 from shapecheck.testing.probe import attempt, discover, first_line
 from shapecheck.testing.strategies import AttentionCase, AttentionShape
 from shapecheck.testing.dataflow import trace_roles
-from shapecheck.testing.weights import Projections, find_projections, projections_named, unexplained_parameters, with_qk_norms
+from shapecheck.testing.weights import (
+    Projections, find_projections, packed_candidates, projections_named, unexplained_parameters, with_qk_norms,
+)
 
 _FAMILIES = ", ".join(style.pattern for style in STYLES if style.verifiable)
 
@@ -182,12 +184,29 @@ class Subject:
         return copy.deepcopy(self.module(shape))
 
     def projections(self, module: nn.Module) -> Optional[Projections]:
-        return self._find(module) if self.uses_reference else None
+        found = self.projection_candidates(module)
+        return found[0] if found else None
+
+    def projection_candidates(self, module: nn.Module) -> list[Projections]:
+        """The projections the reference may use: one found by name or data flow, else the layouts of a packed q/k/v."""
+        return self._candidates(module) if self.uses_reference else []
 
     def _find(self, module: nn.Module) -> Optional[Projections]:
-        """By name (``shapecheck/projections.py``), else by the data flow traced on the probe module."""
+        found = self._candidates(module)
+        return found[0] if found else None
+
+    def _candidates(self, module: nn.Module) -> list[Projections]:
+        """By name (``shapecheck/projections.py``), else by the data flow traced on the probe module, else packed."""
         found = find_projections(module) or (projections_named(module, **self.flow) if self.flow else None)
-        return with_qk_norms(module, found) if found is not None else None
+        heads = module_size(module, "heads")
+        width = next((p.size(-1) for p in module.parameters() if p.dim() == 2), 0)
+        d_head = (module_size(module, "d_head") or width // heads) if heads else 0
+        kv_heads = module_size(module, "kv_heads") or heads
+        if found is not None and not (heads and found.wk.size(0) != kv_heads * d_head):  # a stacked weight chunked in
+            return [with_qk_norms(module, found)]  # three equal parts is wrong for multi-query packing (GPTBigCode)
+        if not heads:
+            return []
+        return [with_qk_norms(module, p) for p in packed_candidates(module, heads, kv_heads, d_head)]
 
     def _trace(self, module: nn.Module) -> Optional[dict[str, str]]:
         d_model = next((p.size(-1) for p in module.parameters() if p.dim() == 2), None)

@@ -117,6 +117,31 @@ def find_projections(module: nn.Module) -> Optional[Projections]:
     return next((p for p in (_from_style(module, s) for s in STYLES if s.verifiable) if p is not None), None)
 
 
+def packed_candidates(module: nn.Module, heads: int, kv_heads: int, d_head: int) -> list[Projections]:
+    """One Linear producing q, k and v of every head (its rows (heads + 2·kv_heads)·d_head) and the Linear back to the
+    width, read the two ways real code packs them: stacked [q; k; v] split by the head counts (Phi-3, GPTBigCode's
+    multi-query) and, with as many kv heads as heads, per head [q_h; k_h; v_h] (GPT-NeoX, Persimmon). With random
+    weights both are correct attentions; the reference accepts either, never a mix (values from the key rows)."""
+    found = [(n, lin) for n, m in module.named_children() if (lin := _linear(m)) is not None]
+    q_rows, kv_rows = heads * d_head, kv_heads * d_head
+    for name, (w, b, params) in found:
+        if w.size(0) != q_rows + 2 * kv_rows:
+            continue
+        out = next(((n, lin) for n, lin in found if n != name and lin[0].shape == (w.size(1), q_rows)), None)
+        if out is None:
+            continue
+        (ow, ob, oparams), owned = out[1], frozenset(map(id, params + out[1][2]))
+        none3: tuple = (None, None, None)
+        layouts = [("stacked", w.split([q_rows, kv_rows, kv_rows]), b.split([q_rows, kv_rows, kv_rows]) if b is not None else none3)]
+        if kv_heads == heads:
+            per, per_b = w.view(heads, 3, d_head, -1), (b.view(heads, 3, d_head) if b is not None else None)
+            layouts.append(("per head", tuple(per[:, i].reshape(q_rows, -1) for i in range(3)),
+                            tuple(per_b[:, i].reshape(-1) for i in range(3)) if per_b is not None else none3))
+        return [Projections(f"{name} ({how} q/k/v) + {out[0]}", ws[0], bs[0], ws[1], bs[1], ws[2], bs[2], ow, ob, owned)
+                for how, ws, bs in layouts]
+    return []
+
+
 def projections_named(module: nn.Module, q: str, k: str, v: str, o: str = "") -> Optional[Projections]:
     """Projections read from four named Linear submodules (found by data flow, ``shapecheck.testing.dataflow``)."""
     parts = [_linear(lookup(module, name)) for name in (q, k, v)]

@@ -26,9 +26,10 @@ CAUGHT_BY = {
     "cross_keys_query_length": {"output_shape"},
     "optional_context_keys": {"cross_attention"},  # self-attention is right; only a context of another length shows it
     "fill_not_masking": {"permutation", "causal", "padding"},  # nothing is masked: not even causal any more
-    "rotary_pairs_sin_cos": {"reference", "rotary"},
-    "rotary_result_dropped": {"reference", "positions_matter"},
-    "qk_norm_key_skipped": {"reference"},  # the reference applies the module's own q_norm / k_norm  # order-blind: causal, cache and shifts all hold  # rotate-half on pairs-expanded tables: no longer relative
+    "rotary_pairs_sin_cos": {"reference", "rotary"},  # rotate-half on pairs-expanded tables: no longer relative
+    "rotary_result_dropped": {"reference", "positions_matter"},  # order-blind: causal, cache and shifts all hold
+    "qk_norm_key_skipped": {"reference"},  # the reference applies the module's own q_norm / k_norm
+    "packed_qkv_per_head": {"reference"},  # one Linear packed per head: read by head counts
 }
 
 
@@ -95,3 +96,10 @@ def test_head_counts_the_module_refuses_are_discarded_not_failed():
 def test_qk_norm_is_followed_by_the_reference():
     statuses = {r.name: r.status for r in _verify("qk_norm_key_skipped", "Fixed").results}
     assert statuses["reference"] == "passed"
+
+
+def test_packed_per_head_qkv_is_read_and_the_scale_bug_named():
+    statuses = {r.name: r.status for r in _verify("packed_qkv_per_head", "Fixed").results}
+    assert statuses["reference"] == "passed"
+    found = next(r for r in _verify("packed_qkv_per_head", "Attention", properties=("reference",)).results)
+    assert found.status == "failed" and "query_key_value (" in found.message and "1/√d_model" in found.hint
