@@ -298,9 +298,13 @@ def check_attention(factory: Any, **options: Any) -> VerifyReport:
 
     Keyword options are ``VerifyOptions`` fields (``mask``, ``causal``, ``max_examples``,
     ``seed``, ``strict``, ``layout``, ``fail_fast``, ``properties``, ``max_seq`` ...).
-    Returns the report when nothing failed (warnings allowed unless ``strict``).
+    Returns the report when nothing failed (warnings allowed unless ``strict``); a run in which every selected
+    property was skipped raises too (nothing was checked).
     """
     report = verify(factory, replace(VerifyOptions(), **options))
+    if not report.checked and not report.interrupted:
+        why = "; ".join(f"{r.name}: {r.reason}" for r in report.results)
+        raise AssertionError(f"{report.target}: nothing was checked: every selected property was skipped ({why})")
     failed = [r for r in report.results if r.status == "failed"]
     if failed:
         body = "\n".join(format_failure(r) for r in failed)
