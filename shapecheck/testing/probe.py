@@ -66,7 +66,21 @@ def discover(module: nn.Module, d_model: int, *, mask: MaskOption = "auto", layo
     conv = _probe_causal(module, conv, query, sizes)
     if conv.causal_name is None and not conv.causal_always and _looks_causal(module, conv, query, sizes):
         conv = replace(conv, causal_always=True, notes=conv.notes + ("causal: the first output ignores later tokens; treated as --causal",))
+    conv = _self_only(module, conv, query, sizes)
     return _probe_weights(module, conv, query, key, sizes)
+
+
+def _self_only(module: nn.Module, conv: Convention, query: Tensor, sizes: Sizes) -> Convention:
+    """A causal module with query, key and value arguments that refuses keys of another length is self-attention:
+    causality between two sequences of different lengths is not defined, so its q/k/v are one sequence three times."""
+    if not conv.cross or conv.memory_name is not None or not conv.causal_always:
+        return conv
+    longer = torch.randn(query.size(0), query.size(1) + 1, query.size(2), generator=torch.Generator().manual_seed(2))
+    if not isinstance(attempt(module, conv, query, longer, sizes=sizes), str):
+        return conv
+    note = (f"forward: {conv.query_name}, {conv.key_name}, {conv.value_name} of a causal module that refuses keys of another "
+            "length: self-attention (the same tokens three times; kv_cache and sliding_window apply)")
+    return replace(conv, self_only=True, keys_required=True, notes=conv.notes + (note,))
 
 
 def _could_not_run(module: nn.Module, conv: Convention, query: Tensor, key: Tensor, sizes: Sizes, reason: str) -> str:
@@ -207,8 +221,9 @@ def _hides_a_key(module: nn.Module, conv: Convention, query: Tensor, key: Tensor
 
 
 def _looks_causal(module: nn.Module, conv: Convention, query: Tensor, sizes: Sizes) -> bool:
-    """Self-attention whose first output ignores later tokens while later outputs depend on earlier ones."""
-    if conv.cross:
+    """Self-attention whose first output ignores later tokens while later outputs depend on earlier ones (a q/k/v forward is
+    given the same tokens three times: a cross-attention module sees every key and is never judged causal)."""
+    if conv.memory_name is not None:
         return False
     edited = query.clone()
     edited[:, 1:] = edited[:, 1:].flip(0) * 2 + 1  # change every token after the first

@@ -103,3 +103,13 @@ def test_packed_per_head_qkv_is_read_and_the_scale_bug_named():
     assert statuses["reference"] == "passed"
     found = next(r for r in _verify("packed_qkv_per_head", "Attention", properties=("reference",)).results)
     assert found.status == "failed" and "query_key_value (" in found.message and "1/√d_model" in found.hint
+
+
+def test_causal_qkv_module_refusing_other_key_lengths_is_self_attention():
+    report = _verify("qkv_causal_window", "Fixed")
+    assert report.passed, [(r.name, r.message) for r in report.results if r.status == "failed"]
+    statuses = {r.name: r.status for r in report.results}
+    assert statuses["sliding_window"] == statuses["causal"] == statuses["reference"] == "passed"
+    assert any("refuses keys of another length: self-attention" in n for n in report.notes)
+    found = next(r for r in _verify("qkv_causal_window", "Attention", properties=("sliding_window",)).results)
+    assert found.status == "failed"
