@@ -113,3 +113,8 @@ def test_causal_qkv_module_refusing_other_key_lengths_is_self_attention():
     assert any("refuses keys of another length: self-attention" in n for n in report.notes)
     found = next(r for r in _verify("qkv_causal_window", "Attention", properties=("sliding_window",)).results)
     assert found.status == "failed"
+
+
+def test_a_cache_argument_is_found_by_its_role():
+    assert next(r for r in _verify("cache_named_otherwise", "Fixed", properties=("kv_cache",)).results).status == "passed"
+    assert next(r for r in _verify("cache_named_otherwise", "Attention", properties=("kv_cache",)).results).status == "failed"
