@@ -56,6 +56,12 @@ def discover(module: nn.Module, d_model: int, *, mask: MaskOption = "auto", layo
     query, key = _inputs(conv, d_model)
     conv = _causal_in_mask(module, conv)
     conv, plain = _choose_supplied(module, conv, query, key, sizes)
+    if isinstance(plain, str) and conv.mask_name is not None and not conv.mask_required:
+        unmasked, works = _choose_supplied(module, replace(conv, mask_name=None, causal_in_mask=False), query, key, sizes)
+        if not isinstance(works, str):  # an optional mask refusing every convention and shape verify builds: dropped
+            note = f"mask: {conv.mask_name} refused every mask verify builds ({plain}); not passed"
+            kept = tuple(n for n in unmasked.notes if not n.startswith(f"mask: {conv.mask_name} ("))
+            conv, plain = replace(unmasked, notes=kept + (note,)), works
     if isinstance(plain, str):  # a layout or length bug may only show at batch != seq: try the smallest call
         small, tiny = _choose_supplied(module, conv, query[:1, :1], key[:1, :1], sizes)
         if isinstance(tiny, str):

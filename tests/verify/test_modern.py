@@ -118,3 +118,9 @@ def test_causal_qkv_module_refusing_other_key_lengths_is_self_attention():
 def test_a_cache_argument_is_found_by_its_role():
     assert next(r for r in _verify("cache_named_otherwise", "Fixed", properties=("kv_cache",)).results).status == "passed"
     assert next(r for r in _verify("cache_named_otherwise", "Attention", properties=("kv_cache",)).results).status == "failed"
+
+
+def test_an_optional_mask_verify_cannot_build_is_dropped_not_refused():
+    report = _verify("mask_of_lengths", "Fixed")
+    assert report.passed and any("attention_mask refused every mask verify builds" in n for n in report.notes)
+    assert {r.name: r.status for r in report.results}["reference"] == "passed"
