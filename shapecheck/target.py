@@ -312,6 +312,8 @@ class RoleAnswers:
             raise AttributeError(name)
         if name in self._init:
             value = self._init[name]
+        elif name == "_attn_implementation":  # transformers' attention dispatch, read at forward: eager, as configs are built
+            value = "eager"
         else:
             role = constructor_role(name)
             value = _role_value(role, self._sizes, None) if role else None

@@ -64,11 +64,11 @@ def canonical(name: str) -> str:
 CONSTRUCTOR_ROLES: dict[str, frozenset[str]] = {
     "d_model": frozenset({
         "d_model", "embed_dim", "embed_size", "emb_size", "emb_dim", "hidden_size", "dim", "n_embd", "model_dim",
-        "n_embed", "embedding_dim", "d_embed", "n_state",
+        "n_embed", "embedding_dim", "d_embed", "n_state", "feats", "query_dim", "d_out", "dim_model", "width",
     }),
     "heads": frozenset({
         "heads", "h", "n_head", "n_heads", "num_heads", "num_attention_heads", "nhead", "query_heads", "num_query_heads",
-        "n_query_heads", "attention_heads",
+        "n_query_heads", "attention_heads", "nheads", "num_head", "head", "n_heads_q",
     }),
     "kv_heads": frozenset({
         "num_key_value_heads", "n_kv_heads", "kv_heads", "num_kv_heads", "n_kv_head", "n_query_groups", "num_kv_groups",
@@ -180,11 +180,18 @@ MASK_TEXT: dict[MaskConvention, str] = {"keep": "True/1 = may attend", "ignore":
 PADDING_MASKS = ("key_padding_mask", "src_key_padding_mask", "padding_mask", "encoder_padding_mask")  # (batch, seq_k) by convention
 
 
+# Name parts that give a forward argument its role when no exact name matches (real code: past_key_value_state,
+# past_kv_cache_entry, layer_past_kv, kv_cache_entry, cached_kv).
+FORWARD_ROLE_PARTS: dict[str, tuple[str, ...]] = {"cache": ("past_key_value", "past_kv", "layer_past", "kv_cache", "cached_kv")}
+
+
 def forward_role(name: str) -> Optional[str]:
-    """The role of forward argument ``name``, or None."""
-    return next((role for role, names in FORWARD_ROLES.items() if name in names), None)
+    """The role of forward argument ``name`` (an exact name, else a name part), or None."""
+    exact = next((role for role, names in FORWARD_ROLES.items() if name in names), None)
+    return exact or next((role for role, parts in FORWARD_ROLE_PARTS.items() if any(p in name.lower() for p in parts)), None)
 
 
 def pick(names: list[str], role: str) -> Optional[str]:
-    """The first of ``role``'s names present in ``names``."""
-    return next((n for n in FORWARD_ROLES[role] if n in names), None)
+    """The first of ``role``'s names present in ``names``, else the first whose name has one of the role's parts."""
+    exact = next((n for n in FORWARD_ROLES[role] if n in names), None)
+    return exact or next((n for n in names if any(p in n.lower() for p in FORWARD_ROLE_PARTS.get(role, ()))), None)

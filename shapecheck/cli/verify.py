@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn
 
 from shapecheck.cli import options
-from shapecheck.render.verify import RENDERERS
+from shapecheck.render.verify import RENDERERS, nothing_checked
 from shapecheck.target import load_target
 from shapecheck.testing.properties import PROPERTY_NAMES
 from shapecheck.testing.runner import VerifyReport, verify
@@ -52,7 +52,8 @@ def verify_command(
 ) -> None:
     """Property-test an attention module (or a whole model) across head counts, widths, batch sizes and sequence lengths.
 
-    Exit 0 when nothing failed (warnings allowed), 1 when a property failed, 2 on a usage error or a module that cannot run, 130 on Ctrl-C.
+    Exit 0 when the properties that ran passed (warnings allowed), 1 when a property failed, 2 on a usage error, a module that cannot run,
+    or a run in which every selected property was skipped (nothing checked), 130 on Ctrl-C.
     """
     selected = options.split_selection(only)
     run = VerifyOptions(
@@ -67,6 +68,8 @@ def verify_command(
         typer.echo("shapecheck: interrupted before any property finished", err=True)
         raise typer.Exit(130) from None
     typer.echo(RENDERERS[output_format](report), nl=False)
+    if not report.checked and not report.interrupted:
+        typer.echo(f"shapecheck: {nothing_checked(report)}", err=True)
     raise typer.Exit(report.exit_code)
 
 

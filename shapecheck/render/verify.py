@@ -23,9 +23,22 @@ def details(result: Any) -> str:
 
 
 def summary(report: Any) -> str:
+    """The counts, then what did not run that the verdict depends on (the reference, a property asked for), and why."""
     counts = {s: sum(r.status == s for r in report.results) for s in STATUSES}
     line = ", ".join(f"{n} {s}" + ("s" if s == "warning" and n != 1 else "") for s, n in counts.items())
-    return line + ("\ninterrupted: the properties above finished; the rest did not run" if report.interrupted else "")
+    lines = [line, *(f"{r.name} skipped: {r.reason}" for r in report.not_run)]
+    if report.interrupted:
+        lines.append("interrupted: the properties above finished; the rest did not run")
+    elif not report.checked:
+        lines.append(nothing_checked(report))
+    return "\n".join(lines)
+
+
+def nothing_checked(report: Any) -> str:
+    """The exit-2 verdict of a run in which every selected property was skipped."""
+    first = next((r for r in report.results if r.status == "skipped"), None)
+    why = f" ({first.name}: {first.reason})" if first else ""
+    return f"nothing was checked: every selected property was skipped{why}"
 
 
 def table(report: Any) -> str:

@@ -45,6 +45,7 @@ class Convention:
     memory_name: Optional[str] = None  # required cross-attention memory (TransformerDecoderLayer's memory)
     optional_memory: Optional[str] = None  # an optional one (encoder_hidden_states, key_value_states): the cross_attention property
     keys_required: bool = False  # forward(q, k, v) with no defaults: self-attention passes x three times
+    self_only: bool = False  # forward(q, k, v) of a causal module that refuses keys of another length: self-attention
     mask_name: Optional[str] = None
     mask_kind: Optional[MaskKind] = None
     mask_shape: str = "b1ts"
@@ -63,6 +64,8 @@ class Convention:
 
     @property
     def cross(self) -> bool:
+        if self.self_only:
+            return False
         return self.memory_name is not None or (self.key_name is not None and self.value_name is not None)
 
     @property

@@ -13,6 +13,11 @@ Draw = Callable[[st.SearchStrategy, str], Any]  # draw(strategy, label): a value
 ATOL, RTOL = 1e-4, 1e-3
 
 
+class Skip(Exception):
+    """Raised by a check that cannot drive the module for its property (no parameters, a protocol it cannot call):
+    the property is reported skipped with this reason, never failed."""
+
+
 def _where(mask: Tensor) -> list[int]:
     return [int(i) for i in torch.unravel_index(mask.flatten().int().argmax(), mask.shape)] if mask.dim() else []
 

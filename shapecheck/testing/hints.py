@@ -11,6 +11,10 @@ from typing import Any
 
 _BY_PROPERTY = {
     "output_shape": "the output shape or the call itself is wrong: check the reshapes against (batch, seq_q, d_model)",
+    "input_dependence": "the attention step is missing: a placeholder output, the input returned as is, "
+    "or a result computed and then dropped",
+    "content_weights": "the weights do not depend on q·k: scores never computed, softmax over a constant, "
+    "or a mean over keys standing in for attention",
     "deterministic_eval": "dropout active in eval mode: F.dropout(..., training=self.training) or an nn.Dropout module",
     "batch_independence": "outputs mix batch items: a view/reshape that merges batch with seq or heads "
     "(or a sequence-first module run batch-first: try --layout seq-first)",
@@ -27,6 +31,8 @@ _BY_PROPERTY = {
     "kv_cache": "with a cache the queries are the last positions: the causal mask must be built for (seq_q, past + seq_q) "
     "with the queries offset by the cache length, and rotary positions must start at the cache length",
     "rotary": "rotary must depend on relative positions only: rotate q and k (not v) with the same cos/sin, in one layout",
+    "positions_matter": "the positional input never reaches the scores: rotated q/k computed but not used, "
+    "or rotary applied along the head axis instead of the sequence",
     "grouped_heads": "each kv head serves heads // kv_heads consecutive query heads: repeat_interleave over the head axis "
     "(transformers' repeat_kv), never tile, sum or average query groups",
     "padding_right": "a padding mask built on the query axis, or not passed down to every layer: the key mask is (batch, 1, 1, seq_k)",
@@ -48,6 +54,9 @@ def hint(name: str, counterexample: dict[str, Any], reason: str, passed: frozens
     general = _BY_PROPERTY.get(name, "")
     if "raised" in reason:
         general = "the module raised on this input: " + _BY_PROPERTY["output_shape"]
+    if name == "reference" and "it matches the scale" in reason:
+        return "the softmax scale: scores are scaled by " + reason.rsplit("it matches the scale ", 1)[1].removesuffix(" instead") + \
+            " where 1/√d_k (the head size) is expected: set the scale from the head size, after the head split"
     if "NaN" in reason:
         return "NaN in the output: a -inf fill on a row with no visible key, or an overflow; " + general
     if name == "permutation" and _identity(counterexample):

@@ -102,6 +102,47 @@ def _grouped_applies(s: Subject) -> Optional[str]:
     return _reference_applies(s)
 
 
+# ---------------------------------------------------------------- positions matter
+
+
+def positions_matter(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
+    """Given positions twice as far apart, a module that takes positions answers differently (it does not ignore them)."""
+    from shapecheck.testing.degenerate import MIN_WIDTH, same
+
+    seq = case.shape.seq_q
+    if case.shape.d_model < MIN_WIDTH:
+        return None
+    module = s.module(case.shape)
+    base = s.run(module, case, use_mask=False).output
+    spread = s.run(module, case, use_mask=False, positions=torch.arange(seq) * 2).output
+    if same(spread, base) and not _positions_matter_when_wide(s):  # partial rotary turns nothing at small head sizes
+        return (f"positions 0, 2, 4 ... gave the same output as 0, 1, 2 ... over {seq} tokens: "
+                f"the module ignores the {s.conv.positional} input it takes")
+    return None
+
+
+def _positions_matter_when_wide(s: Subject) -> bool:
+    """At 2 heads of size 16·multiple and 3 tokens, spreading the positions changes the output."""
+    from shapecheck.testing.degenerate import same
+    from shapecheck.testing.strategies import AttentionShape, random_inputs
+
+    m = s.d_head_multiple
+    shape = AttentionShape(2, 16 * m, 32 * m, 1, 3, 3, 2 if s.grouped else None)
+    query, key, value = random_inputs(shape, 0, cross=False)
+    case = AttentionCase(shape, query, key, value, None, 0)
+    module = s.module(shape)
+    base = s.run(module, case, use_mask=False).output
+    return not same(s.run(module, case, use_mask=False, positions=torch.arange(3) * 2).output, base)
+
+
+def _positions_applies(s: Subject) -> Optional[str]:
+    if not s.conv.positional:
+        return "the module takes no positional input (positions, rotary, ALiBi, relative bias)"
+    if s.conv.cross:
+        return "cross-attention: key positions are not moved with the queries'"
+    return None
+
+
 # ---------------------------------------------------------------- sliding window
 
 

@@ -56,17 +56,37 @@ def discover(module: nn.Module, d_model: int, *, mask: MaskOption = "auto", layo
     query, key = _inputs(conv, d_model)
     conv = _causal_in_mask(module, conv)
     conv, plain = _choose_supplied(module, conv, query, key, sizes)
+    if isinstance(plain, str) and conv.mask_name is not None and not conv.mask_required:
+        unmasked, works = _choose_supplied(module, replace(conv, mask_name=None, causal_in_mask=False), query, key, sizes)
+        if not isinstance(works, str):  # an optional mask refusing every convention and shape verify builds: dropped
+            note = f"mask: {conv.mask_name} refused every mask verify builds ({plain}); not passed"
+            kept = tuple(n for n in unmasked.notes if not n.startswith(f"mask: {conv.mask_name} ("))
+            conv, plain = replace(unmasked, notes=kept + (note,)), works
     if isinstance(plain, str):  # a layout or length bug may only show at batch != seq: try the smallest call
         small, tiny = _choose_supplied(module, conv, query[:1, :1], key[:1, :1], sizes)
         if isinstance(tiny, str):
             return replace(conv, could_not_run=_could_not_run(module, conv, query, key, sizes, plain))
         conv = replace(small, notes=small.notes + (f"probe: the call at batch=3, seq=4 {plain}",))
     conv = _probe_mask(module, conv, query, key, sizes, fixed=mask != "auto")
-    conv = _drop_switch_mask(module, conv, query, key, sizes)
+    conv = conv if mask != "auto" else _drop_switch_mask(module, conv, query, key, sizes)  # --mask X: the user's contract
     conv = _probe_causal(module, conv, query, sizes)
     if conv.causal_name is None and not conv.causal_always and _looks_causal(module, conv, query, sizes):
         conv = replace(conv, causal_always=True, notes=conv.notes + ("causal: the first output ignores later tokens; treated as --causal",))
+    conv = _self_only(module, conv, query, sizes)
     return _probe_weights(module, conv, query, key, sizes)
+
+
+def _self_only(module: nn.Module, conv: Convention, query: Tensor, sizes: Sizes) -> Convention:
+    """A causal module with query, key and value arguments that refuses keys of another length is self-attention:
+    causality between two sequences of different lengths is not defined, so its q/k/v are one sequence three times."""
+    if not conv.cross or conv.memory_name is not None or not conv.causal_always:
+        return conv
+    longer = torch.randn(query.size(0), query.size(1) + 1, query.size(2), generator=torch.Generator().manual_seed(2))
+    if not isinstance(attempt(module, conv, query, longer, sizes=sizes), str):
+        return conv
+    note = (f"forward: {conv.query_name}, {conv.key_name}, {conv.value_name} of a causal module that refuses keys of another "
+            "length: self-attention (the same tokens three times; kv_cache and sliding_window apply)")
+    return replace(conv, self_only=True, keys_required=True, notes=conv.notes + (note,))
 
 
 def _could_not_run(module: nn.Module, conv: Convention, query: Tensor, key: Tensor, sizes: Sizes, reason: str) -> str:
@@ -207,8 +227,9 @@ def _hides_a_key(module: nn.Module, conv: Convention, query: Tensor, key: Tensor
 
 
 def _looks_causal(module: nn.Module, conv: Convention, query: Tensor, sizes: Sizes) -> bool:
-    """Self-attention whose first output ignores later tokens while later outputs depend on earlier ones."""
-    if conv.cross:
+    """Self-attention whose first output ignores later tokens while later outputs depend on earlier ones (a q/k/v forward is
+    given the same tokens three times: a cross-attention module sees every key and is never judged causal)."""
+    if conv.memory_name is not None:
         return False
     edited = query.clone()
     edited[:, 1:] = edited[:, 1:].flip(0) * 2 + 1  # change every token after the first

@@ -9,17 +9,20 @@ whose message lists each failing property with its minimal configuration.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Optional
 
 import torch
-from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
+from hypothesis import HealthCheck, Phase, Verbosity, configuration, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.errors import HypothesisException
 from hypothesis.reporting import with_reporter
 
 from shapecheck.errors import UsageError, first_line
+from shapecheck.testing.compare import Skip
 from shapecheck.testing.hints import hint
 from shapecheck.testing.properties import PROPERTIES, PROPERTY_NAMES, WARNING, Property
 from shapecheck.testing.strategies import AttentionCase, attention_cases
@@ -39,9 +42,17 @@ class PropertyResult:
     counterexample: Optional[dict[str, Any]] = None
     hint: str = ""
 
+    @property
+    def reason(self) -> str:
+        """Why it did not pass: the failure, the warning, or why it was skipped ('' when it passed)."""
+        return "" if self.status == "passed" else self.message
+
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "status": self.status, "counterexample": self.counterexample,
+        return {"name": self.name, "status": self.status, "reason": self.reason, "counterexample": self.counterexample,
                 "message": self.message, "hint": self.hint}
+
+
+IMPORTANT = ("reference",)  # a skip of these is named in the verdict line: the float64 reference is the strongest check
 
 
 @dataclass(frozen=True)
@@ -51,19 +62,41 @@ class VerifyReport:
     notes: tuple[str, ...]  # calling convention and reference choices
     results: tuple[PropertyResult, ...] = field(default_factory=tuple)
     interrupted: bool = False  # Ctrl-C: ``results`` holds the properties that finished
+    selected: tuple[str, ...] = ()  # the properties the user named (--property), if any
 
     @property
     def passed(self) -> bool:
         return not any(r.status == "failed" for r in self.results)
 
     @property
+    def checked(self) -> bool:
+        """Some property ran (passed, failed or warned): a verdict says something."""
+        return any(r.status != "skipped" for r in self.results)
+
+    @property
+    def not_run(self) -> tuple[PropertyResult, ...]:
+        """Skipped properties the verdict must name: the reference, those named with --property, those verify could not drive."""
+        return tuple(r for r in self.results if r.status == "skipped"
+                     and (r.name in IMPORTANT or r.name in self.selected or "could not" in r.message))
+
+    @property
     def exit_code(self) -> int:
-        """0 nothing failed, 1 a property failed, 130 interrupted (the shell's code for Ctrl-C)."""
-        return 130 if self.interrupted else (0 if self.passed else 1)
+        """0 what ran passed, 1 a property failed, 2 nothing was checked (every property skipped), 130 interrupted."""
+        if self.interrupted:
+            return 130
+        if not self.passed:
+            return 1
+        return 0 if self.checked else 2
+
+    @property
+    def coverage(self) -> dict[str, Any]:
+        ran = [r.name for r in self.results if r.status != "skipped"]
+        return {"ran": ran, "skipped": {r.name: r.reason for r in self.results if r.status == "skipped"},
+                "not_run": {r.name: r.reason for r in self.not_run}, "checked": self.checked}
 
     def as_dict(self) -> dict[str, Any]:
-        return {"target": self.target, "passed": self.passed,
-                "interrupted": self.interrupted, "construction": self.construction,
+        return {"target": self.target, "passed": self.passed, "checked": self.checked,
+                "interrupted": self.interrupted, "construction": self.construction, "coverage": self.coverage,
                 "notes": list(self.notes), "properties": [r.as_dict() for r in self.results]}
 
 
@@ -109,10 +142,17 @@ def _reason(subject: Subject, prop: Property, case: AttentionCase, draw: Any) ->
         with torch.random.fork_rng(devices=[]):
             torch.default_generator.manual_seed(case.seed)  # dropout left on in eval fails the same way on replay
             return prop.check(subject, case, draw)
-    except UsageError:
+    except (UsageError, Skip):
         raise
     except Exception as error:  # noqa: BLE001 - the module under test may raise anything
+        refused = subject.refuses(case.shape) if isinstance(subject, Subject) else None
+        if refused:  # these head sizes are the module's constraint, not a finding
+            raise _Refused(refused) from None
         return f"raised {first_line(error)}"[:300]
+
+
+class _Refused(Exception):
+    """The module refuses a plain call at the drawn head sizes: the example is discarded."""
 
 
 def run_property(subject: Subject, prop: Property, passed: frozenset[str] = frozenset(),
@@ -122,6 +162,9 @@ def run_property(subject: Subject, prop: Property, passed: frozenset[str] = froz
     if skip:
         return PropertyResult(prop.name, "skipped", skip)
     last: dict[str, Any] = {}
+    skipped: list[str] = []  # reasons from checks that could not drive the module (``Skip``)
+    refused: list[str] = []  # head sizes the module refuses even in a plain call (its constraints)
+    completed = [0]
 
     @given(st.data())
     def test(data: st.DataObject) -> None:
@@ -135,7 +178,15 @@ def run_property(subject: Subject, prop: Property, passed: frozenset[str] = froz
             extras[label] = value = data.draw(strategy)
             return value
 
-        reason = _reason(subject, prop, case, draw)
+        try:
+            reason = _reason(subject, prop, case, draw)
+        except Skip as why:
+            skipped.append(str(why))
+            return
+        except _Refused as why:
+            refused.append(str(why))
+            return
+        completed[0] += 1
         if reason:
             last.update(case=case, extras=extras, reason=reason)
             raise _Failed(reason)
@@ -153,6 +204,9 @@ def run_property(subject: Subject, prop: Property, passed: frozenset[str] = froz
         if not last:
             raise
         return _failure(subject, prop, last, passed)
+    if (skipped or refused) and not completed[0]:
+        why = skipped[0] if skipped else f"the module could not be driven at any drawn head size ({refused[0]})"[:300]
+        return PropertyResult(prop.name, "skipped", why)
     return PropertyResult(prop.name, "passed", prop.doc)
 
 
@@ -172,9 +226,23 @@ def verify(factory: Any, options: Optional[VerifyOptions] = None, *, progress: O
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny tensors: thread hand-offs cost more than the arithmetic
     try:
-        return _verify(as_target(factory), options, progress)
+        with _scratch_storage():
+            return _verify(as_target(factory), options, progress)
     finally:
         torch.set_num_threads(threads)
+
+
+@contextmanager
+def _scratch_storage() -> Iterator[None]:
+    """Hypothesis's storage (no example database: ``database=None``; its cache of constants read from the user's
+    source) in a temporary directory removed afterwards, so a run leaves no ``.hypothesis/`` in the working directory."""
+    previous = vars(configuration).get("__hypothesis_home_directory")  # None: the environment's, else ./.hypothesis
+    with tempfile.TemporaryDirectory(prefix="shapecheck-verify-") as scratch:
+        configuration.set_hypothesis_home_dir(scratch)
+        try:
+            yield
+        finally:
+            configuration.set_hypothesis_home_dir(previous)
 
 
 def _verify(target: Target, options: VerifyOptions, progress: Optional[Progress]) -> VerifyReport:
@@ -205,7 +273,7 @@ def _verify(target: Target, options: VerifyOptions, progress: Optional[Progress]
             break
     construction = subject.construction.describe() if subject.construction else target.name
     notes = subject.notes if model else subject.notes + subject.conv.notes + (subject.reference_note,)
-    return VerifyReport(target.spec, construction, notes, tuple(results), interrupted)
+    return VerifyReport(target.spec, construction, notes, tuple(results), interrupted, tuple(options.properties or ()))
 
 
 def _validate(options: VerifyOptions) -> None:
@@ -230,9 +298,13 @@ def check_attention(factory: Any, **options: Any) -> VerifyReport:
 
     Keyword options are ``VerifyOptions`` fields (``mask``, ``causal``, ``max_examples``,
     ``seed``, ``strict``, ``layout``, ``fail_fast``, ``properties``, ``max_seq`` ...).
-    Returns the report when nothing failed (warnings allowed unless ``strict``).
+    Returns the report when nothing failed (warnings allowed unless ``strict``); a run in which every selected
+    property was skipped raises too (nothing was checked).
     """
     report = verify(factory, replace(VerifyOptions(), **options))
+    if not report.checked and not report.interrupted:
+        why = "; ".join(f"{r.name}: {r.reason}" for r in report.results)
+        raise AssertionError(f"{report.target}: nothing was checked: every selected property was skipped ({why})")
     failed = [r for r in report.results if r.status == "failed"]
     if failed:
         body = "\n".join(format_failure(r) for r in failed)

@@ -17,10 +17,12 @@ from shapecheck.testing.adapt import (
     Convention, Layout, MaskOption, Outcome, Sizes, arguments, call, forward_parameters, module_size, read_outcome,
 )
 from shapecheck.vocabulary import pick
-from shapecheck.testing.probe import attempt, discover
+from shapecheck.testing.probe import attempt, discover, first_line
 from shapecheck.testing.strategies import AttentionCase, AttentionShape
 from shapecheck.testing.dataflow import trace_roles
-from shapecheck.testing.weights import Projections, find_projections, projections_named, unexplained_parameters
+from shapecheck.testing.weights import (
+    Projections, find_projections, packed_candidates, projections_named, unexplained_parameters, with_qk_norms,
+)
 
 _FAMILIES = ", ".join(style.pattern for style in STYLES if style.verifiable)
 
@@ -76,16 +78,23 @@ class Subject:
         self.target, self.options = target, options
         self._modules: dict[tuple[int, int, int, Optional[int]], nn.Module] = {}
         self._constructions: dict[tuple[int, int, int, Optional[int]], Construction] = {}
+        self._refusals: dict[tuple[int, int, int, Optional[int]], Optional[str]] = {}
         constraints = probe_constraints(target, init=options.init, d_head_multiple=options.d_head_multiple)
         self.grouped = has_role(target, "kv_heads")
         self.notes: tuple[str, ...] = constraints.notes
         self.d_head_multiple, probe, self.conv = self._runnable(constraints.d_head_multiple)
+        self.probe_shape = self._shape(min(2, options.max_heads), self.d_head_multiple)
         self.construction = next(c for k, c in self._constructions.items() if self._modules[k] is probe)  # the size that runs
         self.flow = None if find_projections(probe) else self._trace(probe)
         proj = self._find(probe)
         extra = unexplained_parameters(probe, proj) if proj else []
         self.uses_reference = proj is not None and not extra
         self.internal_positions = None if self.conv.positional else internal_positions(probe)
+        if self.internal_positions is None and not self.conv.positional and not self.conv.cross and self.causal_mode == "always":
+            self.internal_positions = positions_by_behaviour(probe, self.conv, min(2, options.max_heads), self.d_head_multiple)
+        if self.internal_positions:
+            self.notes += (f"positions: encoded by the module itself ({self.internal_positions}); "
+                           "the reference tries the standard RoPE in both layouts, else says it cannot judge",)
         self.notes += _scale_note(probe, options.scale)
         self.reference_note = _reference_note(proj, extra)
 
@@ -101,7 +110,7 @@ class Subject:
                             sizes=Sizes(shape.heads, shape.d_head))
             if conv.could_not_run is None:
                 conv = self._check_larger(conv, heads, 3 * multiple * factor)
-            if conv.could_not_run is None and all(self._rotary_consistent(conv, heads, k * shape.d_head) for k in (1, 2, 3)):
+            if conv.could_not_run is None and all(self._rotary_consistent(conv, heads, k * shape.d_head) for k in (1, 2, 3, 4)):
                 if factor > 1:
                     why = "rejects or mis-rotates"
                     self.notes += (f"constraint found: forward {why} head size {multiple}; head sizes drawn as multiples of {multiple * factor}",)
@@ -141,6 +150,8 @@ class Subject:
         if key not in self._modules:
             sizes = {"d_model": shape.d_model, "heads": shape.heads, "d_head": shape.d_head, "dropout": self.options.dropout,
                      "kv_heads": shape.kv_heads, "rotary_dim": shape.d_head, "max_seq": MAX_SEQ_BUILT, "layer_index": 0}
+            if self.options.causal:
+                sizes["causal"] = True  # --causal sets the constructor's own causal flag too
             with torch.random.fork_rng(devices=[]):
                 torch.default_generator.manual_seed(self.options.seed)  # CPU only: cheap, no CUDA calls
                 module, construction = build(self.target, sizes, keep_defaults=False, init=self.options.init)
@@ -148,15 +159,54 @@ class Subject:
             self._modules[key] = module.eval()
         return self._modules[key]
 
+    def refuses(self, shape: AttentionShape) -> Optional[str]:
+        """Why the module built at ``shape``'s head sizes refuses a plain call (batch 1, two tokens), or None when it runs.
+
+        A module may only take some head counts (a fixed tensor-parallel split, kv heads equal to heads): such
+        shapes are constraints of the module, not findings. Sequence lengths and batch are never excused here."""
+        key = (shape.d_model, shape.heads, shape.d_head, shape.kv_heads)
+        if key not in self._refusals:
+            self._refusals[key] = self._plain_call(shape)
+            if self._refusals[key] and self._plain_call(self.probe_shape):
+                self._refusals[key] = None  # the same call fails at the sizes verify probed too: a finding, not a constraint
+        return self._refusals[key]
+
+    def _plain_call(self, shape: AttentionShape) -> Optional[str]:
+        try:
+            module = self.module(shape)
+        except Exception as error:  # noqa: BLE001 - a constructor refusing these head sizes
+            return f"built with {shape.heads} heads of size {shape.d_head}: {first_line(error)}"
+        x = torch.randn(1, 2, shape.d_model, generator=torch.Generator().manual_seed(5))  # (batch, seq, d_model)
+        out = attempt(module, self.conv, x, x, sizes=Sizes(shape.heads, shape.d_head))
+        return out if isinstance(out, str) else None
+
     def fresh_copy(self, shape: AttentionShape) -> nn.Module:
         return copy.deepcopy(self.module(shape))
 
     def projections(self, module: nn.Module) -> Optional[Projections]:
-        return self._find(module) if self.uses_reference else None
+        found = self.projection_candidates(module)
+        return found[0] if found else None
+
+    def projection_candidates(self, module: nn.Module) -> list[Projections]:
+        """The projections the reference may use: one found by name or data flow, else the layouts of a packed q/k/v."""
+        return self._candidates(module) if self.uses_reference else []
 
     def _find(self, module: nn.Module) -> Optional[Projections]:
-        """By name (``shapecheck/projections.py``), else by the data flow traced on the probe module."""
-        return find_projections(module) or (projections_named(module, **self.flow) if self.flow else None)
+        found = self._candidates(module)
+        return found[0] if found else None
+
+    def _candidates(self, module: nn.Module) -> list[Projections]:
+        """By name (``shapecheck/projections.py``), else by the data flow traced on the probe module, else packed."""
+        found = find_projections(module) or (projections_named(module, **self.flow) if self.flow else None)
+        heads = module_size(module, "heads")
+        width = next((p.size(-1) for p in module.parameters() if p.dim() == 2), 0)
+        d_head = (module_size(module, "d_head") or width // heads) if heads else 0
+        kv_heads = module_size(module, "kv_heads") or heads
+        if found is not None and not (heads and found.wk.size(0) != kv_heads * d_head):  # a stacked weight chunked in
+            return [with_qk_norms(module, found)]  # three equal parts is wrong for multi-query packing (GPTBigCode)
+        if not heads:
+            return []
+        return [with_qk_norms(module, p) for p in packed_candidates(module, heads, kv_heads, d_head)]
 
     def _trace(self, module: nn.Module) -> Optional[dict[str, str]]:
         d_model = next((p.size(-1) for p in module.parameters() if p.dim() == 2), None)
@@ -228,6 +278,18 @@ def internal_positions(module: nn.Module) -> Optional[str]:
     """The name of a submodule or buffer through which the module adds positions itself (``rotary_emb``), or None."""
     names = [n for n, _ in module.named_modules()] + [n for n, _ in module.named_buffers()]
     return next((n for n in names if any(part in n.rsplit(".", 1)[-1].lower() for part in _POSITIONAL_PARTS)), None)
+
+
+def positions_by_behaviour(module: nn.Module, conv: Convention, heads: int, d_head: int) -> Optional[str]:
+    """Causal self-attention given no positions: without positions of its own, a later output is a function of the set of
+    earlier tokens, so swapping two of them changes nothing; a module that rotates or embeds positions inside it differs."""
+    x = torch.randn(2, 3, heads * d_head, generator=torch.Generator().manual_seed(3))  # (batch, seq, d_model)
+    swapped = x[:, [1, 0, 2]]
+    sizes = Sizes(heads, d_head)
+    base, moved = attempt(module, conv, x, x, sizes=sizes), attempt(module, conv, swapped, swapped, sizes=sizes)
+    if isinstance(base, str) or isinstance(moved, str) or torch.allclose(base.output[:, 2], moved.output[:, 2], atol=1e-5):
+        return None
+    return "by behaviour: swapping two earlier tokens changed a later output"
 
 
 def _scale_note(module: nn.Module, given: Optional[float]) -> tuple[str, ...]:

@@ -13,6 +13,7 @@ projections found, so a residual LayerNorm or positional table never raises a fa
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable
 from typing import NamedTuple, Optional
@@ -37,6 +38,36 @@ class Projections(NamedTuple):
     wo: Optional[Tensor]
     bo: Optional[Tensor]
     owned: frozenset[int]  # ids of the parameters these weights come from
+    q_norm: Optional[nn.Module] = None  # qk-norm (Qwen3, Gemma3, OLMo-2): applied to q and k before the scores
+    k_norm: Optional[nn.Module] = None
+
+
+_QK_NORMS = (("q_norm", "k_norm"), ("query_norm", "key_norm"), ("q_layernorm", "k_layernorm"), ("norm_q", "norm_k"))
+
+
+def with_qk_norms(module: nn.Module, proj: Projections) -> Projections:
+    """``proj`` with the module's own query/key normalisations (a pair of norm submodules) where it has them."""
+    for q_name, k_name in _QK_NORMS:
+        q_norm, k_norm = getattr(module, q_name, None), getattr(module, k_name, None)
+        if isinstance(q_norm, nn.Module) and isinstance(k_norm, nn.Module) and "norm" in type(q_norm).__name__.lower():
+            owned = proj.owned | frozenset(id(p) for m in (q_norm, k_norm) for p in m.parameters())
+            return proj._replace(q_norm=q_norm, k_norm=k_norm, owned=owned)
+    return proj
+
+
+def _normalise(norm: Optional[nn.Module], x: Tensor, heads: int) -> Tensor:
+    """The module's own norm in float64 on (batch, seq, heads·d): over the whole width or per head, as its size says."""
+    if norm is None:
+        return x
+    dtype = next((p.dtype for p in norm.parameters()), torch.float32)
+    twin = copy.deepcopy(norm).double()
+    if hasattr(twin, "eps") and twin.eps is None:  # torch's RMSNorm: eps of the dtype it runs in, not float64's
+        twin.eps = torch.finfo(dtype).eps
+    width = next((p.numel() for p in norm.parameters()), None) or getattr(norm, "normalized_shape", (x.size(-1),))[0]
+    if width == x.size(-1):
+        return twin(x)
+    batch, seq, _ = x.shape
+    return twin(x.view(batch, seq, -1, width)).view(batch, seq, -1)  # per head
 
 
 def _linear(module: object) -> Optional[tuple[Tensor, Optional[Tensor], list[Tensor]]]:
@@ -86,6 +117,31 @@ def find_projections(module: nn.Module) -> Optional[Projections]:
     return next((p for p in (_from_style(module, s) for s in STYLES if s.verifiable) if p is not None), None)
 
 
+def packed_candidates(module: nn.Module, heads: int, kv_heads: int, d_head: int) -> list[Projections]:
+    """One Linear producing q, k and v of every head (its rows (heads + 2·kv_heads)·d_head) and the Linear back to the
+    width, read the two ways real code packs them: stacked [q; k; v] split by the head counts (Phi-3, GPTBigCode's
+    multi-query) and, with as many kv heads as heads, per head [q_h; k_h; v_h] (GPT-NeoX, Persimmon). With random
+    weights both are correct attentions; the reference accepts either, never a mix (values from the key rows)."""
+    found = [(n, lin) for n, m in module.named_children() if (lin := _linear(m)) is not None]
+    q_rows, kv_rows = heads * d_head, kv_heads * d_head
+    for name, (w, b, params) in found:
+        if w.size(0) != q_rows + 2 * kv_rows:
+            continue
+        out = next(((n, lin) for n, lin in found if n != name and lin[0].shape == (w.size(1), q_rows)), None)
+        if out is None:
+            continue
+        (ow, ob, oparams), owned = out[1], frozenset(map(id, params + out[1][2]))
+        none3: tuple = (None, None, None)
+        layouts = [("stacked", w.split([q_rows, kv_rows, kv_rows]), b.split([q_rows, kv_rows, kv_rows]) if b is not None else none3)]
+        if kv_heads == heads:
+            per, per_b = w.view(heads, 3, d_head, -1), (b.view(heads, 3, d_head) if b is not None else None)
+            layouts.append(("per head", tuple(per[:, i].reshape(q_rows, -1) for i in range(3)),
+                            tuple(per_b[:, i].reshape(-1) for i in range(3)) if per_b is not None else none3))
+        return [Projections(f"{name} ({how} q/k/v) + {out[0]}", ws[0], bs[0], ws[1], bs[1], ws[2], bs[2], ow, ob, owned)
+                for how, ws, bs in layouts]
+    return []
+
+
 def projections_named(module: nn.Module, q: str, k: str, v: str, o: str = "") -> Optional[Projections]:
     """Projections read from four named Linear submodules (found by data flow, ``shapecheck.testing.dataflow``)."""
     parts = [_linear(lookup(module, name)) for name in (q, k, v)]
@@ -124,6 +180,43 @@ def rotate_half(cos: Tensor, sin: Tensor) -> Rotary:
     return rotate
 
 
+def rotate_every_two(cos: Tensor, sin: Tensor) -> Rotary:
+    """RoPE on adjacent feature pairs (2i, 2i+1) with real tables, each frequency twice in a row (GPT-J, Cohere)."""
+    cos, sin = cos.double()[:, None], sin.double()[:, None]  # (batch, 1, seq, d_rot)
+
+    def rotate(x: Tensor, _which: str) -> Tensor:
+        d = cos.size(-1)
+        part, rest = x[..., :d], x[..., d:]
+        turned = torch.stack([-part[..., 1::2], part[..., ::2]], dim=-1).flatten(-2)  # (-x1, x0, -x3, x2, ...)
+        return torch.cat([part * cos + turned * sin, rest], dim=-1)
+
+    return rotate
+
+
+def rotations_from_tables(first: Tensor, second: Tensor, first_is_cos: bool) -> list[Rotary]:
+    """The RoPE conventions consistent with the (cos, sin) tables a module is given, decided from the tables' values.
+
+    ``first_is_cos`` (the caller saw which table is 1 at position 0) fixes the order: transformers'
+    Llama passes (cos, sin), GPT-J (sin, cos). The frequencies are read from the table (the first
+    half of a rotate-half table, every other entry of an adjacent-pairs one, all of a half-width
+    one) and both layouts built from them are returned: each is a correct RoPE (Su et al. 2021,
+    eq. 34), and a module may re-expand its table either way (GPT-J, Cohere, Helium); a module
+    mixing the layouts (features i and i + d/2 turned at different frequencies) matches neither.
+    """
+    cos, sin = (first, second) if first_is_cos else (second, first)
+    cos, sin = cos.double(), sin.double()
+    d = cos.size(-1)
+    halves = d % 2 == 0 and torch.allclose(cos[..., : d // 2], cos[..., d // 2:]) and torch.allclose(sin[..., : d // 2], sin[..., d // 2:])
+    pairs = d % 2 == 0 and torch.allclose(cos[..., ::2], cos[..., 1::2]) and torch.allclose(sin[..., ::2], sin[..., 1::2])
+    if halves:  # each frequency once: the first half
+        cos, sin = cos[..., : d // 2], sin[..., : d // 2]
+    elif pairs:
+        cos, sin = cos[..., ::2], sin[..., ::2]
+    # Either layout of the same frequencies is a correct RoPE (a module may re-expand its table, as Helium does):
+    return [rotate_half(torch.cat([cos, cos], -1), torch.cat([sin, sin], -1)),
+            rotate_every_two(cos.repeat_interleave(2, -1), sin.repeat_interleave(2, -1))]
+
+
 def rotate_pairs(freqs_cis: Tensor) -> Rotary:
     """RoPE on adjacent feature pairs as complex numbers (Meta's Llama ``freqs_cis``, (seq, d_k / 2))."""
     freqs = freqs_cis.to(torch.complex128)[None, None]  # (1, 1, seq, d_k / 2)
@@ -158,8 +251,10 @@ def reference_attention(
     """
     batch, seq_q, seq_k = query.size(0), query.size(1), key.size(1)
     d_k = proj.wq.size(0) // heads
-    q = _project(query.double(), proj.wq, proj.bq).view(batch, seq_q, heads, -1).transpose(1, 2)  # (batch, heads, seq_q, d_k)
-    k = _project(key.double(), proj.wk, proj.bk).view(batch, seq_k, -1, d_k).transpose(1, 2)  # (batch, kv_heads, seq_k, d_k)
+    q = _normalise(proj.q_norm, _project(query.double(), proj.wq, proj.bq), heads)
+    q = q.view(batch, seq_q, heads, -1).transpose(1, 2)  # (batch, heads, seq_q, d_k)
+    k = _normalise(proj.k_norm, _project(key.double(), proj.wk, proj.bk), heads)
+    k = k.view(batch, seq_k, -1, d_k).transpose(1, 2)  # (batch, kv_heads, seq_k, d_k)
     v = _project(value.double(), proj.wv, proj.bv).view(batch, seq_k, k.size(1), -1).transpose(1, 2)  # (batch, kv_heads, seq_k, d_v)
     if rotary is not None:
         q, k = rotary(q, "q"), rotary(k, "k")

@@ -54,3 +54,9 @@ def test_masked_rows_policy_is_checked_against_the_reference():
     assert zeros.results[0].status == "passed"
     uniform = check_attention(MultiHeadAttention, max_examples=EXAMPLES, properties=("fully_masked_rows",), masked_rows="uniform", **SMALL)
     assert uniform.results[0].status == "warning" and "uniform policy" in uniform.results[0].message
+
+
+def test_nothing_checked_raises_instead_of_passing():
+    with pytest.raises(AssertionError) as info:
+        check_attention(MultiHeadAttention, max_examples=2, properties=("sliding_window",), **SMALL)
+    assert "nothing was checked" in str(info.value) and "sliding_window: no sliding window" in str(info.value)

@@ -1,6 +1,7 @@
 """``shapecheck verify``: exit codes, JSON, the table, and one-line usage errors."""
 
 import json
+import os
 
 import pytest
 from typer.testing import CliRunner
@@ -8,7 +9,7 @@ from typer.testing import CliRunner
 from shapecheck.cli import app
 from shapecheck.testing.properties import PROPERTIES
 
-from .conftest import EXAMPLES, mutant
+from .conftest import EXAMPLES, HERE, MUTANTS, mutant
 
 RUN = CliRunner()
 FAST = ["--max-examples", str(min(EXAMPLES, 5)), "--max-seq-len", "3"]
@@ -66,7 +67,29 @@ def test_mask_option_overrides_the_convention():
     result, data = _json("reference_models.attention:MultiHeadAttention", "--mask", "keep", "--property", "padding")
     assert result.exit_code == 1 and any("True/1 = may attend" in n for n in data["notes"])
     result, data = _json("reference_models.attention:MultiHeadAttention", "--mask", "none", "--property", "padding")
-    assert result.exit_code == 0 and data["properties"][0]["status"] == "skipped"
+    assert result.exit_code == 2 and data["properties"][0]["status"] == "skipped"  # nothing was checked: never exit 0
+
+
+def test_every_selected_property_skipped_exits_2_with_the_reason():
+    result, data = _json("reference_models.attention:MultiHeadAttention", "--property", "sliding_window")
+    assert result.exit_code == 2 and data["ok"] is False and data["checked"] is False
+    assert data["coverage"]["ran"] == [] and "sliding_window" in data["coverage"]["not_run"]
+    assert data["properties"][0]["reason"].startswith("no sliding window")
+    assert "nothing was checked" in result.stderr and "sliding_window: no sliding window" in result.stderr
+    table = RUN.invoke(app, ["verify", "reference_models.attention:MultiHeadAttention", "--property", "sliding_window", *FAST])
+    assert table.exit_code == 2 and "nothing was checked" in table.stdout
+
+
+def test_json_carries_status_reason_and_coverage_and_the_verdict_names_a_skipped_reference():
+    spec = os.path.join(HERE, "degenerate", "weightless.py") + ":Attention"  # no projections: no reference
+    result, data = _json(spec)
+    assert result.exit_code == 0, result.output
+    by_name = {p["name"]: p for p in data["properties"]}
+    assert by_name["reference"]["status"] == "skipped" and "no projection weights" in by_name["reference"]["reason"]
+    assert by_name["output_shape"]["reason"] == "" and "output_shape" in data["coverage"]["ran"]
+    assert "reference" in data["coverage"]["not_run"] and data["coverage"]["skipped"]["gradients"].startswith("the module has no trainable")
+    table = RUN.invoke(app, ["verify", spec, *FAST])
+    assert "reference skipped: no projection weights found" in table.stdout
 
 
 @pytest.mark.parametrize("args, message", [
@@ -137,3 +160,27 @@ def test_a_property_of_the_other_suite_is_a_usage_error_not_a_pass():
     assert result.exit_code == 2
     (line,) = result.stderr.strip().splitlines()
     assert "is an attention module: none of padding_left applies" in line
+
+
+def _snapshot(root):
+    return sorted((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*"))
+
+
+def test_a_run_leaves_the_working_directory_as_it_was_and_the_seed_repeats_it(tmp_path):
+    """No .hypothesis/ (example database or constants cache), no __pycache__, the user's file untouched."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    shutil.copy(os.path.join(MUTANTS, "scale_d_model.py"), tmp_path / "attn.py")
+    shutil.copy(os.path.join(MUTANTS, "_base.py"), tmp_path / "_base.py")
+    before = _snapshot(tmp_path)
+    env = {**os.environ, "PYTHONPATH": os.getcwd() + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env.pop("HYPOTHESIS_STORAGE_DIRECTORY", None)
+    command = [sys.executable, "-m", "shapecheck", "verify", "attn.py:Attention", "--property", "reference", "--seed", "3",
+               "--format", "json", *FAST]
+    runs = [subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120) for _ in range(2)]
+    assert [r.returncode for r in runs] == [1, 1], runs[0].stderr
+    assert json.loads(runs[0].stdout) == json.loads(runs[1].stdout)  # --seed: the same counterexample
+    assert _snapshot(tmp_path) == before

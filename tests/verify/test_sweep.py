@@ -58,6 +58,13 @@ def test_rotary_grouped_decoders_are_checked_against_the_reference_and_for_causa
     assert any("position_embeddings (rotary" in note for note in report.notes)
 
 
+def test_gptj_adjacent_pair_rotary_is_checked_against_the_reference():
+    pytest.importorskip("transformers")
+    report = _report(T + "gptj.modeling_gptj:GPTJAttention")  # (sin, cos) half-width tables, every-two rotation, partial rotary
+    assert _statuses(report)["reference"] == "passed"
+    assert any("position_embeddings (rotary" in note for note in report.notes)
+
+
 def test_a_module_that_does_not_scale_gets_a_warning_and_passes_with_scale_1():
     pytest.importorskip("transformers")
     warned = next(r for r in _report(T + "gpt_neo.modeling_gpt_neo:GPTNeoSelfAttention").results if r.name == "reference")
@@ -91,3 +98,13 @@ def test_phi_projections_are_found_by_data_flow_and_partial_rotary_agrees():
 def test_an_optional_memory_is_exercised_with_another_length(name):
     pytest.importorskip("transformers")
     assert _statuses(_report(T + name, properties=("cross_attention",)))["cross_attention"] == "passed"
+
+
+@pytest.mark.parametrize("name", ["helium.modeling_helium:HeliumAttention",  # rotate-half table re-expanded as adjacent pairs
+                                  "stablelm.modeling_stablelm:StableLmAttention",  # partial rotary: its width constraint appears at 4
+                                  "qwen3.modeling_qwen3:Qwen3Attention"])  # qk-norm: the reference applies q_norm / k_norm
+def test_rope_followed_as_the_module_applies_it(name):
+    pytest.importorskip("transformers")
+    report = _report(T + name)
+    assert report.passed, [(r.name, r.message, r.counterexample) for r in report.results if r.status == "failed"]
+    assert _statuses(report)["reference"] == "passed"
