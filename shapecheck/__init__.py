@@ -4,6 +4,14 @@ The runtime checks (``checked``) import torch; ``shapecheck.lint`` does not, so 
 names below are resolved on first use.
 """
 
+import os as _os
+import sys as _sys
+
+if _sys.argv[:1] == ["-m"] and _sys.path and _sys.path[0] in ("", _os.getcwd()):
+    # ``python -m shapecheck``: the package is found; the working directory must not shadow the standard
+    # library for what is imported next (an ``ast.py`` in a linted directory is read, never run).
+    del _sys.path[0]
+
 from shapecheck.errors import ConfigError, ShapecheckError, ShapeError, UsageError
 
 __all__ = [

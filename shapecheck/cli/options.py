@@ -190,6 +190,11 @@ def preset(names: Sequence[str]) -> Any:
     return text("--preset", metavar="NAME", help=f"A released model's sizes: {', '.join(names)}.")
 
 
+def timeout() -> Any:
+    return number("--timeout", help="Seconds each import, constructor call and forward call of the module may take; "
+                                    "one that runs longer stops the run (exit 2). Default: no limit.")
+
+
 def seed() -> Any:
     return positive("--seed", default=0, minimum=0, help="Random seed; the same seed gives the same run.")
 

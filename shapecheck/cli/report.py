@@ -22,6 +22,7 @@ from shapecheck.counting.tree import MODES, Settings
 from shapecheck.render.report import exit_code, render
 from shapecheck.report import IMPLS
 from shapecheck.render.report_chart import chart, write_chart
+from shapecheck.target import user_code
 
 FORMATS = ("table", "json", "markdown", "csv")
 DTYPE_NAMES = tuple(DTYPES)
@@ -87,7 +88,8 @@ def register(app: typer.Typer) -> None:
                             "not to a TARGET or --config")
             from shapecheck.counting.load import load_model
 
-            module, name = load_model(target, config_file, init=init, sizes={"d_model": d_model, "heads": heads})
+            with user_code():
+                module, name = load_model(target, config_file, init=init, sizes={"d_model": d_model, "heads": heads})
             feed, described = None, {}
         else:
             from shapecheck.report import build, resolve_config
@@ -98,7 +100,8 @@ def register(app: typer.Typer) -> None:
             config = resolve_config(model, preset, seq_len=seq_len, impl=impl, **sizes)
             module, name, feed = build(config)
             described = config.described()
-        result = replace(_report(module, name, settings, feed, length, fvcore, dtype), sizes=described)
+        with user_code():
+            result = replace(_report(module, name, settings, feed, length, fvcore, dtype), sizes=described)
         typer.echo(render(result, output_format, strict), nl=False)
         if plot:
             typer.echo(chart(module, settings.batch), nl=False)
