@@ -13,6 +13,7 @@ import importlib
 import os
 import signal
 import sys
+from collections.abc import Callable
 
 import typer
 from typer import exceptions as typer_exceptions
@@ -20,7 +21,7 @@ from typer._click import exceptions as click_exceptions
 from typer.core import TyperGroup
 
 from shapecheck import __version__
-from shapecheck.cli.common import usage_error
+from shapecheck.cli.common import private_compile_caches, usage_error
 from shapecheck.errors import ShapecheckError
 
 # Subcommand modules, in the order ``shapecheck --help`` lists them.
@@ -139,7 +140,9 @@ def main() -> None:
     """
     asked = sys.argv[1] if len(sys.argv) > 1 else None
     if asked in USER_CODE_COMMANDS:
-        _supervise()
+        remove_caches = private_compile_caches()
+        if not _supervise(remove_caches):
+            atexit.register(remove_caches)
     app = build_app((asked,) if asked in COMMANDS else COMMANDS)
     if asked != "report":
         try:
@@ -160,16 +163,17 @@ USER_CODE_COMMANDS: tuple[str, ...] = ("report", "prove", "verify", "audit")
 _REPORT_PIPE: list[int] = []  # in the supervised child: the pipe its exit status is announced on
 
 
-def _supervise() -> None:
+def _supervise(cleanup: Callable[[], None]) -> bool:
     """Run the command in a forked child and wait: ``os._exit`` in the user's code ends the child, not the verdict.
 
     The child announces its exit status on a pipe just before it exits (``_reported``). A child that ends
     without announcing it was ended by the module it ran (``os._exit``, a signal): the parent says so and
     exits 2. Ctrl-C reaches the child, which reports what finished and exits 130; the parent waits for it.
-    Returns in the child; the parent never returns. Without ``os.fork`` (Windows) nothing is supervised.
+    The parent runs ``cleanup`` once the child has ended, however it ended.
+    Returns True in the child; the parent never returns. Without ``os.fork`` (Windows): False, nothing is supervised.
     """
     if not hasattr(os, "fork"):
-        return
+        return False
     sys.stdout.flush()
     sys.stderr.flush()
     read_end, write_end = os.pipe()
@@ -177,7 +181,7 @@ def _supervise() -> None:
     if child == 0:
         os.close(read_end)
         _REPORT_PIPE.append(write_end)
-        return
+        return True
     os.close(write_end)
     signal.signal(signal.SIGINT, lambda sig, frame: None if _terminal_sent_it() else os.kill(child, sig))
     for number in (signal.SIGTERM, signal.SIGHUP):
@@ -188,6 +192,7 @@ def _supervise() -> None:
         announced = os.read(read_end, 16)
     except BlockingIOError:
         announced = b""
+    cleanup()
     os._exit(_verdict(status, announced))
 
 

@@ -52,7 +52,7 @@ def register(app: typer.Typer) -> None:
         d_ff: Optional[int] = options.positive("--d-ff", help="Feed-forward width (default 4·d_model)."),
         d_k: Optional[int] = options.positive("--d-k", help="Per-head query/key width (default d_model/h)."),
         d_v: Optional[int] = options.positive("--d-v", help="Per-head value width (default d_model/h)."),
-        seq_len: Optional[str] = options.text("--seq-len", metavar="N|NAME", help="Sequence length (default 128), or a name such as S: FLOPs as polynomials in it (--mode forward)."),
+        seq_len: Optional[str] = options.length("--seq-len", help="Sequence length (default 128), or a name such as S: FLOPs as polynomials in it (--mode forward)."),
         batch: Optional[int] = options.positive("--batch", help="Batch size (default 1)."),
         vocab: Optional[int] = options.positive("--vocab", help="Vocabulary (models with embeddings or heads)."),
         max_seq: Optional[int] = options.positive("--max-seq", help="Learned position table size (bert, gpt)."),
@@ -86,7 +86,11 @@ def register(app: typer.Typer) -> None:
             if given:
                 usage_error(f"--{given[0].replace('_', '-')} applies to the built-in models (--model/--preset), "
                             "not to a TARGET or --config")
+            from shapecheck.cli.config_file import check_config_file
             from shapecheck.counting.load import load_model
+
+            if config_file is not None:
+                check_config_file(config_file)
 
             with user_code():
                 module, name = load_model(target, config_file, init=init, sizes={"d_model": d_model, "heads": heads})

@@ -9,7 +9,7 @@ import typer
 from typer.main import get_command
 from typer.testing import CliRunner
 
-from shapecheck.cli import COMMANDS, app
+from shapecheck.cli import COMMANDS, app, options
 
 # A small, fast, successful run of each command (the options under test are added to it).
 RUNS: dict[str, list[str]] = {
@@ -65,9 +65,23 @@ def test_bad_integer_is_one_line_with_one_wording(command, option, minimum, valu
         pytest.skip(f"{option} accepts 0")
     result = CliRunner().invoke(app, PREFIX[command] + [option, value], env=ENV)
     assert result.exit_code == 2, result.output
-    words = {0: "a non-negative integer", 1: "a positive integer"}.get(minimum, f"an integer >= {minimum}")
+    bound = options.LIMITS[option]
+    words = {0: "a non-negative integer", 1: "a positive integer"}.get(minimum, f"an integer from {minimum} to {bound:,}")
+    words += f" up to {bound:,}" if minimum in (0, 1) else ""
     shown = f"'{value}'" if value == "abc" else value
     assert result.output.strip() == f"shapecheck: error: {option} must be {words}, got {shown}"
+
+
+@pytest.mark.parametrize("command, option, minimum", _integer_options(), ids=lambda v: str(v))
+def test_every_integer_option_has_a_bound_it_keeps(command, option, minimum):
+    """Each size has a documented maximum (``options.LIMITS``): the bound parses, one more is refused in one line."""
+    param = next(p for p in _command(command).params if option in p.opts)
+    parse = param.type_descriptor.parameter_info.parser
+    bound = options.LIMITS[option]
+    assert _accepts(parse, bound) and not _accepts(parse, bound + 1)
+    result = CliRunner().invoke(app, PREFIX[command] + [option, str(10**18)], env=ENV)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.output.strip().endswith(f"up to {bound:,}, got {10**18}") or f"to {bound:,}, got" in result.output
 
 
 @pytest.mark.parametrize("command", COMMANDS)
