@@ -69,8 +69,10 @@ def parse_int(text: Any, *, minimum: int = 1, maximum: Optional[float] = None) -
         try:
             value = int(str(text).strip())
         except ValueError:
-            raise typer.BadParameter(f"must be {_int_words(minimum, maximum)}, got {_shown(text)}") from None
-    if value < minimum or (maximum is not None and value > maximum):
+            raise typer.BadParameter(f"must be {_int_words(minimum)}, got {_shown(text)}") from None
+    if value < minimum:
+        raise typer.BadParameter(f"must be {_int_words(minimum)}, got {_shown(value)}")
+    if maximum is not None and value > maximum:
         raise typer.BadParameter(f"must be {_int_words(minimum, maximum)}, got {_shown(value)}")
     return value
 
@@ -173,13 +175,14 @@ def choice(*names: str, choices: Sequence[str], help: str, default: Optional[str
 
 def parse_number(text: Any, maximum: Optional[float] = None) -> float:
     """``'0.5'`` -> 0.5; anything that is not a finite positive number (up to ``maximum``) raises ``BadParameter``."""
-    words = "a positive number" + (f" up to {maximum:,}" if maximum is not None else "")
     try:
         value = float(str(text).strip())
     except (ValueError, OverflowError):
-        raise typer.BadParameter(f"must be {words}, got {_shown(str(text))}") from None
-    if not value > 0 or value == float("inf") or (maximum is not None and value > maximum):
-        raise typer.BadParameter(f"must be {words}, got {value:g}")
+        raise typer.BadParameter(f"must be a positive number, got {_shown(str(text))}") from None
+    if not value > 0 or value == float("inf"):
+        raise typer.BadParameter(f"must be a positive number, got {value:g}")
+    if maximum is not None and value > maximum:
+        raise typer.BadParameter(f"must be a positive number up to {maximum:,}, got {value:g}")
     return value
 
 

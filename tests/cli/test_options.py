@@ -33,8 +33,7 @@ def _demo_app(monkeypatch: pytest.MonkeyPatch) -> typer.Typer:
 def test_bad_integer_is_one_line_exit_2(monkeypatch, value, shown):
     result = CliRunner().invoke(_demo_app(monkeypatch), ["demo", "--heads", value])
     assert result.exit_code == 2
-    bound = f"{options.LIMITS['--heads']:,}"
-    assert result.output.strip() == f"shapecheck: error: --heads must be a positive integer up to {bound}, got {shown}"
+    assert result.output.strip() == f"shapecheck: error: --heads must be a positive integer, got {shown}"
 
 
 @pytest.mark.parametrize("args, message", [

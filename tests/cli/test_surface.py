@@ -65,9 +65,7 @@ def test_bad_integer_is_one_line_with_one_wording(command, option, minimum, valu
         pytest.skip(f"{option} accepts 0")
     result = CliRunner().invoke(app, PREFIX[command] + [option, value], env=ENV)
     assert result.exit_code == 2, result.output
-    bound = options.LIMITS[option]
-    words = {0: "a non-negative integer", 1: "a positive integer"}.get(minimum, f"an integer from {minimum} to {bound:,}")
-    words += f" up to {bound:,}" if minimum in (0, 1) else ""
+    words = {0: "a non-negative integer", 1: "a positive integer"}.get(minimum, f"an integer >= {minimum}")
     shown = f"'{value}'" if value == "abc" else value
     assert result.output.strip() == f"shapecheck: error: {option} must be {words}, got {shown}"
 
@@ -81,7 +79,8 @@ def test_every_integer_option_has_a_bound_it_keeps(command, option, minimum):
     assert _accepts(parse, bound) and not _accepts(parse, bound + 1)
     result = CliRunner().invoke(app, PREFIX[command] + [option, str(10**18)], env=ENV)
     assert result.exit_code == 2 and result.stdout == ""
-    assert result.output.strip().endswith(f"up to {bound:,}, got {10**18}") or f"to {bound:,}, got" in result.output
+    words = {0: "a non-negative integer up to", 1: "a positive integer up to"}.get(minimum, f"an integer from {minimum} to")
+    assert result.output.strip() == f"shapecheck: error: {option} must be {words} {bound:,}, got {10**18}"
 
 
 @pytest.mark.parametrize("command", COMMANDS)
