@@ -5,7 +5,7 @@ A case is handled when its exit status and output are what the corpus expects (`
 error line; ``json``: one valid JSON document; ``ran``: exit 0 or 1), no traceback is printed, the working
 directory is unchanged, nothing is left in TMPDIR, and it ends within ``--limit`` seconds.
 
-    python benchmarks/bench_reliability.py [--only SUBSTRING] [--limit 120] [--json]
+    python benchmarks/bench_reliability.py [--only SUBSTRING] [--limit 120] [--checkout PATH] [--json]
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def snapshot(directory: Path) -> dict[str, float]:
             for p in sorted(directory.rglob("*")) if "__pycache__" not in p.parts and not p.is_fifo()}
 
 
-def run_case(arguments: list[str], expected: str, limit: float) -> tuple[bool, str, float]:
+def run_case(arguments: list[str], expected: str, needle: str, limit: float, checkout: Path) -> tuple[bool, str, float]:
     """(handled, why not, seconds) for one case in a fresh directory."""
     with tempfile.TemporaryDirectory(prefix="shapecheck-hostile-") as top:
         work, tmp = Path(top) / "work", Path(top) / "tmp"
@@ -39,7 +39,7 @@ def run_case(arguments: list[str], expected: str, limit: float) -> tuple[bool, s
         tmp.mkdir()
         write_configs(work)
         before = snapshot(work)
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp), "COLUMNS": "100"}
+        env = {**os.environ, "PYTHONPATH": str(checkout), "TMPDIR": str(tmp), "COLUMNS": "100"}
         env.pop("TORCHINDUCTOR_CACHE_DIR", None)
         start = time.perf_counter()
         try:
@@ -48,11 +48,12 @@ def run_case(arguments: list[str], expected: str, limit: float) -> tuple[bool, s
         except subprocess.TimeoutExpired:
             return False, f"still running after {limit:g} s", limit
         seconds = time.perf_counter() - start
-        why = _judge(done, expected)
+        why = _judge(done, expected, needle)
         if not why and "Traceback" in done.stderr + done.stdout:
             why = "a traceback"
         if not why and snapshot(work) != before:
-            why = "the working directory changed: " + ", ".join(sorted(set(snapshot(work)) ^ set(before)))
+            changed = sorted({name.split("/")[0] for name in set(snapshot(work)) ^ set(before)})
+            why = "the working directory changed: " + ", ".join(changed)
         if not why and list(tmp.iterdir()):
             why = "left in TMPDIR: " + ", ".join(p.name for p in tmp.iterdir())
         if not why and list(Path(top).glob("ran_*")):
@@ -60,7 +61,7 @@ def run_case(arguments: list[str], expected: str, limit: float) -> tuple[bool, s
         return not why, why, seconds
 
 
-def _judge(done: subprocess.CompletedProcess, expected: str) -> str:
+def _judge(done: subprocess.CompletedProcess, expected: str, needle: str) -> str:
     lines = done.stderr.strip().splitlines()
     if expected == "refused":
         if done.returncode != 2:
@@ -69,6 +70,8 @@ def _judge(done: subprocess.CompletedProcess, expected: str) -> str:
             return "a refusal printed on stdout"
         if not lines or not lines[-1].startswith("shapecheck: error: "):
             return "no 'shapecheck: error:' line"
+        if needle not in lines[-1]:
+            return f"refused for another reason: {lines[-1][:120]}"
         return ""
     if done.returncode not in (0, 1):
         return f"exit {done.returncode} ({(lines or [''])[-1][:100]})"
@@ -86,12 +89,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", default="", help="run the cases whose name contains this")
     parser.add_argument("--limit", type=float, default=120.0, help="seconds a case may run")
+    parser.add_argument("--checkout", type=Path, default=ROOT, help="the shapecheck checkout to run (default: this one)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     cases = [case for case in CASES if args.only in case[0]]
     results = []
-    for name, arguments, expected in cases:
-        handled, why, seconds = run_case(arguments, expected, args.limit)
+    for name, arguments, expected, needle in cases:
+        handled, why, seconds = run_case(arguments, expected, needle, args.limit, args.checkout.resolve())
         results.append({"case": name, "handled": handled, "why": why, "seconds": round(seconds, 2)})
         if not args.json:
             print(f"{'ok  ' if handled else 'FAIL'} {seconds:6.1f}s  {name}" + (f"  -- {why}" if why else ""), flush=True)

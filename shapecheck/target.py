@@ -148,6 +148,8 @@ def user_code(timeout: Optional[float] = None) -> Iterator[Guard]:
     - a process the module forked ends silently here, so only the original process reports.
     ``os._exit`` cannot be caught in-process: the command line runs in a supervised child (``shapecheck.cli.main``).
     """
+    if timeout is not None and not hasattr(signal, "setitimer"):
+        raise UsageError("--timeout needs POSIX interval timers, which this platform lacks; run without it")
     guard = Guard(timeout)
     _ACTIVE.append(guard)
     main_thread = threading.current_thread() is threading.main_thread()

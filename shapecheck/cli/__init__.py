@@ -211,9 +211,12 @@ def _verdict(status: int, announced: bytes) -> int:
         return code
     if code == -signal.SIGINT:
         return 130
-    how = f"killed by signal {signal.Signals(-code).name}" if code < 0 else f"os._exit({code})"
-    print(f"shapecheck: error: the module ended the process ({how}) before a report was made; nothing was checked",
-          file=sys.stderr, flush=True)
+    if code < 0:
+        line = (f"the run was killed by signal {signal.Signals(-code).name} before a report was made "
+                "(by the module, or by the system, e.g. out of memory); nothing was checked")
+    else:
+        line = f"the module ended the process (os._exit({code})) before a report was made; nothing was checked"
+    print(f"shapecheck: error: {line}", file=sys.stderr, flush=True)
     return 2
 
 

@@ -1,9 +1,10 @@
 """The hostile-input corpus: what a new user or an attacker gives shapecheck, and what must come back.
 
-Each case is ``(name, arguments, expected)``, run as ``python -m shapecheck ARGUMENTS`` in a temporary
+Each case is ``(name, arguments, expected, needle)``, run as ``python -m shapecheck ARGUMENTS`` in a temporary
 directory holding ``modules/`` (the misbehaving fixture modules) and ``configs/`` (written by ``write_configs``):
 
-- ``refused``: exit 2, stdout empty, one line ``shapecheck: error: ...`` last on stderr;
+- ``refused``: exit 2, stdout empty, one line ``shapecheck: error: ...`` last on stderr, holding ``needle``
+  (the reason: a refusal for another reason, such as an unknown option, is not the case handled);
 - ``json``: exit 0 or 1 and stdout one valid JSON document whose ``exit_code`` is the exit status;
 - ``ran``: exit 0 or 1.
 
@@ -21,18 +22,22 @@ USER_CODE = ("report", "verify", "audit", "prove")
 FAST = {"report": ["--seq-len", "4"], "verify": ["--max-examples", "3"], "audit": [], "prove": ["--samples", "1"]}
 BIG = str(10**18)
 
-CASES: list[tuple[str, list[str], str]] = []
+EXITS = {"SysExitInForward": "exited", "SysExitInInit": "exited", "OsExitInForward": "os._exit(0)",
+         "OsExitInInit": "os._exit(0)", "RaisesKeyboardInterrupt": "KeyboardInterrupt"}
+CASES: list[tuple[str, list[str], str, str]] = []
 for command in USER_CODE:
-    for fixture in ("SysExitInForward", "SysExitInInit", "OsExitInForward", "OsExitInInit", "RaisesKeyboardInterrupt"):
-        CASES.append((f"{command} {fixture}", [command, f"exits.py:{fixture}", *FAST[command]], "refused"))
-    CASES.append((f"{command} os._exit at import", [command, "os_exit_at_import.py:Attention", *FAST[command]], "refused"))
-    CASES.append((f"{command} prints (json)", [command, "prints.py:Prints", *FAST[command], "--format", "json"], "json"))
-    CASES.append((f"{command} forks at import (json)", [command, "forks.py:Forks", *FAST[command], "--format", "json"], "json"))
+    for fixture, said in EXITS.items():
+        CASES.append((f"{command} {fixture}", [command, f"exits.py:{fixture}", *FAST[command]], "refused", said))
+    CASES.append((f"{command} os._exit at import", [command, "os_exit_at_import.py:Attention", *FAST[command]], "refused",
+                  "os._exit(3)"))
+    CASES.append((f"{command} prints (json)", [command, "prints.py:Prints", *FAST[command], "--format", "json"], "json", ""))
+    CASES.append((f"{command} forks at import (json)", [command, "forks.py:Forks", *FAST[command], "--format", "json"], "json", ""))
 for command in ("verify", "audit", "prove"):
     for fixture in ("HangsInForward", "HangsInInit"):
-        CASES.append((f"{command} {fixture} --timeout", [command, f"hangs.py:{fixture}", "--timeout", "2"], "refused"))
-CASES.append(("prove forward returns None", ["prove", "exits.py:ReturnsNone"], "refused"))
-CASES.append(("lint . among stdlib-named files", ["lint", "stdlib_names"], "ran"))
+        CASES.append((f"{command} {fixture} --timeout", [command, f"hangs.py:{fixture}", "--timeout", "2"], "refused",
+                      "did not return in 2 s"))
+CASES.append(("prove forward returns None", ["prove", "exits.py:ReturnsNone"], "refused", "returns no tensor"))
+CASES.append(("lint . among stdlib-named files", ["lint", "stdlib_names"], "ran", ""))
 
 CONFIGS: dict[str, str] = {
     "architectures-a-string": '"architectures": "LlamaForCausalLM"',
@@ -46,10 +51,8 @@ CONFIGS: dict[str, str] = {
     "hidden-size-float": '"hidden_size": 64.5',
     "rope-theta-infinity": '"rope_theta": Infinity',
 }
-for name in CONFIGS:
-    CASES.append((f"config {name}", ["report", "--config", f"configs/{name}.json"], "refused"))
-for name in ("deep-array", "deep-object", "not-an-object", "empty", "binary", "directory", "missing", "fifo"):
-    CASES.append((f"config {name}", ["report", "--config", f"configs/{name}.json"], "refused"))
+for name in (*CONFIGS, "deep-array", "deep-object", "not-an-object", "empty", "binary", "directory", "missing", "fifo"):
+    CASES.append((f"config {name}", ["report", "--config", f"configs/{name}.json"], "refused", f"--config configs/{name}.json: "))
 
 SIZES: list[list[str]] = [
     ["report", "--layers", BIG], ["report", "--d-model", BIG], ["report", "--heads", BIG], ["report", "--batch", BIG],
@@ -65,7 +68,7 @@ SIZES: list[list[str]] = [
     ["lint", ".", "--jobs", BIG],
 ]
 for arguments in SIZES:
-    CASES.append((" ".join(arguments[:1] + arguments[-2:]), arguments, "refused"))
+    CASES.append((" ".join(arguments[:1] + arguments[-2:]), arguments, "refused", "must be"))
 
 _LLAMA = ('{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "intermediate_size": 128, '
           '"num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2, "vocab_size": 128, %s}')
