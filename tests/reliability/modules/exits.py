@@ -3,7 +3,7 @@
 import os
 import sys
 
-from _base import Attention
+from _fixture_base import Attention
 
 
 class SysExitInForward(Attention):

@@ -2,7 +2,7 @@
 
 import os
 
-from _base import Attention
+from _fixture_base import Attention
 
 os.fork()
 

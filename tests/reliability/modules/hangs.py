@@ -2,7 +2,7 @@
 
 import time
 
-from _base import Attention
+from _fixture_base import Attention
 
 
 class HangsInForward(Attention):

@@ -2,6 +2,6 @@
 
 import os
 
-from _base import Attention
+from _fixture_base import Attention
 
 os._exit(3)

@@ -2,7 +2,7 @@
 
 import os
 
-from _base import Attention
+from _fixture_base import Attention
 
 print("printed at import")
 os.write(1, b"written to fd 1 at import\n")
