@@ -41,9 +41,11 @@ def run_case(arguments: list[str], expected: str, needle: str, limit: float, che
         before = snapshot(work)
         env = {**os.environ, "PYTHONPATH": str(checkout), "TMPDIR": str(tmp), "COLUMNS": "100"}
         env.pop("TORCHINDUCTOR_CACHE_DIR", None)
+        where = work / arguments[0][1:] if arguments[0].startswith("@") else work
+        arguments = arguments[1:] if arguments[0].startswith("@") else arguments
         start = time.perf_counter()
         try:
-            done = subprocess.run([sys.executable, "-m", "shapecheck", *arguments], cwd=work, env=env, capture_output=True,
+            done = subprocess.run([sys.executable, "-m", "shapecheck", *arguments], cwd=where, env=env, capture_output=True,
                                   text=True, timeout=limit, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             return False, f"still running after {limit:g} s", limit

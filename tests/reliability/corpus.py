@@ -8,6 +8,8 @@ directory holding ``modules/`` (the misbehaving fixture modules) and ``configs/`
 - ``json``: exit 0 or 1 and stdout one valid JSON document whose ``exit_code`` is the exit status;
 - ``ran``: exit 0 or 1.
 
+Arguments that begin with ``@DIR`` run from that sub-directory of the temporary directory.
+
 Every case also requires no traceback, the working directory unchanged and nothing left in TMPDIR.
 ``benchmarks/bench_reliability.py`` runs them all and prints N/M handled.
 """
@@ -37,7 +39,7 @@ for command in ("verify", "audit", "prove"):
         CASES.append((f"{command} {fixture} --timeout", [command, f"hangs.py:{fixture}", "--timeout", "2"], "refused",
                       "did not return in 2 s"))
 CASES.append(("prove forward returns None", ["prove", "exits.py:ReturnsNone"], "refused", "returns no tensor"))
-CASES.append(("lint . among stdlib-named files", ["lint", "stdlib_names"], "ran", ""))
+CASES.append(("lint . among stdlib-named files", ["@stdlib_names", "lint", "."], "ran", ""))
 
 CONFIGS: dict[str, str] = {
     "architectures-a-string": '"architectures": "LlamaForCausalLM"',
