@@ -97,3 +97,19 @@ def test_fd_level_prints_and_a_fork_give_one_valid_report(workdir):
     assert "written to fd 1 at import" in done.stderr and "{not json" in done.stderr
     assert snapshot(workdir) == before
     assert not list((workdir.parent / "tmp").iterdir()), "compile caches left in TMPDIR"
+
+
+@pytest.mark.parametrize("status, announced, code, said", [
+    (0, b"0", 0, None),  # the child reported and exited 0
+    (1 << 8, b"1", 1, None),  # findings
+    (0, b"", 2, "the module ended the process (os._exit(0))"),  # exit 0 without a report is not a pass
+    (3 << 8, b"", 2, "the module ended the process (os._exit(3))"),
+    (9, b"", 2, "the run was killed by signal SIGKILL"),
+    (2, b"", 130, None),  # Ctrl-C before the child could report
+])
+def test_the_supervisor_never_passes_a_run_without_a_report(capsys, status, announced, code, said):
+    from shapecheck.cli import _verdict
+
+    assert _verdict(status, announced) == code
+    err = capsys.readouterr().err
+    assert (said in err) if said else err == ""
