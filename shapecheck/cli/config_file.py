@@ -42,6 +42,8 @@ def check_config_file(path: str) -> dict[str, Any]:
 def _read(path: str) -> str:
     try:
         info = os.stat(path)
+    except FileNotFoundError:
+        raise UsageError(f"--config {path}: no such file") from None
     except OSError as error:
         raise UsageError(f"--config {path}: cannot read it ({error.strerror or type(error).__name__})") from None
     if not stat.S_ISREG(info.st_mode):

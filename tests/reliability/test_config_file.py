@@ -47,8 +47,11 @@ def test_deep_nesting_and_unreadable_files_are_one_line(tmp_path):
         check_config_file(str(deep))
     with pytest.raises(UsageError, match="a directory; give a config.json file"):
         check_config_file(str(tmp_path))
-    with pytest.raises(UsageError, match="cannot read it"):
+    with pytest.raises(UsageError, match="missing.json: no such file"):
         check_config_file(str(tmp_path / "missing.json"))
+    (tmp_path / "loop.json").symlink_to(tmp_path / "loop.json")
+    with pytest.raises(UsageError, match="cannot read it"):
+        check_config_file(str(tmp_path / "loop.json"))
     fifo = tmp_path / "fifo.json"
     __import__("os").mkfifo(fifo)
     with pytest.raises(UsageError, match="not a regular file"):  # would block a reader forever
