@@ -184,8 +184,14 @@ def _supervise(cleanup: Callable[[], None]) -> bool:
         return True
     os.close(write_end)
     signal.signal(signal.SIGINT, lambda sig, frame: None if _terminal_sent_it() else os.kill(child, sig))
+    forwarded: list[int] = []
+
+    def forward(number: int, frame: object) -> None:
+        forwarded.append(number)
+        os.kill(child, number)
+
     for number in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(number, lambda sig, frame: os.kill(child, sig))
+        signal.signal(number, forward)
     status = os.waitpid(child, 0)[1]
     os.set_blocking(read_end, False)  # a process the module forked may hold the write end open
     try:
@@ -193,7 +199,7 @@ def _supervise(cleanup: Callable[[], None]) -> bool:
     except BlockingIOError:
         announced = b""
     cleanup()
-    os._exit(_verdict(status, announced))
+    os._exit(_verdict(status, announced, tuple(forwarded)))
 
 
 def _terminal_sent_it() -> bool:
@@ -204,13 +210,17 @@ def _terminal_sent_it() -> bool:
         return False
 
 
-def _verdict(status: int, announced: bytes) -> int:
-    """The supervised child's exit code, or 2 with one line when the module ended the child itself."""
+def _verdict(status: int, announced: bytes, sent: tuple[int, ...] = ()) -> int:
+    """The supervised child's exit code, or 2 with one line when the module ended the child itself.
+    ``sent``: signals the parent received and passed on (a stop asked from outside: 128 + the signal)."""
     code = os.waitstatus_to_exitcode(status)
     if announced.strip().isdigit():  # a report was made; its own exit status stands
         return code
     if code == -signal.SIGINT:
         return 130
+    if code < 0 and -code in sent:
+        print(f"shapecheck: error: stopped by {signal.Signals(-code).name} before a report was made", file=sys.stderr, flush=True)
+        return 128 - code
     if code < 0:
         line = (f"the run was killed by signal {signal.Signals(-code).name} before a report was made "
                 "(by the module, or by the system, e.g. out of memory); nothing was checked")

@@ -113,3 +113,11 @@ def test_the_supervisor_never_passes_a_run_without_a_report(capsys, status, anno
     assert _verdict(status, announced) == code
     err = capsys.readouterr().err
     assert (said in err) if said else err == ""
+
+
+def test_a_stop_asked_from_outside_is_named_as_such(capsys):
+    """SIGTERM sent to shapecheck (and passed on to the child) is 128 + 15, not blamed on the module."""
+    from shapecheck.cli import _verdict
+
+    assert _verdict(15, b"", (15,)) == 143
+    assert capsys.readouterr().err.strip() == "shapecheck: error: stopped by SIGTERM before a report was made"
