@@ -219,14 +219,14 @@ def _verdict(status: int, announced: bytes, sent: tuple[int, ...] = ()) -> int:
     if code == -signal.SIGINT:
         return 130
     if code < 0 and -code in sent:
-        print(f"shapecheck: error: stopped by {signal.Signals(-code).name} before a report was made", file=sys.stderr, flush=True)
+        typer.echo(f"shapecheck: error: stopped by {signal.Signals(-code).name} before a report was made", err=True)
         return 128 - code
     if code < 0:
         line = (f"the run was killed by signal {signal.Signals(-code).name} before a report was made "
                 "(by the module, or by the system, e.g. out of memory); nothing was checked")
     else:
         line = f"the module ended the process (os._exit({code})) before a report was made; nothing was checked"
-    print(f"shapecheck: error: {line}", file=sys.stderr, flush=True)
+    typer.echo(f"shapecheck: error: {line}", err=True)
     return 2
 
 
