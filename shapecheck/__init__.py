@@ -4,6 +4,16 @@ The runtime checks (``checked``) import torch; ``shapecheck.lint`` does not, so 
 names below are resolved on first use.
 """
 
+import os as _os
+import sys as _sys
+
+if (_sys.argv[:1] == ["-m"] and _sys.path and _sys.path[0] in ("", _os.getcwd())
+        and _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))) != _os.getcwd()):
+    # ``python -m shapecheck``: the package is found; the working directory must not shadow the standard
+    # library for what is imported next (an ``ast.py`` in a linted directory is read, never run). Kept only
+    # when it is shapecheck's own checkout (its ``reference_models`` are imported from there).
+    del _sys.path[0]
+
 from shapecheck.errors import ConfigError, ShapecheckError, ShapeError, UsageError
 
 __all__ = [

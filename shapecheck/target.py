@@ -39,8 +39,10 @@ import importlib
 import importlib.util
 import inspect
 import os
+import signal
 import sys
 import textwrap
+import threading
 import types
 import typing
 from collections.abc import Callable, Collection, Iterator, Mapping
@@ -110,6 +112,170 @@ def forward_parameters(module: nn.Module) -> Optional[list[inspect.Parameter]]:
     return [p for p in params if p.kind in kinds]
 
 
+# ---------------------------------------------------------------- the guard around user code
+
+
+class Deadline(BaseException):
+    """A call of user code ran past ``--timeout`` (a BaseException: the user's ``except Exception`` cannot swallow it)."""
+
+
+@dataclass
+class Guard:
+    """What ``user_code`` saw: the pid that owns the report, the per-call deadline, a real Ctrl-C."""
+
+    timeout: Optional[float] = None
+    pid: int = field(default_factory=os.getpid)
+    ctrl_c: bool = False
+    depth: int = 0  # calls of user code in progress (the deadline covers the outermost)
+
+    def require_not_interrupted_by_module(self, interrupted: bool) -> None:
+        """An interrupted run that no Ctrl-C caused: the module raised KeyboardInterrupt itself."""
+        if interrupted and not self.ctrl_c:
+            raise UsageError("the module raised KeyboardInterrupt itself (no Ctrl-C was pressed); nothing was checked")
+
+
+_ACTIVE: list[Guard] = []
+
+
+@contextlib.contextmanager
+def user_code(timeout: Optional[float] = None) -> Iterator[Guard]:
+    """Run work that imports, constructs or calls the user's module; what that code does cannot end or garble ours.
+
+    - whatever it prints (``print`` and writes to file descriptor 1) goes to stderr, so stdout holds only the report;
+    - ``sys.exit`` becomes a one-line ``UsageError`` ("the module exited"), as does a ``KeyboardInterrupt`` it raises
+      itself (a real Ctrl-C still propagates: ``Guard.ctrl_c``);
+    - ``timeout``: each import, constructor call and outermost forward call gets that many seconds (``Deadline``);
+    - a process the module forked ends silently here, so only the original process reports.
+    ``os._exit`` cannot be caught in-process: the command line runs in a supervised child (``shapecheck.cli.main``).
+    """
+    if timeout is not None and not hasattr(signal, "setitimer"):
+        raise UsageError("--timeout needs POSIX interval timers, which this platform lacks; run without it")
+    guard = Guard(timeout)
+    _ACTIVE.append(guard)
+    main_thread = threading.current_thread() is threading.main_thread()
+    restore = [_to_stderr()]
+    if main_thread:
+        restore.append(_record_ctrl_c(guard))
+        if timeout is not None:
+            restore.append(_forward_deadlines(guard))
+    try:
+        yield guard
+    except SystemExit as error:
+        _leave_if_forked(guard)
+        raise UsageError(f"the module exited (sys.exit({error.code!r})) while shapecheck ran it; nothing was checked") from None
+    except Deadline as error:
+        _leave_if_forked(guard)
+        raise UsageError(str(error)) from None
+    except KeyboardInterrupt:
+        _leave_if_forked(guard)
+        guard.require_not_interrupted_by_module(True)
+        raise
+    finally:
+        _leave_if_forked(guard)
+        for undo in reversed(restore):
+            undo()
+        _ACTIVE.remove(guard)
+
+
+def _leave_if_forked(guard: Guard) -> None:
+    """A copy of this process made by ``os.fork`` in the user's code ends here, silently."""
+    if os.getpid() != guard.pid:
+        os._exit(0)
+
+
+def _to_stderr() -> Callable[[], None]:
+    """Send stdout (Python's and file descriptor 1) to stderr until the returned function is called."""
+    saved_stream, saved_fd = sys.stdout, None
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    try:
+        if sys.stdout.fileno() == 1 and sys.stderr.fileno() == 2:
+            saved_fd = os.dup(1)
+            os.dup2(2, 1)
+    except (AttributeError, OSError, ValueError):  # a stream without a descriptor (typer's CliRunner, pytest)
+        saved_fd = None
+    sys.stdout = sys.stderr
+
+    def undo() -> None:
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        if saved_fd is not None:
+            os.dup2(saved_fd, 1)
+            os.close(saved_fd)
+        sys.stdout = saved_stream
+
+    return undo
+
+
+def _record_ctrl_c(guard: Guard) -> Callable[[], None]:
+    """A SIGINT handler that notes a real Ctrl-C, then interrupts as Python's own does."""
+    previous = signal.getsignal(signal.SIGINT)
+    if not callable(previous):  # ignored (a background job) or not set from Python: leave it
+        return lambda: None
+
+    def on_sigint(number: int, frame: Any) -> None:
+        guard.ctrl_c = True
+        previous(number, frame)
+
+    signal.signal(signal.SIGINT, on_sigint)
+    return lambda: signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
+def deadline(what: str) -> Iterator[None]:
+    """``what`` (``the import``, ``the constructor``, ``forward``) gets the active guard's timeout, when it has one."""
+    guard = _ACTIVE[-1] if _ACTIVE else None
+    if guard is None or guard.timeout is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _enter(guard, what)
+    try:
+        yield
+    finally:
+        _leave(guard)
+
+
+def _enter(guard: Guard, what: str) -> None:
+    guard.depth += 1
+    if guard.depth == 1 and guard.timeout is not None:
+        def expired(number: int, frame: Any) -> None:
+            raise Deadline(f"{what} did not return in {guard.timeout:g} s (--timeout); nothing was checked")
+
+        signal.signal(signal.SIGALRM, expired)
+        signal.setitimer(signal.ITIMER_REAL, guard.timeout)
+
+
+def _leave(guard: Guard) -> None:
+    guard.depth = max(guard.depth - 1, 0)
+    if guard.depth == 0:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def _forward_deadlines(guard: Guard) -> Callable[[], None]:
+    """Global forward hooks: the outermost module call of each forward pass runs under the deadline."""
+    from torch.nn.modules import module as torch_module
+
+    def before(module: nn.Module, args: Any) -> None:
+        cls = type(module)
+        ours = cls.__module__.startswith(("shapecheck.", "torch."))  # a wrapper around the user's module (prove's)
+        _enter(guard, "the module's forward" if ours else f"{cls.__name__}.forward")
+
+    def after(module: nn.Module, args: Any, output: Any) -> None:
+        _leave(guard)
+
+    handles = [torch_module.register_module_forward_pre_hook(before),
+               torch_module.register_module_forward_hook(after, always_call=True)]
+    previous = signal.getsignal(signal.SIGALRM)
+
+    def undo() -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        for handle in handles:
+            handle.remove()
+        signal.signal(signal.SIGALRM, previous)
+
+    return undo
+
+
 # ---------------------------------------------------------------- loading
 
 
@@ -144,11 +310,11 @@ def _import_file(path: str) -> Any:
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module  # dataclasses and pickling look the module up by name
     try:
-        with _importing_from(os.path.dirname(absolute)):
+        with _importing_from(os.path.dirname(absolute)), deadline(f"the import of {path}"):
             spec.loader.exec_module(module)
     except BaseException as error:  # noqa: BLE001 - any failure in user code is a usage error
         sys.modules.pop(module_name, None)
-        if isinstance(error, KeyboardInterrupt):
+        if isinstance(error, (KeyboardInterrupt, Deadline)):
             raise
         raise UsageError(f"cannot import {path}: {first_line(error)}") from None
     return module
@@ -156,10 +322,10 @@ def _import_file(path: str) -> Any:
 
 def _import_module(name: str) -> Any:
     try:
-        with _importing_from(os.getcwd()):
+        with _importing_from(os.getcwd()), deadline(f"the import of {name}"):
             return importlib.import_module(name)
     except BaseException as error:  # noqa: BLE001
-        if isinstance(error, KeyboardInterrupt):
+        if isinstance(error, (KeyboardInterrupt, Deadline)):
             raise
         raise UsageError(f"cannot import module {name}: {first_line(error)}") from None
 
@@ -546,7 +712,7 @@ def construct(target: Target, construction: Construction, device: str = "cpu") -
         if isinstance(value, RoleAnswers):
             value.unanswered.clear()
     try:
-        with torch.device(device):
+        with torch.device(device), deadline(f"the constructor of {target.name}"):
             module = target.obj(**construction.arguments)
     except Exception as error:  # noqa: BLE001 - user constructors raise anything
         missing = _unanswered(construction)

@@ -7,10 +7,13 @@ Exit codes: 0 success, 1 findings, 2 bad input (one line on stderr, no traceback
 from __future__ import annotations
 
 import atexit
+import contextlib
 import gc
 import importlib
 import os
+import signal
 import sys
+from collections.abc import Callable
 
 import typer
 from typer import exceptions as typer_exceptions
@@ -18,7 +21,7 @@ from typer._click import exceptions as click_exceptions
 from typer.core import TyperGroup
 
 from shapecheck import __version__
-from shapecheck.cli.common import usage_error
+from shapecheck.cli.common import private_compile_caches, usage_error
 from shapecheck.errors import ShapecheckError
 
 # Subcommand modules, in the order ``shapecheck --help`` lists them.
@@ -136,15 +139,104 @@ def main() -> None:
     down (another 0.3 s), once its output is flushed and the atexit handlers have run.
     """
     asked = sys.argv[1] if len(sys.argv) > 1 else None
+    if asked in USER_CODE_COMMANDS:
+        remove_caches = private_compile_caches()
+        if not _supervise(remove_caches):
+            atexit.register(remove_caches)
     app = build_app((asked,) if asked in COMMANDS else COMMANDS)
     if asked != "report":
-        app(prog_name="shapecheck")
+        try:
+            app(prog_name="shapecheck")
+        except SystemExit as done:
+            _reported(done.code)
+            raise
         return
     gc.disable()
     try:
         app(prog_name="shapecheck")
     except SystemExit as done:
         _exit_now(done.code)
+
+
+# Commands that import, build or run the user's module (``lint`` only reads files).
+USER_CODE_COMMANDS: tuple[str, ...] = ("report", "prove", "verify", "audit")
+_REPORT_PIPE: list[int] = []  # in the supervised child: the pipe its exit status is announced on
+
+
+def _supervise(cleanup: Callable[[], None]) -> bool:
+    """Run the command in a forked child and wait: ``os._exit`` in the user's code ends the child, not the verdict.
+
+    The child announces its exit status on a pipe just before it exits (``_reported``). A child that ends
+    without announcing it was ended by the module it ran (``os._exit``, a signal): the parent says so and
+    exits 2. Ctrl-C reaches the child, which reports what finished and exits 130; the parent waits for it.
+    The parent runs ``cleanup`` once the child has ended, however it ended.
+    Returns True in the child; the parent never returns. Without ``os.fork`` (Windows): False, nothing is supervised.
+    """
+    if not hasattr(os, "fork"):
+        return False
+    sys.stdout.flush()
+    sys.stderr.flush()
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(read_end)
+        _REPORT_PIPE.append(write_end)
+        return True
+    os.close(write_end)
+    signal.signal(signal.SIGINT, lambda sig, frame: None if _terminal_sent_it() else os.kill(child, sig))
+    forwarded: list[int] = []
+
+    def forward(number: int, frame: object) -> None:
+        forwarded.append(number)
+        os.kill(child, number)
+
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, forward)
+    status = os.waitpid(child, 0)[1]
+    os.set_blocking(read_end, False)  # a process the module forked may hold the write end open
+    try:
+        announced = os.read(read_end, 16)
+    except BlockingIOError:
+        announced = b""
+    cleanup()
+    os._exit(_verdict(status, announced, tuple(forwarded)))
+
+
+def _terminal_sent_it() -> bool:
+    """Whether a SIGINT came from the terminal's Ctrl-C, which the child (in the same foreground group) got too."""
+    try:
+        return os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp()
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _verdict(status: int, announced: bytes, sent: tuple[int, ...] = ()) -> int:
+    """The supervised child's exit code, or 2 with one line when the module ended the child itself.
+    ``sent``: signals the parent received and passed on (a stop asked from outside: 128 + the signal)."""
+    code = os.waitstatus_to_exitcode(status)
+    if announced.strip().isdigit():  # a report was made; its own exit status stands
+        return code
+    if code == -signal.SIGINT:
+        return 130
+    if code < 0 and -code in sent:
+        typer.echo(f"shapecheck: error: stopped by {signal.Signals(-code).name} before a report was made", err=True)
+        return 128 - code
+    if code < 0:
+        line = (f"the run was killed by signal {signal.Signals(-code).name} before a report was made "
+                "(by the module, or by the system, e.g. out of memory); nothing was checked")
+    else:
+        line = f"the module ended the process (os._exit({code})) before a report was made; nothing was checked"
+    typer.echo(f"shapecheck: error: {line}", err=True)
+    return 2
+
+
+def _reported(code: object) -> None:
+    """In the supervised child: announce the exit status ``code`` to the parent (a report was made)."""
+    if not _REPORT_PIPE:
+        return
+    number = code if isinstance(code, int) else 0 if code is None else 1
+    with contextlib.suppress(OSError):
+        os.write(_REPORT_PIPE[0], str(number).encode())
 
 
 def _exit_now(code: object) -> None:
@@ -158,4 +250,5 @@ def _exit_now(code: object) -> None:
     except OSError:  # the reader went away (a closed pipe): as Python reports it at exit
         code = 120
     atexit._run_exitfuncs()
+    _reported(code)
     os._exit(code or 0)

@@ -18,6 +18,7 @@ from shapecheck.cli import options
 from shapecheck.errors import UsageError
 from shapecheck.render.audit import RENDERERS
 from shapecheck.render.layout import StatusLine
+from shapecheck.target import user_code
 
 FORMATS = options.FORMATS  # the renderers cover every one
 
@@ -33,6 +34,7 @@ def audit_command(
     probe_heads: int = options.positive("--probe-heads", default=2, help="Heads of the small probe the dead-parameter pass runs."),
     liveness: bool = options.flag("--liveness/--no-liveness", default=True,
                                   help="Run the forward/backward pass on a small probe that finds dead parameters."),
+    timeout: Optional[float] = options.timeout(),
 ) -> None:
     """Count a model's parameters against the attention formulas: missing, extra, dead and shared weights.
 
@@ -44,12 +46,13 @@ def audit_command(
         raise UsageError("give either TARGET (path/to/file.py:Name) or --preset NAME" + ("" if target is None else ", not both"))
     if preset_name is not None and init:
         raise UsageError("--init applies to TARGET's constructor; a preset takes only --d-model and --heads")
-    with StatusLine() as status:
+    with user_code(timeout) as guard, StatusLine() as status:
         if preset_name is not None:
             result = audit_preset(preset_name, d_model=d_model, heads=heads, liveness=liveness, progress=status)
         else:
             result = audit_target(target or "", d_model=d_model, heads=heads, init=init, liveness=liveness, progress=status,
                                   probe_sizes={"d_model": probe_d_model, "heads": probe_heads})
+    guard.require_not_interrupted_by_module(result.interrupted)
     typer.echo(RENDERERS[output_format](result), nl=False)
     if result.clean is None:
         typer.echo(f"shapecheck: audit: liveness not checked: {result.liveness.detail.removeprefix('not run: ')}", err=True)

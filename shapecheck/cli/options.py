@@ -26,28 +26,68 @@ import typer
 from shapecheck.errors import UsageError
 
 FORMATS: tuple[str, ...] = ("table", "json", "markdown", "csv")
+
+# ---------------------------------------------------------------- bounds (the one place they live)
+
+SIZE_LIMITS: dict[str, int] = {
+    "d_model": 2**20, "heads": 2**14, "kv_heads": 2**14, "d_head": 2**16, "rotary_dim": 2**16, "d_ff": 2**22,
+    "layers": 1024, "vocab": 2**24, "max_seq": 2**24, "window": 2**24, "seq": 2**24, "batch": 2**16,
+}
+"""The largest value of each size, by role (``shapecheck.vocabulary``): far above every released model
+(d_model 16,384 to 25,600, 128 heads, 126 layers, vocabularies of 256k), small enough that counting on the
+meta device finishes in seconds. config.json fields are held to the bound of their role (``cli.config_file``)."""
+
+LIMITS: dict[str, float] = {
+    "--d-model": SIZE_LIMITS["d_model"], "--heads": SIZE_LIMITS["heads"], "--layers": SIZE_LIMITS["layers"],
+    "--d-ff": SIZE_LIMITS["d_ff"], "--d-k": SIZE_LIMITS["d_head"], "--d-v": SIZE_LIMITS["d_head"],
+    "--vocab": SIZE_LIMITS["vocab"], "--max-seq": SIZE_LIMITS["max_seq"], "--seq-len": SIZE_LIMITS["seq"],
+    "--context": SIZE_LIMITS["seq"], "--batch": SIZE_LIMITS["batch"],
+    "--depth": 1000,  # module-tree depth shown
+    "--tokens-per-second": 10**12, "--peak-tflops": 10**7,
+    "--seed": 2**32 - 1,
+    "--samples": 100,  # prove: each sample runs the exported program on real tensors
+    "--max-size": 4096,  # prove: the largest sampled batch/sequence size (real tensors, S² scores)
+    "--size": 2**16,  # prove: static axes such as d_in
+    "--max-examples": 10_000, "--max-seq-len": 512, "--d-head-multiple": 1024,  # verify: real tensors per example
+    "--probe-d-model": 4096, "--probe-heads": 256,  # audit's liveness probe runs on the CPU
+    "--timeout": 10**6,
+    "--jobs": 256,  # lint: worker processes
+}
+"""Every numeric option's largest value (``tests/cli/test_limits.py`` checks each command's options have one);
+a larger value is refused in one line: ``--layers must be a positive integer up to 1,024, got 1000000``."""
 FORMAT_ALIASES: dict[str, str] = {"text": "table"}
 
 
 # ---------------------------------------------------------------- parsers (each fails with one wording)
 
 
-def parse_int(text: Any, *, minimum: int = 1) -> int:
-    """``'8'`` -> 8; anything that is not an integer >= ``minimum`` raises ``BadParameter``."""
+def parse_int(text: Any, *, minimum: int = 1, maximum: Optional[float] = None) -> int:
+    """``'8'`` -> 8; anything that is not an integer from ``minimum`` to ``maximum`` raises ``BadParameter``."""
     if isinstance(text, int) and not isinstance(text, bool):
         value = text
     else:
         try:
             value = int(str(text).strip())
         except ValueError:
-            raise typer.BadParameter(f"must be {_int_words(minimum)}, got {str(text)!r}") from None
+            raise typer.BadParameter(f"must be {_int_words(minimum)}, got {_shown(text)}") from None
     if value < minimum:
-        raise typer.BadParameter(f"must be {_int_words(minimum)}, got {value}")
+        raise typer.BadParameter(f"must be {_int_words(minimum)}, got {_shown(value)}")
+    if maximum is not None and value > maximum:
+        raise typer.BadParameter(f"must be {_int_words(minimum, maximum)}, got {_shown(value)}")
     return value
 
 
-def _int_words(minimum: int) -> str:
-    return {1: "a positive integer", 0: "a non-negative integer"}.get(minimum, f"an integer >= {minimum}")
+def _int_words(minimum: int, maximum: Optional[float] = None) -> str:
+    if maximum is not None and minimum not in (0, 1):
+        return f"an integer from {minimum} to {maximum:,}"
+    words = {1: "a positive integer", 0: "a non-negative integer"}.get(minimum, f"an integer >= {minimum}")
+    return words + (f" up to {maximum:,}" if maximum is not None else "")
+
+
+def _shown(value: Any) -> str:
+    """The value as the error line shows it (a 5,000-digit number is cut short)."""
+    text = repr(value) if isinstance(value, str) else str(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def parse_choice(text: Any, choices: Sequence[str], aliases: Optional[dict[str, str]] = None) -> str:
@@ -116,9 +156,14 @@ def flag(*names: str, help: str, default: bool = False) -> Any:
 
 
 def positive(*names: str, help: str, default: Optional[int] = None, minimum: int = 1) -> Any:
-    """An integer option >= ``minimum`` (default 1), shown as ``N``."""
-    return typer.Option(default, *names, help=help, metavar="N", parser=lambda text: parse_int(text, minimum=minimum),
-                        show_default=default is not None)
+    """An integer option from ``minimum`` (default 1) to its bound in ``LIMITS``, shown as ``N``."""
+    maximum = _limit(names)
+    return typer.Option(default, *names, help=help, metavar="N", show_default=default is not None,
+                        parser=lambda text: parse_int(text, minimum=minimum, maximum=maximum))
+
+
+def _limit(names: Sequence[str]) -> Optional[float]:
+    return next((LIMITS[name] for name in names if name in LIMITS), None)
 
 
 def choice(*names: str, choices: Sequence[str], help: str, default: Optional[str] = None,
@@ -128,20 +173,42 @@ def choice(*names: str, choices: Sequence[str], help: str, default: Optional[str
                         parser=lambda text: parse_choice(text, choices, aliases), show_default=default is not None)
 
 
-def parse_number(text: Any) -> float:
-    """``'0.5'`` -> 0.5; anything that is not a positive number raises ``BadParameter``."""
+def parse_number(text: Any, maximum: Optional[float] = None) -> float:
+    """``'0.5'`` -> 0.5; anything that is not a finite positive number (up to ``maximum``) raises ``BadParameter``."""
     try:
         value = float(str(text).strip())
-    except ValueError:
-        raise typer.BadParameter(f"must be a positive number, got {str(text)!r}") from None
+    except (ValueError, OverflowError):
+        raise typer.BadParameter(f"must be a positive number, got {_shown(str(text))}") from None
     if not value > 0 or value == float("inf"):
         raise typer.BadParameter(f"must be a positive number, got {value:g}")
+    if maximum is not None and value > maximum:
+        raise typer.BadParameter(f"must be a positive number up to {maximum:,}, got {value:g}")
     return value
 
 
 def number(*names: str, help: str, default: Optional[float] = None) -> Any:
-    """A positive real number, shown as ``X``."""
-    return typer.Option(default, *names, help=help, metavar="X", parser=parse_number, show_default=default is not None)
+    """A finite positive real number (up to its bound in ``LIMITS``, if any), shown as ``X``."""
+    maximum = _limit(names)
+    return typer.Option(default, *names, help=help, metavar="X", parser=lambda text: parse_number(text, maximum),
+                        show_default=default is not None)
+
+
+def parse_length(text: Any) -> str:
+    """``--seq-len``: a positive integer up to its bound, or a name such as S; spellings of numbers that are
+    not integers (``nan``, ``inf``, ``1e3``, ``2.5``) are refused rather than taken as names."""
+    value = str(text).strip()
+    if value.lstrip("+-").isdigit():
+        return str(parse_int(value, maximum=LIMITS["--seq-len"]))
+    try:
+        float(value)
+    except ValueError:
+        return value  # a name: shapecheck.report checks its spelling
+    raise typer.BadParameter(f"must be {_int_words(1, LIMITS['--seq-len'])} or a name such as S, got {_shown(value)}")
+
+
+def length(*names: str, help: str) -> Any:
+    """A sequence length or the name of one (``N|NAME``)."""
+    return typer.Option(None, *names, help=help, metavar="N|NAME", parser=parse_length)
 
 
 def pairs(*names: str, help: str, value: Callable[[str], Any] = parse_value, metavar: str = "NAME=VALUE,...") -> Any:
@@ -150,8 +217,9 @@ def pairs(*names: str, help: str, value: Callable[[str], Any] = parse_value, met
 
 
 def sizes(*names: str, help: str) -> Any:
-    """``axis=N,...`` with N positive integers."""
-    return pairs(*names, help=help, value=parse_int, metavar="AXIS=N,...")
+    """``axis=N,...`` with N positive integers up to the option's bound in ``LIMITS``."""
+    maximum = _limit(names)
+    return pairs(*names, help=help, value=lambda text: parse_int(text, maximum=maximum), metavar="AXIS=N,...")
 
 
 def selection(*names: str, help: str, choices: Optional[Sequence[str]] = None, metavar: str = "NAME") -> Any:
@@ -188,6 +256,11 @@ def init() -> Any:
 
 def preset(names: Sequence[str]) -> Any:
     return text("--preset", metavar="NAME", help=f"A released model's sizes: {', '.join(names)}.")
+
+
+def timeout() -> Any:
+    return number("--timeout", help="Seconds each import, constructor call and forward call of the module may take; "
+                                    "one that runs longer stops the run (exit 2). Default: no limit.")
 
 
 def seed() -> Any:

@@ -17,6 +17,7 @@ from shapecheck.errors import UsageError
 from shapecheck.prove.targets import prove_preset, prove_target
 from shapecheck.render.layout import StatusLine
 from shapecheck.render.prove import RENDERERS, exit_code
+from shapecheck.target import user_code
 
 FORMATS = options.FORMATS  # the renderers cover every one
 
@@ -43,6 +44,7 @@ def register(app: typer.Typer) -> None:
         max_size: Optional[dict[str, int]] = options.sizes("--max-size", help="Largest sampled sizes, e.g. 'seq=512,batch=2'."),
         seed: int = options.seed(),
         output_format: str = options.output_format(FORMATS),
+        timeout: Optional[float] = options.timeout(),
     ) -> None:
         """Export TARGET with dynamic batch and sequence sizes and report its output shape and constraints.
 
@@ -53,11 +55,12 @@ def register(app: typer.Typer) -> None:
             raise UsageError(f"give a TARGET (path/to/file.py:Name or package.module:Name) or --preset ({', '.join(PRESETS)})")
         names = list(options.split_selection(inputs)) or None
         run = dict(inputs=names, cross=cross, sizes=size, samples=samples, caps=_caps(max_size), seed=seed)
-        with StatusLine() as status:
+        with user_code(timeout) as guard, StatusLine() as status:
             if target is None:
                 result = prove_preset(preset or "", d_model=d_model, heads=heads, progress=status, **run)
             else:
                 result = prove_target(target, d_model=d_model, heads=heads, init=init, progress=status, **run)
+        guard.require_not_interrupted_by_module(result.interrupted)
         typer.echo(RENDERERS[output_format](result), nl=False)
         if result.ok and not result.checked and samples > 0:
             typer.echo(f"shapecheck: prove: not checked: {'; '.join(result.unchecked) or 'no size was run'}", err=True)

@@ -22,6 +22,7 @@ from shapecheck.counting.tree import MODES, Settings
 from shapecheck.render.report import exit_code, render
 from shapecheck.report import IMPLS
 from shapecheck.render.report_chart import chart, write_chart
+from shapecheck.target import user_code
 
 FORMATS = ("table", "json", "markdown", "csv")
 DTYPE_NAMES = tuple(DTYPES)
@@ -51,7 +52,7 @@ def register(app: typer.Typer) -> None:
         d_ff: Optional[int] = options.positive("--d-ff", help="Feed-forward width (default 4·d_model)."),
         d_k: Optional[int] = options.positive("--d-k", help="Per-head query/key width (default d_model/h)."),
         d_v: Optional[int] = options.positive("--d-v", help="Per-head value width (default d_model/h)."),
-        seq_len: Optional[str] = options.text("--seq-len", metavar="N|NAME", help="Sequence length (default 128), or a name such as S: FLOPs as polynomials in it (--mode forward)."),
+        seq_len: Optional[str] = options.length("--seq-len", help="Sequence length (default 128), or a name such as S: FLOPs as polynomials in it (--mode forward)."),
         batch: Optional[int] = options.positive("--batch", help="Batch size (default 1)."),
         vocab: Optional[int] = options.positive("--vocab", help="Vocabulary (models with embeddings or heads)."),
         max_seq: Optional[int] = options.positive("--max-seq", help="Learned position table size (bert, gpt)."),
@@ -85,9 +86,14 @@ def register(app: typer.Typer) -> None:
             if given:
                 usage_error(f"--{given[0].replace('_', '-')} applies to the built-in models (--model/--preset), "
                             "not to a TARGET or --config")
+            from shapecheck.cli.config_file import check_config_file
             from shapecheck.counting.load import load_model
 
-            module, name = load_model(target, config_file, init=init, sizes={"d_model": d_model, "heads": heads})
+            if config_file is not None:
+                check_config_file(config_file)
+
+            with user_code():
+                module, name = load_model(target, config_file, init=init, sizes={"d_model": d_model, "heads": heads})
             feed, described = None, {}
         else:
             from shapecheck.report import build, resolve_config
@@ -98,7 +104,8 @@ def register(app: typer.Typer) -> None:
             config = resolve_config(model, preset, seq_len=seq_len, impl=impl, **sizes)
             module, name, feed = build(config)
             described = config.described()
-        result = replace(_report(module, name, settings, feed, length, fvcore, dtype), sizes=described)
+        with user_code():
+            result = replace(_report(module, name, settings, feed, length, fvcore, dtype), sizes=described)
         typer.echo(render(result, output_format, strict), nl=False)
         if plot:
             typer.echo(chart(module, settings.batch), nl=False)

@@ -11,7 +11,7 @@ from rich.progress import BarColumn, Progress, TextColumn
 
 from shapecheck.cli import options
 from shapecheck.render.verify import RENDERERS, nothing_checked
-from shapecheck.target import load_target
+from shapecheck.target import load_target, user_code
 from shapecheck.testing.properties import PROPERTY_NAMES
 from shapecheck.testing.runner import VerifyReport, verify
 from shapecheck.testing.subject import VerifyOptions
@@ -49,6 +49,7 @@ def verify_command(
     max_seq: int = options.positive("--max-seq-len", default=5, minimum=2, help="Longest query/key length drawn."),
     scale: Optional[float] = options.number("--scale", help="The softmax scale the module uses by design (1 for GPT-Neo); default: its declared scale, else 1/√d_head."),
     d_head_multiple: Optional[int] = options.positive("--d-head-multiple", help="Head sizes the constructor accepts are multiples of this (default: probed)."),
+    timeout: Optional[float] = options.timeout(),
 ) -> None:
     """Property-test an attention module (or a whole model) across head counts, widths, batch sizes and sequence lengths.
 
@@ -61,12 +62,14 @@ def verify_command(
         init=dict(init or {}), masked_rows=masked_rows, properties=selected or None, fail_fast=fail_fast,  # type: ignore[arg-type]
         max_seq=max_seq, scale=scale, d_head_multiple=d_head_multiple,
     )
-    loaded = load_target(target)
     try:
-        report = verify(loaded, run) if output_format != "table" else _run_with_progress(loaded, run)
+        with user_code(timeout) as guard:
+            loaded = load_target(target)
+            report = verify(loaded, run) if output_format != "table" else _run_with_progress(loaded, run)
     except KeyboardInterrupt:
         typer.echo("shapecheck: interrupted before any property finished", err=True)
         raise typer.Exit(130) from None
+    guard.require_not_interrupted_by_module(report.interrupted)
     typer.echo(RENDERERS[output_format](report), nl=False)
     if not report.checked and not report.interrupted:
         typer.echo(f"shapecheck: {nothing_checked(report)}", err=True)

@@ -23,6 +23,7 @@ from typing import Optional, Union
 import torch
 from torch import nn
 
+from shapecheck.errors import UsageError
 from shapecheck.prove.annotations import annotation_problems
 from shapecheck.prove.checking import Checked, Progress, check
 from shapecheck.prove.constraints import all_constraints
@@ -113,6 +114,8 @@ def _prove(module: nn.Module, plan: InputPlan, label: str, samples: int, caps: O
         exported = _export_at_examples(module, plan)
     except ExportFailure as failure:
         return _failed(module, plan, plan.examples(EXAMPLE_SIZES), label, str(failure))
+    if not exported.output_shapes():  # nothing to prove: no shape is a passing shape
+        raise UsageError(f"{label}: forward returns no tensor (None, or only non-tensor values); there is no output shape to prove")
     naming = name_symbols(plan, exported.input_shapes(plan))
     problems = _annotation_problems(module, exported, plan, naming)
     ran = check(module, exported, plan, naming, count=samples, caps=caps, seed=seed, progress=progress)

@@ -11,6 +11,9 @@ from typer.testing import CliRunner
 from shapecheck.cli import app
 
 STOPS = '''
+import os
+import signal
+
 import torch
 from jaxtyping import Float
 from torch import Tensor, nn
@@ -25,7 +28,7 @@ class StopsAtLength20(nn.Module):
 
     def forward(self, x: Float[Tensor, "batch seq d_model"]) -> Float[Tensor, "batch seq d_model"]:
         if not torch.compiler.is_compiling() and not isinstance(x.shape[1], torch.SymInt) and x.shape[1] >= 20:
-            raise KeyboardInterrupt
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, as the terminal sends it
         return self.proj(x)
 '''
 

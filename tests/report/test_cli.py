@@ -105,7 +105,7 @@ def test_terminal_plot():
     (["--heads", "0"], "--heads must be a positive integer"),
     (["--d-model", "-512"], "--d-model must be a positive integer"),
     (["--d-ff", "2.5"], "--d-ff must be a positive integer, got '2.5'"),
-    (["--seq-len", "1e3"], "neither a positive integer nor a name"),
+    (["--seq-len", "1e3"], "--seq-len must be a positive integer up to 16,777,216 or a name such as S, got '1e3'"),
     (["--preset", "bert-huge"], "choose one of: mha, bert-base, bert-large, gpt2"),
     (["--model", "rnn"], "--model 'rnn' is not one of: mha, encoder, decoder"),
     (["--preset", "gpt2", "--model", "bert"], "with this preset use --model gpt or gpt-lm"),
@@ -114,9 +114,9 @@ def test_terminal_plot():
     (["--preset", "bert-base", "--seq-len", "600"], "exceeds max_seq=512"),
     (["--format", "yaml"], "--format 'yaml' is not one of: table, json, markdown, csv"),
     (["--impl", "flash"], "--impl 'flash' is not one of: sdpa, math"),
-    (["--seq-len", "99999999999999999999"], "sizes too large: the (batch, seq, width) activations"),
-    (["--model", "mha", "--d-model", "4096", "--heads", "64", "--seq-len", str(2**62)], "sizes too large"),
-    (["--heads", "7", "--d-model", "536870909", "--d-ff", "1"], "heads must divide d_model (1, 536870909)"),  # a prime: no O(n) scan
+    (["--seq-len", "99999999999999999999"], "--seq-len must be a positive integer up to 16,777,216"),
+    (["--model", "mha", "--d-model", "4096", "--heads", "64", "--seq-len", str(2**24), "--batch", str(2**16)], "sizes too large"),
+    (["--heads", "7", "--d-model", "1048573", "--d-ff", "1"], "heads must divide d_model (1, 1048573)"),  # a prime: no O(n) scan
     (["--model", "bert", "--max-seq", "3", "--seq-len", "S"], "measured at S = 1, 2, 3, 4, more than max_seq=3"),
     (["--model", "mha", "--plot", "--format", "json"], "--plot draws a terminal chart, which would break --format json"),
     (["--model", "mha", "--plot", "--format", "csv"], "which would break --format csv"),

@@ -2,6 +2,7 @@
 
 import json
 import os
+import signal
 
 import pytest
 from typer.testing import CliRunner
@@ -135,7 +136,7 @@ def test_ctrl_c_reports_what_finished_and_exits_130(monkeypatch):
     def interrupted(target, options, progress=None):
         def stop(name, done, total):
             if name == "permutation":
-                raise KeyboardInterrupt
+                os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, as the terminal sends it
         return real(target, options, progress=stop)
 
     monkeypatch.setattr(cli, "verify", interrupted)
