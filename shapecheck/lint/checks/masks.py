@@ -80,8 +80,37 @@ def additive_mask_after_softmax(scope: Scope, e: ev.MaskAdded) -> None:
 @on(ev.MaskedFill)
 def fill_does_not_mask(scope: Scope, e: ev.MaskedFill) -> None:
     value = fill_value(e.fill)
-    if isinstance(e.tensor, Tensor) and e.tensor.role == "scores" and value is not None and value > -1.0:
+    if isinstance(e.tensor, Tensor) and e.tensor.role == "scores" and value is not None and value > -1.0 \
+            and _reaches_exp(scope, e):
         scope.report(msg.FillDoesNotMask, e.call, ast.unparse(e.fill))  # type: ignore[arg-type]
+
+
+_EXP_WORDS = re.compile(r"softmax|\bexp\b|logsumexp", re.I)
+
+
+def _reaches_exp(scope: Scope, e: ev.MaskedFill) -> bool:
+    """Whether the filled scores go on to a softmax (or exp) in this function, or leave it (returned, stored):
+    scores that are only multiplied on (linear attention, a copy head) are masked by a 0 fill."""
+    func = scope.func
+    if func is None or scope.following:
+        return True
+    names = set(scope.targets)
+    if isinstance(e.receiver, ast.Name):
+        names.add(e.receiver.id)
+    if not names:
+        return True
+    for node in ast.walk(func.node):
+        if isinstance(node, ast.Call) and _EXP_WORDS.search(nm.dotted(node.func) or ""):
+            if names & set(nm.identifiers(node)):
+                return True
+        elif isinstance(node, (ast.Return, ast.Yield)) and node.value is not None:
+            values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+            if any(isinstance(v, ast.Name) and v.id in names for v in values):
+                return True  # the scores themselves leave: the caller may take their softmax
+        elif isinstance(node, ast.Assign) and any(not isinstance(t, ast.Name) for t in node.targets):
+            if names & set(nm.identifiers(node.value)):
+                return True
+    return False
 
 
 _GUARD_WORDS = re.compile(r"finfo|dtype|float32|float16|bfloat16|^half$|autocast|^amp$", re.I)
