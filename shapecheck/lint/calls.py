@@ -22,7 +22,8 @@ from shapecheck.lint.tracking import Dim, Label, Pieces, Shape, Target, Tensor, 
 
 _RESHAPE = frozenset({"view", "reshape"})
 _SWAP = frozenset({"transpose", "swapaxes", "swapdims"})
-_TENSOR_ONLY = _RESHAPE | _SWAP | {"permute", "contiguous", "softmax", "log_softmax", "masked_fill", "matmul"}
+_TENSOR_ONLY = _RESHAPE | _SWAP | {"permute", "contiguous", "softmax", "log_softmax", "masked_fill", "masked_fill_",
+                                   "matmul"}
 _NEW_AXES = frozenset({"unsqueeze", "squeeze", "expand", "expand_as", "unflatten", "repeat",
                        "repeat_interleave", "sum", "mean", "max", "min", "amax", "gather", "index_select"})
 _AXIS_OPS = frozenset({"unbind", "select", "flatten", "movedim", "moveaxis"})
@@ -311,7 +312,7 @@ class Calls(Evaluator):
         if attr in nm.SOFTMAX:
             return self.softmax(node, node.func.value, base, nm.argument(node, 0, "dim"),  # type: ignore[attr-defined]
                                    bool(node.args or node.keywords))
-        if attr == "masked_fill":
+        if attr in ("masked_fill", "masked_fill_"):  # in place or not: the same fill
             return self.masked_fill(node, node.func.value, base, nm.argument(node, 0, "mask"),  # type: ignore[attr-defined]
                                     nm.argument(node, 1, "value"))
         if attr in ("mul", "div", "mul_", "div_") and node.args:

@@ -20,6 +20,7 @@ from shapecheck.lint.tracking import Axis, Dim, Label, Pieces, Shape, Target, Te
 
 
 MAX_FOLLOW = 2  # helpers followed inside helpers, at most
+_IN_PLACE = frozenset({"masked_fill_", "mul_", "div_"})  # in-place twins: the receiver's name takes the result
 
 
 class Checker(Calls, ast.NodeVisitor):
@@ -217,6 +218,12 @@ class Checker(Calls, ast.NodeVisitor):
         if isinstance(node.value, ast.Call):
             self.emit(ev.Discarded(node.value))
         self.ev(node.value)
+        call = node.value
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in _IN_PLACE \
+                and isinstance(call.func.value, ast.Name):  # ``scores.masked_fill_(m, v)``: scores = scores.masked_fill(m, v)
+            result = self.values.get(id(call))
+            if result is not None:
+                self.store(call.func.value.id, result, call)
 
     def visit_Assert(self, node: ast.Assert) -> None:
         """``assert dot.size() == (b * h, t, t)``: the sizes name the axes nobody had named."""

@@ -242,13 +242,20 @@ class PaddingMaskOnQueries(Message):
     args = ("mask", "key axis", "query axis")
 
 
+class MaskedMasksIntersected(Message):
+    code, name = "SC125", "masked-masks-intersected"
+    template = "'{0}' and '{1}' are both True where masked, but '&' keeps only the positions both mask"
+    hint = "combine masks that are True where masked with '|' (or masks that are True where kept with '&')"
+    args = ("first mask", "second mask")
+
+
 RULES: tuple[type[Message], ...] = (
     FileNotParsed, EmptyFile, AnalysisStopped, SoftmaxAxis, UnscaledScores, WidthScaledScores,
     MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, MaskedFillDiscarded,
     MaskedFillWrongName, MaskConvention, DropoutAlwaysOn, UndefinedName, ReshapeOrder, KeyQueryLength,
     SdpaDropoutAlwaysOn, DropoutModuleAsProbability, ScaledAfterSoftmax, MaskAfterSoftmax, FillDoesNotMask,
     LayerInForward, FillOverflowsHalf, PaddingMaskOnQueries, HeadsScaledScores, UntemperedCosineScores,
-    HalfScaledScores,
+    HalfScaledScores, MaskedMasksIntersected,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules about memory layout: they hold whatever the code means, so they are reported inside followed helpers too.
