@@ -60,6 +60,8 @@ class Calls(Evaluator):
         args = [self.ev(a) for a in node.args]
         for kw in node.keywords:
             self.ev(kw.value)
+        if isinstance(func, ast.Attribute) and func.attr in nm.FUSED_ATTENTION and nm.self_attr(func) is None:
+            return self.fused_attention(node, nm.dotted(func) or func.attr, func.attr, args)  # xops.memory_efficient_...
         if isinstance(func, ast.Attribute):
             base = self.values.get(id(func.value))
             if nm.self_attr(func) is not None:
@@ -84,7 +86,8 @@ class Calls(Evaluator):
         """SDPA and flash-attn: the output has q's shape with v's last axis."""
         q, k, v = args[:3] if len(args) >= 3 else (None, None, None)
         scale = nm.fused_scale(node)
-        self.emit(ev.FusedAttention(node, shown, nm.argument(node, nm.FUSED_ATTENTION[attr], "dropout_p"), scale,
+        self.emit(ev.FusedAttention(node, shown, nm.argument(node, nm.FUSED_ATTENTION[attr],
+                                                                nm.FUSED_DROPOUT_KEYWORD.get(attr, "dropout_p")), scale,
                                     q if isinstance(q, Tensor) else None, k if isinstance(k, Tensor) else None))
         if isinstance(q, Tensor) and isinstance(v, Tensor) and q.axes and v.axes and len(q.axes) == len(v.axes):
             return Tensor(axes=q.axes[:-1] + v.axes[-1:])  # memory order depends on the backend
