@@ -322,6 +322,9 @@ class Evaluator(Scope):
     def tensor_arith(self, node: ast.AST, op: ast.operator, lnode: ast.expr, rnode: ast.expr,
                      left: Optional[Value], right: Optional[Value]) -> Optional[Value]:
         """Elementwise arithmetic; multiplying or dividing by a factor is a scaling."""
+        if isinstance(op, ast.Sub) and isinstance(right, Tensor) and right.role == "scores":
+            # ``max(s) - s`` (DANet's channel attention): negated similarities, whose scale nobody can judge
+            return replace(right, scale="unknown", scale_at=None, uid=0, param=False)
         if isinstance(op, ast.Add):
             for t, other in ((left, rnode), (right, lnode)):
                 if isinstance(t, Tensor) and "mask" in ast.unparse(other).lower():
