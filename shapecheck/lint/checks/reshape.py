@@ -31,7 +31,7 @@ def reshape_checks(scope: Scope, e: ev.Reshape) -> None:
     if target is None:
         return
     src = t.axes
-    if _key_length(scope, call, kind, src, target):
+    if _key_length(scope, call, kind, src, target) or _under_size_one(scope, call):
         return
     if src is None:
         if t.projected:
@@ -54,6 +54,31 @@ def _key_length(scope: Scope, call: ast.Call, kind: str, src: Optional[Sequence]
     q_text = _arg_text(call, target.index(SEQ_Q), "tgt_len")
     scope.report(msg.KeyQueryLength, call, q_text, kind, show(target), _seq_k_name(scope) or "src_len")
     return True
+
+def _under_size_one(scope: Scope, call: ast.Call) -> bool:
+    """The reshape runs only where an ``if`` has checked that an axis has size 1 (``attn.size(1) == 1``): moving
+    a size-1 axis moves no data, so the order of the view is exact there (fairseq's ONNX single-step path)."""
+    func = scope.func
+    if func is None:
+        return False
+    for node in ast.walk(func.node):
+        if isinstance(node, ast.If) and any(sub is call for stmt in node.body for sub in ast.walk(stmt)):
+            for test in ast.walk(node.test):
+                if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq) \
+                        and nm.int_value(test.comparators[0]) == 1 and _is_size(test.left):
+                    return True
+    return False
+
+
+def _is_size(node: ast.expr) -> bool:
+    """``x.size(i)``, ``x.size()[i]``, ``x.shape[i]``."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "size":
+        return bool(node.args)
+    return isinstance(node, ast.Subscript) and (
+        isinstance(node.value, ast.Attribute) and node.value.attr == "shape"
+        or isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Attribute)
+        and node.value.func.attr == "size")
+
 
 _KV_INPUTS = frozenset({"key_value_states", "encoder_hidden_states"})
 # Methods that keep a tensor's length along the sequence: what they return is still the keys they got.
