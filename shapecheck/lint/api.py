@@ -7,9 +7,11 @@ cannot be parsed (syntax error, not UTF-8, binary) is a finding, not a crash.
 from __future__ import annotations
 
 import ast
+import errno
 import io
 import os
 import re
+import stat
 import sys
 import tokenize
 from concurrent.futures import ProcessPoolExecutor
@@ -55,9 +57,53 @@ def lint_bytes(data: bytes, path: str, config: Optional[LintConfig] = None) -> l
     return lint_source(source.removeprefix("\ufeff"), path, config)
 
 
+MAX_BYTES = 8 * 2**20  # lint reads at most this much of a file: no source file is larger, /dev/zero is endless
+
+
 def lint_file(path: str, config: Optional[LintConfig] = None) -> list[msg.Finding]:
-    with open(path, "rb") as handle:
-        return lint_bytes(handle.read(), path, config)
+    """Findings for one file. Whatever the path is (a symlink loop, a dangling link, a FIFO, a device, an
+    unreadable file or directory, a huge file), the answer is one SC001 finding, never a hang or a traceback."""
+    problem = _unreadable(path)
+    if problem is None:
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read(MAX_BYTES + 1)
+        except OSError as error:
+            problem = f"cannot read: {_os_reason(error)}"
+        else:
+            if len(data) > MAX_BYTES:
+                problem = f"larger than {MAX_BYTES // 2**20} MiB: not read"
+            else:
+                return lint_bytes(data, path, config)
+    return _finish([msg.FileNotParsed.finding(path, 1, 1, problem)], "", config)
+
+
+def _unreadable(path: str) -> Optional[str]:
+    """Why ``path`` cannot be read as a source file without blocking, or None (checked before ``open``,
+    which would wait forever on a FIFO)."""
+    try:
+        info = os.stat(path)
+    except OSError as error:
+        dangling = os.path.islink(path) and error.errno == errno.ENOENT
+        return "dangling symbolic link" if dangling else f"cannot read: {_os_reason(error)}"
+    mode = info.st_mode
+    if stat.S_ISDIR(mode):
+        try:
+            os.listdir(path)
+        except OSError as error:
+            return f"cannot read directory: {_os_reason(error)}"
+        return "a directory, not a file"
+    if not stat.S_ISREG(mode):
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) \
+            else "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
+        return f"not a regular file ({kind}): not read"
+    if info.st_size > MAX_BYTES:
+        return f"larger than {MAX_BYTES // 2**20} MiB ({info.st_size} bytes): not read"
+    return None
+
+
+def _os_reason(error: OSError) -> str:
+    return error.strerror or error.__class__.__name__
 
 
 def lint_paths(paths: Sequence[str], config: Optional[LintConfig] = None,
@@ -81,6 +127,8 @@ def python_files(paths: Iterable[str]) -> Iterator[str]:
     for path in paths:
         if os.path.isdir(path):
             yield from _walk(path)
+        elif os.path.islink(path) and not os.path.exists(path):
+            raise UsageError(f"{path}: a dangling or looping symbolic link")
         elif not os.path.exists(path):
             raise UsageError(f"no such file or directory: {path}")
         elif not is_python_file(path):
@@ -94,6 +142,8 @@ def is_python_file(path: str) -> bool:
     suffix = Path(path).suffix
     if suffix:
         return suffix in _PYTHON_SUFFIXES
+    if _unreadable(path) is not None:
+        return False  # never open a FIFO or a device to look at its first line
     try:
         with open(path, "rb") as handle:
             first = handle.readline(200)
@@ -103,11 +153,17 @@ def is_python_file(path: str) -> bool:
 
 
 def _walk(root: str) -> Iterator[str]:
-    for dirpath, dirnames, filenames in os.walk(root):
+    """``*.py`` under ``root`` (symbolic links to directories are not followed); a directory that cannot be
+    read is yielded itself, so that ``lint_file`` reports it instead of skipping it silently."""
+    unreadable: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root, onerror=lambda error: unreadable.append(error.filename)):
+        yield from (d for d in unreadable if d)
+        unreadable.clear()
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in _SKIP_DIRS)
         for name in sorted(filenames):
             if name.endswith(".py"):
                 yield str(Path(dirpath, name))
+    yield from (d for d in unreadable if d)
 
 
 def _analyse(source: str, path: str) -> list[msg.Finding]:

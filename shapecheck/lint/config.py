@@ -27,6 +27,7 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
         _toml = None  # type: ignore[assignment]
 
 DEFAULT_FAIL_ON = "warning"
+MAX_CONFIG_BYTES = 2**20
 KEYS: tuple[str, ...] = ("select", "ignore", "fail-on")  # the keys [tool.shapecheck] may hold
 
 
@@ -80,9 +81,20 @@ def load_config(pyproject: Optional[Path]) -> LintConfig:
     if _toml is None:
         return LintConfig(note=f"{pyproject}: [tool.shapecheck] not read (needs Python 3.11+ or tomli)")
     try:
-        table = _toml.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}).get("shapecheck", {})
-    except (OSError, UnicodeDecodeError, _toml.TOMLDecodeError) as error:
-        raise ConfigError(f"{pyproject}: cannot read: {error}") from None
+        with open(pyproject, "rb") as handle:  # never more than a config file can be
+            data = handle.read(MAX_CONFIG_BYTES + 1)
+        if len(data) > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{pyproject}: larger than {MAX_CONFIG_BYTES // 2**20} MiB, not read")
+        document = _toml.loads(data.decode("utf-8"))
+    except (OSError, UnicodeDecodeError, _toml.TOMLDecodeError, RecursionError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        raise ConfigError(f"{pyproject}: cannot read: {reason}") from None
+    tool = document.get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{pyproject}: 'tool' must be a table ([tool.shapecheck]), got {tool!r}")
+    table = tool.get("shapecheck", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{pyproject}: [tool.shapecheck] must be a table, got {table!r}")
     return from_table(table, str(pyproject))
 
 
