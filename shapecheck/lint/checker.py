@@ -26,8 +26,9 @@ _IN_PLACE = frozenset({"masked_fill_", "mul_", "div_"})  # in-place twins: the r
 class Checker(Calls, ast.NodeVisitor):
     """Lint one parsed module; ``findings`` holds the results in the order found."""
 
-    def __init__(self, tree: ast.Module, path: str) -> None:
+    def __init__(self, tree: ast.Module, path: str, conventions: Optional[dict[str, str]] = None) -> None:
         super().__init__(tree, path)
+        self.memo["mask_conventions"] = dict(conventions or {})  # [tool.shapecheck] mask-conventions
         self.functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         self.returns: Optional[list[Optional[Value]]] = None
         self.summaries: dict[tuple, Optional[Value]] = {}
