@@ -60,7 +60,7 @@ class Calls(Evaluator):
         args = [self.ev(a) for a in node.args]
         for kw in node.keywords:
             self.ev(kw.value)
-        if isinstance(func, ast.Attribute) and func.attr in nm.FUSED_ATTENTION and nm.self_attr(func) is None:
+        if isinstance(func, ast.Attribute) and func.attr in nm.FUSED_ATTENTION:  # self.flash_attn_func too
             return self.fused_attention(node, nm.dotted(func) or func.attr, func.attr, args)  # xops.memory_efficient_...
         if isinstance(func, ast.Attribute):
             base = self.values.get(id(func.value))

@@ -249,13 +249,27 @@ class MaskedMasksIntersected(Message):
     args = ("first mask", "second mask")
 
 
+class FusedLayout(Message):
+    code, name = "SC126", "fused-layout"
+    template = "{0} reads '{1}' as {2}, but {3} is given the same '{1}' as {4}: one of them reads heads as positions"
+    hint = "transpose for the kernel that needs it: {0}({1}.transpose(1, 2), ...).transpose(1, 2)"
+    args = ("kernel", "query", "its layout", "other kernel", "its layout")
+
+
+class ResultDiscarded(Message):
+    code, name = "SC127", "result-discarded"
+    template = "result of {0} is discarded: {1} is unchanged"
+    hint = "assign the result ({1} = ...); these operations return a new tensor"
+    args = ("call", "tensor")
+
+
 RULES: tuple[type[Message], ...] = (
     FileNotParsed, EmptyFile, AnalysisStopped, SoftmaxAxis, UnscaledScores, WidthScaledScores,
     MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, MaskedFillDiscarded,
     MaskedFillWrongName, MaskConvention, DropoutAlwaysOn, UndefinedName, ReshapeOrder, KeyQueryLength,
     SdpaDropoutAlwaysOn, DropoutModuleAsProbability, ScaledAfterSoftmax, MaskAfterSoftmax, FillDoesNotMask,
     LayerInForward, FillOverflowsHalf, PaddingMaskOnQueries, HeadsScaledScores, UntemperedCosineScores,
-    HalfScaledScores, MaskedMasksIntersected,
+    HalfScaledScores, MaskedMasksIntersected, FusedLayout, ResultDiscarded,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules about memory layout: they hold whatever the code means, so they are reported inside followed helpers too.
