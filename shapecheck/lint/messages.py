@@ -263,13 +263,29 @@ class ResultDiscarded(Message):
     args = ("call", "tensor")
 
 
+class CausalWithCache(Message):
+    code, name = "SC128", "causal-with-cache"
+    template = ("{0} aligns the causal mask top-left, but the keys ({1}) include a cache: "
+                "with more keys than queries, each query sees too few keys")
+    hint = ("align it bottom-right: slice [k_len - q_len:k_len, :k_len], or pass is_causal only when there is "
+            "no cache (is_causal=q_len > 1 and past is None)")
+    args = ("causal mask", "keys")
+
+
+class RotaryTwice(Message):
+    code, name = "SC129", "rotary-twice"
+    template = "'{0}' is rotated again: the rotary embedding was applied to it on line {1} already"
+    hint = "apply the rotary embedding once to the queries and once to the keys"
+    args = ("tensor", "line")
+
+
 RULES: tuple[type[Message], ...] = (
     FileNotParsed, EmptyFile, AnalysisStopped, SoftmaxAxis, UnscaledScores, WidthScaledScores,
     MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, MaskedFillDiscarded,
     MaskedFillWrongName, MaskConvention, DropoutAlwaysOn, UndefinedName, ReshapeOrder, KeyQueryLength,
     SdpaDropoutAlwaysOn, DropoutModuleAsProbability, ScaledAfterSoftmax, MaskAfterSoftmax, FillDoesNotMask,
     LayerInForward, FillOverflowsHalf, PaddingMaskOnQueries, HeadsScaledScores, UntemperedCosineScores,
-    HalfScaledScores, MaskedMasksIntersected, FusedLayout, ResultDiscarded,
+    HalfScaledScores, MaskedMasksIntersected, FusedLayout, ResultDiscarded, CausalWithCache, RotaryTwice,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules about memory layout: they hold whatever the code means, so they are reported inside followed helpers too.
