@@ -191,6 +191,7 @@ class Checker(Calls, ast.NodeVisitor):
             self.rebound = None  # not the functions defined inside
 
         self.run(node.body)
+        self.emit(ev.FunctionDone(node))
         self.env, self.scalars, self.func, self.in_class, self.returns, self.aliases = saved
 
     visit_AsyncFunctionDef = visit_FunctionDef

@@ -279,6 +279,13 @@ class RotaryTwice(Message):
     args = ("tensor", "line")
 
 
+class ComputedUnused(Message):
+    code, name = "SC130", "computed-unused"
+    template = "'{0}' = {1}(...) is overwritten on line {2} before anything reads it: the result is lost"
+    hint = "use the computed value (the stored name) where line {2} uses something else"
+    args = ("name", "call", "line")
+
+
 RULES: tuple[type[Message], ...] = (
     FileNotParsed, EmptyFile, AnalysisStopped, SoftmaxAxis, UnscaledScores, WidthScaledScores,
     MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, MaskedFillDiscarded,
@@ -286,6 +293,7 @@ RULES: tuple[type[Message], ...] = (
     SdpaDropoutAlwaysOn, DropoutModuleAsProbability, ScaledAfterSoftmax, MaskAfterSoftmax, FillDoesNotMask,
     LayerInForward, FillOverflowsHalf, PaddingMaskOnQueries, HeadsScaledScores, UntemperedCosineScores,
     HalfScaledScores, MaskedMasksIntersected, FusedLayout, ResultDiscarded, CausalWithCache, RotaryTwice,
+    ComputedUnused,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules about memory layout: they hold whatever the code means, so they are reported inside followed helpers too.

@@ -115,8 +115,7 @@ def _rotary_twice(scope: Scope) -> None:
     scope.memo[key] = True
     rotated: dict[str, ast.Call] = {}
     for stmt in sorted((n for n in ast.walk(func.node) if isinstance(n, ast.Assign)), key=lambda n: n.lineno):
-        calls = [c for c in ast.walk(stmt.value) if isinstance(c, ast.Call)
-                 and _ROTARY.search((nm.dotted(c.func) or getattr(c.func, "attr", "")) or "")]
+        calls = [c for c in ast.walk(stmt.value) if isinstance(c, ast.Call) and _applies_rotary(c)]
         targets = [n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
         args = {a.id for c in calls for a in c.args if isinstance(a, ast.Name)}
         for name in args & set(targets):
@@ -125,6 +124,17 @@ def _rotary_twice(scope: Scope) -> None:
             rotated[name] = stmt  # type: ignore[assignment]
         for name in set(targets) - args:
             rotated.pop(name, None)  # a new value: not rotated yet
+
+
+def _callee_name(call: ast.Call) -> str:
+    return (nm.dotted(call.func) or getattr(call.func, "attr", "") or "").split(".")[-1]
+
+
+def _applies_rotary(call: ast.Call) -> bool:
+    """``apply_rotary_pos_emb(...)``, ``self.rotary_emb.rotate_queries_or_keys(...)``; not a norm named after the
+    part it normalises (``k_rope_only_layernorm``)."""
+    name = _callee_name(call)
+    return bool(_ROTARY.search(name)) and "norm" not in name.lower()
 
 
 def _same_block(func: ast.AST, first: ast.AST, second: ast.AST) -> bool:
@@ -137,11 +147,83 @@ def _same_block(func: ast.AST, first: ast.AST, second: ast.AST) -> bool:
     return False
 
 
-@on(ev.Softmax)
-def rotary_twice_before_softmax(scope: Scope, e: ev.Softmax) -> None:
+@on(ev.FunctionDone)
+def rotary_twice(scope: Scope, e: ev.FunctionDone) -> None:
     _rotary_twice(scope)
 
 
-@on(ev.FusedAttention)
-def rotary_twice_before_fused(scope: Scope, e: ev.FusedAttention) -> None:
-    _rotary_twice(scope)
+_COMPUTED = re.compile(r"rotary|rope|apply_rot|softmax|masked_fill", re.I)
+
+
+def _computed_unused(scope: Scope) -> None:
+    """``q = apply_rotary(q, ...)`` (or a softmax, a masked fill) stored, then the name stored again before
+    anything reads it, on the way that follows in the same block: the computed value is lost."""
+    func = scope.func
+    if func is None or scope.following:
+        return
+    key = f"computed_unused:{id(func.node)}"
+    if key in scope.memo:
+        return
+    scope.memo[key] = True
+    for block in _blocks(func.node):
+        for i, stmt in enumerate(block):
+            if not isinstance(stmt, ast.Assign) or not isinstance(stmt.value, ast.Call) \
+                    or not _COMPUTED.search(_callee_name(stmt.value)) or "norm" in _callee_name(stmt.value).lower():
+                continue
+            names = [n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+            for name in names:
+                overwritten = _next_store_unread(name, block[i + 1:])
+                if overwritten is not None:
+                    scope.report(msg.ComputedUnused, stmt, name, ast.unparse(stmt.value.func), overwritten.lineno)
+
+
+def _blocks(func: ast.AST):
+    for node in ast.walk(func):
+        for field in ("body", "orelse", "finalbody"):
+            body = getattr(node, field, None)
+            if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
+                yield body
+
+
+def _next_store_unread(name: str, following: list[ast.stmt]) -> Optional[ast.Assign]:
+    """The first later assignment to ``name`` (in these statements or nested in them) reached before any read of
+    it, or None (a read comes first, or no store; loops and functions stop the search)."""
+    for stmt in following:
+        if isinstance(stmt, (ast.For, ast.While, ast.AsyncFor, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                             ast.Try, ast.With)):
+            return None
+        for sub in _in_order(stmt):
+            if isinstance(sub, ast.Name) and sub.id == name:
+                if isinstance(sub.ctx, ast.Load):
+                    return None
+                owner = _assignment_of(stmt, sub)
+                return owner
+    return None
+
+
+def _in_order(stmt: ast.stmt):
+    """Names of a statement in evaluation order: an assignment's value before its targets; an if's test, then
+    its body, then its else."""
+    if isinstance(stmt, ast.Assign):
+        yield from (n for n in ast.walk(stmt.value) if isinstance(n, ast.Name))
+        yield from (n for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name))
+    elif isinstance(stmt, ast.If):
+        yield from (n for n in ast.walk(stmt.test) if isinstance(n, ast.Name))
+        for inner in stmt.body:
+            yield from _in_order(inner)
+        for inner in stmt.orelse:
+            yield from (n for n in ast.walk(inner) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
+    else:
+        yield from (n for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
+
+
+def _assignment_of(stmt: ast.stmt, target: ast.Name) -> Optional[ast.Assign]:
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Assign) and any(target is n for t in node.targets for n in ast.walk(t)):
+            return node
+    return None
+
+
+@on(ev.FunctionDone)
+def computed_unused(scope: Scope, e: ev.FunctionDone) -> None:
+    _computed_unused(scope)
