@@ -47,6 +47,9 @@ class Calls(Evaluator):
 
     def call(self, node: ast.Call) -> Optional[Value]:
         func = node.func
+        if self.func is not None:  # what each function calls, for the checks that read a whole body
+            called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            self.callees.setdefault(id(self.func.node), set()).add(called)
         layer = nm.nn_layer(func)
         if layer is not None:
             self.emit(ev.Construct(node, layer))

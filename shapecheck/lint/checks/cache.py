@@ -104,6 +104,11 @@ def sliced_bias_with_cache(scope: Scope, e: ev.MaskAdded) -> None:
     _slice_with_cache(scope, e.mask, e.node)
 
 
+def _calls_like(scope: Scope, func: ast.AST, pattern: re.Pattern) -> bool:
+    """Whether the function calls anything whose name matches (norms apart), from what the evaluator saw."""
+    return any(pattern.search(name) and "norm" not in name.lower() for name in scope.callees.get(id(func), ()))
+
+
 def _rotary_twice(scope: Scope) -> None:
     """``q = apply_rotary(q, ...)`` twice on one tensor in one function, with no new value in between."""
     func = scope.func
@@ -113,6 +118,8 @@ def _rotary_twice(scope: Scope) -> None:
     if key in scope.memo:
         return
     scope.memo[key] = True
+    if not _calls_like(scope, func.node, _ROTARY):
+        return
     rotated: dict[str, ast.Call] = {}
     for stmt in sorted((n for n in ast.walk(func.node) if isinstance(n, ast.Assign)), key=lambda n: n.lineno):
         calls = [c for c in ast.walk(stmt.value) if isinstance(c, ast.Call) and _applies_rotary(c)]
@@ -165,6 +172,8 @@ def _computed_unused(scope: Scope) -> None:
     if key in scope.memo:
         return
     scope.memo[key] = True
+    if not _calls_like(scope, func.node, _COMPUTED):
+        return
     for block in _blocks(func.node):
         for i, stmt in enumerate(block):
             if not isinstance(stmt, ast.Assign) or not isinstance(stmt.value, ast.Call) \

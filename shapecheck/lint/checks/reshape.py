@@ -61,13 +61,16 @@ def _under_size_one(scope: Scope, call: ast.Call) -> bool:
     func = scope.func
     if func is None:
         return False
-    for node in ast.walk(func.node):
-        if isinstance(node, ast.If) and any(sub is call for stmt in node.body for sub in ast.walk(stmt)):
-            for test in ast.walk(node.test):
-                if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq) \
-                        and nm.int_value(test.comparators[0]) == 1 and _is_size(test.left):
-                    return True
-    return False
+    key = f"under_size_one:{id(func.node)}"
+    if key not in scope.memo:
+        inside = set()
+        for node in ast.walk(func.node):
+            if isinstance(node, ast.If) and any(
+                    isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
+                    and nm.int_value(test.comparators[0]) == 1 and _is_size(test.left) for test in ast.walk(node.test)):
+                inside |= {id(sub) for stmt in node.body for sub in ast.walk(stmt)}
+        scope.memo[key] = frozenset(inside)
+    return id(call) in scope.memo[key]  # type: ignore[operator]
 
 
 def _is_size(node: ast.expr) -> bool:
