@@ -18,9 +18,9 @@ LAYOUT = {"scaled_dot_product_attention": HEADS_FIRST, "flash_attn_func": SEQ_FI
           "flash_attn_kvpacked_func": SEQ_FIRST, "memory_efficient_attention": SEQ_FIRST}
 
 # Tensor methods that return a new tensor and change nothing: an expression statement of one does nothing.
+# (Names other objects use for methods with effects, such as a search tree's ``node.expand()``, are left out.)
 _PURE = frozenset({"transpose", "permute", "reshape", "view", "contiguous", "softmax", "log_softmax", "unsqueeze",
-                   "squeeze", "flatten", "expand", "expand_as", "repeat", "triu", "tril", "matmul", "bmm",
-                   "logical_not", "masked_select", "view_as", "reshape_as", "mT"})
+                   "squeeze", "triu", "tril", "logical_not", "masked_select", "view_as", "reshape_as"})
 
 
 def _kernel(call: ast.Call) -> Optional[str]:

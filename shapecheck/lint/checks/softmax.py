@@ -66,20 +66,25 @@ def _dual_softmax(scope: Scope, e: ev.Softmax) -> bool:
         return False
     root = _root(e.source)
     others = [c for c in ast.walk(scope.func.node) if isinstance(c, ast.Call) and c is not e.call
-              and _callee(c.func) in nm.SOFTMAX | {"Softmax"} and _operands(c) and root is not None
-              and root in {_root(a) for a in _operands(c)}  # the same scores, maybe transposed
+              and _callee(c.func) in nm.SOFTMAX | {"Softmax"} and c.args and root is not None
+              and root in {_root(a) for a in c.args}  # the same scores, maybe transposed
               and not any(sub is e.call for sub in ast.walk(c))]  # not the ``.to(dtype)`` around this one
-    return bool(others)
+    return bool(others) or _chosen_by_a_flag(scope.func.node, e.call, root)
 
 
-def _operands(call: ast.Call) -> list[ast.expr]:
-    """What a softmax call normalises: its first argument, or the receiver of ``x.softmax(dim)``; a softmax
-    over the queries chosen by a flag beside one over the keys (perceiver's inverted attention) is on purpose."""
-    func = call.func
-    if isinstance(func, ast.Attribute) and func.attr in nm.SOFTMAX and not nm.is_namespace(func.value) \
-            and nm.self_attr(func) is None:
-        return [func.value]
-    return list(call.args[:1])
+def _chosen_by_a_flag(func: ast.AST, call: ast.Call, root: Optional[str]) -> bool:
+    """``if inverted: attn = sim.softmax(dim=-2) else: attn = sim.softmax(dim=-1)``: the two normalisations of the
+    same scores on exclusive branches of one ``if`` (perceiver's inverted attention) are a choice, not a slip."""
+    if root is None:
+        return False
+    for node in ast.walk(func):
+        if not isinstance(node, ast.If) or not node.orelse:
+            continue
+        for here, there in ((node.body, node.orelse), (node.orelse, node.body)):
+            if any(sub is call for stmt in here for sub in ast.walk(stmt)):
+                return any(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in nm.SOFTMAX
+                           and _root(c.func.value) == root for stmt in there for c in ast.walk(stmt))
+    return False
 
 
 @on(ev.Softmax)
