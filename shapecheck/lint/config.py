@@ -18,6 +18,7 @@ and ``LintConfig.note`` says so.
 from __future__ import annotations
 
 import fnmatch
+import os
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Optional, Sequence
@@ -104,8 +105,12 @@ def check_severity(value: object, option: str) -> str:
 
 
 def find_pyproject(start: Path) -> Optional[Path]:
-    """The nearest pyproject.toml in ``start`` or a parent directory."""
-    here = start.resolve()
+    """The nearest pyproject.toml in ``start`` or a parent directory (a path that does not resolve, such as a
+    symbolic-link loop, is looked up from the directory that holds it)."""
+    try:
+        here = start.resolve()
+    except (OSError, RuntimeError):  # RuntimeError: a symbolic-link loop, before Python 3.13
+        here = Path(os.path.abspath(start)).parent
     for folder in [here, *here.parents] if here.is_dir() else list(here.parents):
         candidate = folder / "pyproject.toml"
         if candidate.is_file():

@@ -54,9 +54,10 @@ def test_dangling_symlink_is_one_finding(tree):
     assert result.exit_code == 2 and sc001(result, "dangling symbolic link")
 
 
-def test_dangling_symlink_named_on_the_command_line_is_one_line(tree):
-    os.symlink("missing.py", tree / "dangling.py")
-    result = lint(tree / "dangling.py")
+@pytest.mark.parametrize("target", ["missing.py", "link.py"])
+def test_dangling_or_looping_symlink_named_on_the_command_line_is_one_line(tree, target):
+    os.symlink(target, tree / "link.py")
+    result = lint(tree / "link.py")
     assert result.exit_code == 2 and "dangling or looping symbolic link" in result.output
 
 
