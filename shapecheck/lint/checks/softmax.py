@@ -78,13 +78,20 @@ def _chosen_by_a_flag(func: ast.AST, call: ast.Call, root: Optional[str]) -> boo
     if root is None:
         return False
     for node in ast.walk(func):
-        if not isinstance(node, ast.If) or not node.orelse:
-            continue
+        if not isinstance(node, ast.If) or not node.orelse or any(
+                isinstance(n, ast.Name) and n.id == root and isinstance(n.ctx, ast.Store) for n in ast.walk(node)):
+            continue  # each branch computes its own scores (two implementations), not one choice over the same
         for here, there in ((node.body, node.orelse), (node.orelse, node.body)):
-            if any(sub is call for stmt in here for sub in ast.walk(stmt)):
+            if any(sub is call for stmt in _simple(here) for sub in ast.walk(stmt)):
                 return any(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in nm.SOFTMAX
-                           and _root(c.func.value) == root for stmt in there for c in ast.walk(stmt))
+                           and _root(c.func.value) == root and nm.int_value(nm.argument(c, 0, "dim") or ast.Constant(0)) == -1
+                           for stmt in _simple(there) for c in ast.walk(stmt))
     return False
+
+
+def _simple(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements of a branch that are not themselves branches, loops or blocks: the choice the flag makes."""
+    return [stmt for stmt in body if not isinstance(stmt, (ast.If, ast.For, ast.While, ast.With, ast.Try))]
 
 
 @on(ev.Softmax)
