@@ -187,11 +187,17 @@ def _computed_unused(scope: Scope) -> None:
 
 
 def _blocks(func: ast.AST):
-    for node in ast.walk(func):
-        for field in ("body", "orelse", "finalbody"):
+    """Every statement list of the function, nested ones included, walking statements only (not expressions)."""
+    pending = [func]
+    while pending:
+        node = pending.pop()
+        for field in ("body", "orelse", "finalbody", "handlers"):
             body = getattr(node, field, None)
-            if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
-                yield body
+            if isinstance(body, list) and body and isinstance(body[0], (ast.stmt, ast.excepthandler)):
+                if isinstance(body[0], ast.stmt):
+                    yield body
+                pending.extend(stmt for stmt in body if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                              ast.ClassDef)))
 
 
 def _next_store_unread(name: str, following: list[ast.stmt]) -> Optional[ast.Assign]:
