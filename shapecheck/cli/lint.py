@@ -2,12 +2,16 @@
 
 Exit 0 when nothing at or above ``--fail-on`` (default: warning) is found, 1 when
 something is, 2 on a usage error (one line, no traceback) or when a file does not parse
-(it is still reported, as SC001, with the others' findings).
+(it is still reported, as SC001, with the others' findings); ``--exit-zero`` makes the last two 0.
+CI conventions follow ruff's names: ``--exclude``/``--extend-exclude``, ``--per-file-ignores``,
+``--exit-zero``, ``-`` for stdin with ``--stdin-filename``, ``--statistics``.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
@@ -17,8 +21,8 @@ from shapecheck.cli import options
 from shapecheck.cli.common import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, usage_error
 from shapecheck.errors import ShapecheckError
 from shapecheck.lint import output
-from shapecheck.lint.api import lint_paths
-from shapecheck.lint.config import LintConfig, check_codes, find_pyproject, load_config
+from shapecheck.lint.api import lint_paths, lint_stream
+from shapecheck.lint.config import LintConfig, check_codes, find_pyproject, load_config, parse_per_file_ignores
 from shapecheck.lint.messages import SEVERITIES, FileNotParsed, Finding
 
 UNPARSED = FileNotParsed.code
@@ -30,22 +34,40 @@ def _codes(values: Optional[list[str]], option: str) -> tuple[str, ...]:
 
 
 def _config(paths: list[str], config_file: Optional[str], select: Optional[list[str]],
-            ignore: Optional[list[str]], fail_on: Optional[str]) -> LintConfig:
-    """pyproject's [tool.shapecheck], overridden by the command-line options."""
+            ignore: Optional[list[str]], fail_on: Optional[str], exclude: Optional[list[str]] = None,
+            extend_exclude: Optional[list[str]] = None, per_file_ignores: Optional[list[str]] = None) -> LintConfig:
+    """pyproject's [tool.shapecheck], overridden (select, fail-on, exclude) or extended (ignore, extend-exclude,
+    per-file-ignores) by the command-line options."""
     if config_file is not None and not Path(config_file).is_file():
         usage_error(f"--config: no such file: {config_file}")
-    found = Path(config_file) if config_file else find_pyproject(Path(paths[0]) if paths else Path.cwd())
+    start = next((Path(p) for p in paths if p != "-"), Path.cwd())
+    found = Path(config_file) if config_file else find_pyproject(start)
     base = load_config(found)
     chosen = _codes(select, "--select")
-    return LintConfig(
+    return replace(
+        base,
         select=chosen or base.select,
         ignore=base.ignore + _codes(ignore, "--ignore"),
         fail_on=fail_on or base.fail_on,
-        source=base.source, note=base.note,
+        exclude=options.split_selection(exclude) or base.exclude,
+        extend_exclude=base.extend_exclude + options.split_selection(extend_exclude),
+        per_file_ignores=base.per_file_ignores + parse_per_file_ignores(
+            options.split_selection(per_file_ignores), "--per-file-ignores"),
     )
 
 
-def _exit_code(config: LintConfig, findings: list[Finding]) -> int:
+def _lint(paths: list[str], config: LintConfig, jobs: int, stdin_filename: Optional[str]) -> tuple[int, list[Finding]]:
+    """The files named and searched, and ``-`` read from stdin (shown as ``--stdin-filename``)."""
+    files, findings = lint_paths([p for p in paths if p != "-"], config, jobs)
+    if "-" in paths:
+        findings = lint_stream(sys.stdin.buffer, stdin_filename or "-", config) + findings
+        files += 1
+    return files, findings
+
+
+def _exit_code(config: LintConfig, findings: list[Finding], exit_zero: bool = False) -> int:
+    if exit_zero:
+        return EXIT_OK  # findings are reported, never fail the run (ruff's --exit-zero)
     if any(f.code == UNPARSED for f in findings):
         return EXIT_USAGE  # a file that does not parse is bad input, reported as SC001
     return EXIT_FINDINGS if any(config.fails(f.severity) for f in findings) else EXIT_OK
@@ -66,6 +88,17 @@ def register(app: typer.Typer) -> None:
         jobs: int = options.positive("--jobs", "-j", default=os.cpu_count() or 1,
                                      help="Lint files in N processes (default: the number of CPUs); same output, same order."),
         hints: bool = options.flag("--hints", help="Table format: print each finding's fix hint below it."),
+        exclude: Optional[list[str]] = options.selection(
+            "--exclude", metavar="PATTERN",
+            help="Path patterns not searched in directories (replaces the defaults: .*, __pycache__, node_modules)."),
+        extend_exclude: Optional[list[str]] = options.selection(
+            "--extend-exclude", metavar="PATTERN", help="Path patterns not searched, in addition to the excluded ones."),
+        per_file_ignores: Optional[list[str]] = options.selection(
+            "--per-file-ignores", metavar="PATTERN:CODE", help="Drop code prefixes in matching files, e.g. 'tests/*:SC111'."),
+        exit_zero: bool = options.flag("--exit-zero", help="Exit 0 even when something is found (findings still print)."),
+        stdin_filename: Optional[str] = options.text(
+            "--stdin-filename", metavar="PATH", help="The path to report for source read from stdin ('-')."),
+        statistics: bool = options.flag("--statistics", help="Print how many findings each code has instead of the findings."),
         list_rules: bool = options.flag("--list-rules", help="Print every rule's code, severity, message and hint, then exit."),
     ) -> None:
         """Find attention bugs without running the code: softmax axis, scaling, head split/merge, masks, dropout."""
@@ -75,14 +108,15 @@ def register(app: typer.Typer) -> None:
         if not paths:
             usage_error("give at least one PATH to lint (a .py file or a directory)")
         try:
-            config = _config(paths, config_file, select, ignore, fail_on)
-            files, findings = lint_paths(paths, config, jobs)
+            config = _config(paths, config_file, select, ignore, fail_on, exclude, extend_exclude, per_file_ignores)
+            files, findings = _lint(paths, config, jobs, stdin_filename)
         except ShapecheckError as error:
             usage_error(str(error))
         if config.note:
             typer.echo(f"shapecheck: note: {config.note}", err=True)
-        code = _exit_code(config, findings)
-        rendered = {"table": lambda: output.text(findings, hints), "json": lambda: output.as_json(files, findings, code),
+        code = _exit_code(config, findings, exit_zero)
+        table = (lambda: output.statistics(findings)) if statistics else (lambda: output.text(findings, hints))
+        rendered = {"table": table, "json": lambda: output.as_json(files, findings, code),
                     "sarif": lambda: output.sarif(findings)}[fmt]()
         if rendered:
             typer.echo(rendered)

@@ -7,14 +7,17 @@ cannot be parsed (syntax error, not UTF-8, binary) is a finding, not a crash.
 from __future__ import annotations
 
 import ast
+import errno
 import io
 import os
 import re
+import stat
 import sys
 import tokenize
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from pathlib import Path
-from typing import Iterable, Iterator, Optional, Sequence
+from typing import BinaryIO, Iterable, Iterator, Optional, Sequence
 
 from pyflakes import checker as pyflakes_checker
 from pyflakes import messages as pyflakes_messages
@@ -29,7 +32,6 @@ _PYFLAKES_UNDEFINED = (pyflakes_messages.UndefinedName, pyflakes_messages.Undefi
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
 _PYFLAKES_CODES = frozenset({"F821", "F822", "F823"})  # flake8's names for pyflakes' undefined names
 _PYTHON_SUFFIXES = frozenset({".py", ".pyi", ".pyw"})
-_SKIP_DIRS = frozenset({"__pycache__", "node_modules"})
 _JAXTYPING = frozenset({"Float", "Int", "Bool", "Shaped", "Num", "Real", "Integer", "Inexact", "Complex", "UInt",
                         "Key", "BFloat16", "Float16", "Float32", "Float64", "Int8", "Int16", "Int32", "Int64",
                         "UInt8", "UInt16", "UInt32", "UInt64", "Complex64", "Complex128"})
@@ -37,8 +39,20 @@ _JAXTYPING = frozenset({"Float", "Int", "Bool", "Shaped", "Num", "Real", "Intege
 
 def lint_source(source: str, path: str = "<string>", config: Optional[LintConfig] = None) -> list[msg.Finding]:
     """Findings for one module's source text, sorted by position."""
-    found = _analyse(source, path)
+    found = _analyse(source, path, dict(config.mask_conventions) if config is not None else {})
     return _finish(found, source, config)
+
+
+def lint_stream(stream: BinaryIO, path: str, config: Optional[LintConfig] = None) -> list[msg.Finding]:
+    """Findings for source read from a stream (``-`` for stdin), at most ``MAX_BYTES`` of it, shown as ``path``."""
+    try:
+        data = stream.read(MAX_BYTES + 1)
+    except OSError as error:
+        return _finish([msg.FileNotParsed.finding(path, 1, 1, f"cannot read: {_os_reason(error)}")], "", config)
+    if len(data) > MAX_BYTES:
+        return _finish([msg.FileNotParsed.finding(path, 1, 1, f"larger than {MAX_BYTES // 2**20} MiB: not read")],
+                       "", config)
+    return lint_bytes(data, path, config)
 
 
 def lint_bytes(data: bytes, path: str, config: Optional[LintConfig] = None) -> list[msg.Finding]:
@@ -55,9 +69,53 @@ def lint_bytes(data: bytes, path: str, config: Optional[LintConfig] = None) -> l
     return lint_source(source.removeprefix("\ufeff"), path, config)
 
 
+MAX_BYTES = 8 * 2**20  # lint reads at most this much of a file: no source file is larger, /dev/zero is endless
+
+
 def lint_file(path: str, config: Optional[LintConfig] = None) -> list[msg.Finding]:
-    with open(path, "rb") as handle:
-        return lint_bytes(handle.read(), path, config)
+    """Findings for one file. Whatever the path is (a symlink loop, a dangling link, a FIFO, a device, an
+    unreadable file or directory, a huge file), the answer is one SC001 finding, never a hang or a traceback."""
+    problem = _unreadable(path)
+    if problem is None:
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read(MAX_BYTES + 1)
+        except OSError as error:
+            problem = f"cannot read: {_os_reason(error)}"
+        else:
+            if len(data) > MAX_BYTES:
+                problem = f"larger than {MAX_BYTES // 2**20} MiB: not read"
+            else:
+                return lint_bytes(data, path, config)
+    return _finish([msg.FileNotParsed.finding(path, 1, 1, problem)], "", config)
+
+
+def _unreadable(path: str) -> Optional[str]:
+    """Why ``path`` cannot be read as a source file without blocking, or None (checked before ``open``,
+    which would wait forever on a FIFO)."""
+    try:
+        info = os.stat(path)
+    except OSError as error:
+        dangling = os.path.islink(path) and error.errno == errno.ENOENT
+        return "dangling symbolic link" if dangling else f"cannot read: {_os_reason(error)}"
+    mode = info.st_mode
+    if stat.S_ISDIR(mode):
+        try:
+            os.listdir(path)
+        except OSError as error:
+            return f"cannot read directory: {_os_reason(error)}"
+        return "a directory, not a file"
+    if not stat.S_ISREG(mode):
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) \
+            else "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
+        return f"not a regular file ({kind}): not read"
+    if info.st_size > MAX_BYTES:
+        return f"larger than {MAX_BYTES // 2**20} MiB ({info.st_size} bytes): not read"
+    return None
+
+
+def _os_reason(error: OSError) -> str:
+    return error.strerror or error.__class__.__name__
 
 
 def lint_paths(paths: Sequence[str], config: Optional[LintConfig] = None,
@@ -67,7 +125,7 @@ def lint_paths(paths: Sequence[str], config: Optional[LintConfig] = None,
     ``jobs`` > 1 lints files in that many processes; the output is the same, in the same order.
     UsageError if a path is missing or a file named explicitly is not Python.
     """
-    files = list(python_files(paths))
+    files = list(python_files(paths, config))
     workers = min(jobs, len(files))
     if workers <= 1:
         per_file = [lint_file(file, config) for file in files]
@@ -77,10 +135,15 @@ def lint_paths(paths: Sequence[str], config: Optional[LintConfig] = None,
     return len(files), [f for found in per_file for f in found]
 
 
-def python_files(paths: Iterable[str]) -> Iterator[str]:
+def python_files(paths: Iterable[str], config: Optional[LintConfig] = None) -> Iterator[str]:
+    """The files to lint: each path named, and ``*.py`` under each directory named, less what ``config``
+    excludes there (by default hidden directories, ``__pycache__`` and ``node_modules``)."""
+    config = config or LintConfig()
     for path in paths:
         if os.path.isdir(path):
-            yield from _walk(path)
+            yield from _walk(path, config)
+        elif os.path.islink(path) and not os.path.exists(path):
+            raise UsageError(f"{path}: a dangling or looping symbolic link")
         elif not os.path.exists(path):
             raise UsageError(f"no such file or directory: {path}")
         elif not is_python_file(path):
@@ -94,6 +157,8 @@ def is_python_file(path: str) -> bool:
     suffix = Path(path).suffix
     if suffix:
         return suffix in _PYTHON_SUFFIXES
+    if _unreadable(path) is not None:
+        return False  # never open a FIFO or a device to look at its first line
     try:
         with open(path, "rb") as handle:
             first = handle.readline(200)
@@ -102,15 +167,22 @@ def is_python_file(path: str) -> bool:
     return first.startswith(b"#!") and b"python" in first
 
 
-def _walk(root: str) -> Iterator[str]:
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in _SKIP_DIRS)
+def _walk(root: str, config: LintConfig) -> Iterator[str]:
+    """``*.py`` under ``root`` (symbolic links to directories are not followed); a directory that cannot be
+    read is yielded itself, so that ``lint_file`` reports it instead of skipping it silently."""
+    unreadable: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root, onerror=lambda error: unreadable.append(error.filename)):
+        yield from (d for d in unreadable if d)
+        unreadable.clear()
+        inside = os.path.relpath(dirpath, root)  # patterns read the path below the directory named
+        dirnames[:] = sorted(d for d in dirnames if not config.excludes(os.path.join(inside, d)))
         for name in sorted(filenames):
-            if name.endswith(".py"):
+            if name.endswith(".py") and not config.excludes(os.path.join(inside, name)):
                 yield str(Path(dirpath, name))
+    yield from (d for d in unreadable if d)
 
 
-def _analyse(source: str, path: str) -> list[msg.Finding]:
+def _analyse(source: str, path: str, conventions: Optional[dict[str, str]] = None) -> list[msg.Finding]:
     if not source.strip():
         return [] if os.path.basename(path) == "__init__.py" else [msg.EmptyFile.finding(path, 1, 1)]
     try:
@@ -121,7 +193,7 @@ def _analyse(source: str, path: str) -> list[msg.Finding]:
     except (ValueError, MemoryError, RecursionError) as error:
         return [msg.FileNotParsed.finding(path, 1, 1, f"{error.__class__.__name__}: {error}")]
     try:
-        return _undefined_names(tree, path) + Checker(tree, path).findings
+        return _undefined_names(tree, path) + Checker(tree, path, conventions or {}).findings
     except RecursionError:
         return [msg.AnalysisStopped.finding(path, 1, 1, "expressions nested too deeply")]
     except Exception as error:  # noqa: BLE001 - a gap in the analysis must not stop the other files
@@ -158,14 +230,22 @@ def _undefined_names(tree: ast.Module, path: str) -> list[msg.Finding]:
     """pyflakes' undefined-name messages, as SC111."""
     found = _Pyflakes(tree, filename=path)
     return [
-        msg.UndefinedName.finding(path, m.lineno, m.col + 1, m.message % m.message_args)
+        _export(msg.UndefinedName.finding(path, m.lineno, m.col + 1, m.message % m.message_args), m)
         for m in found.messages if isinstance(m, _PYFLAKES_UNDEFINED)
     ]
 
 
+def _export(finding: msg.Finding, message: object) -> msg.Finding:
+    """A name in ``__all__`` that the module does not define breaks only ``import *`` (and lazy-import modules,
+    such as transformers', define theirs at run time): information, not an error."""
+    if isinstance(message, pyflakes_messages.UndefinedExport):
+        return replace(finding, severity="info")
+    return finding
+
+
 def _finish(found: list[msg.Finding], source: str, config: Optional[LintConfig]) -> list[msg.Finding]:
     lines = source.splitlines()
-    kept = [f for f in found if (config is None or config.selects(f.code)) and not _suppressed(f, lines)]
+    kept = [f for f in found if (config is None or config.selects(f.code, f.path)) and not _suppressed(f, lines)]
     return sorted(kept, key=lambda f: (f.path, f.line, f.col, f.code))
 
 

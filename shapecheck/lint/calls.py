@@ -22,7 +22,8 @@ from shapecheck.lint.tracking import Dim, Label, Pieces, Shape, Target, Tensor, 
 
 _RESHAPE = frozenset({"view", "reshape"})
 _SWAP = frozenset({"transpose", "swapaxes", "swapdims"})
-_TENSOR_ONLY = _RESHAPE | _SWAP | {"permute", "contiguous", "softmax", "log_softmax", "masked_fill", "matmul"}
+_TENSOR_ONLY = _RESHAPE | _SWAP | {"permute", "contiguous", "softmax", "log_softmax", "masked_fill", "masked_fill_",
+                                   "matmul"}
 _NEW_AXES = frozenset({"unsqueeze", "squeeze", "expand", "expand_as", "unflatten", "repeat",
                        "repeat_interleave", "sum", "mean", "max", "min", "amax", "gather", "index_select"})
 _AXIS_OPS = frozenset({"unbind", "select", "flatten", "movedim", "moveaxis"})
@@ -46,6 +47,9 @@ class Calls(Evaluator):
 
     def call(self, node: ast.Call) -> Optional[Value]:
         func = node.func
+        if self.func is not None:  # what each function calls, for the checks that read a whole body
+            called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            self.callees.setdefault(id(self.func.node), set()).add(called)
         layer = nm.nn_layer(func)
         if layer is not None:
             self.emit(ev.Construct(node, layer))
@@ -59,6 +63,8 @@ class Calls(Evaluator):
         args = [self.ev(a) for a in node.args]
         for kw in node.keywords:
             self.ev(kw.value)
+        if isinstance(func, ast.Attribute) and func.attr in nm.FUSED_ATTENTION:  # self.flash_attn_func too
+            return self.fused_attention(node, nm.dotted(func) or func.attr, func.attr, args)  # xops.memory_efficient_...
         if isinstance(func, ast.Attribute):
             base = self.values.get(id(func.value))
             if nm.self_attr(func) is not None:
@@ -83,7 +89,8 @@ class Calls(Evaluator):
         """SDPA and flash-attn: the output has q's shape with v's last axis."""
         q, k, v = args[:3] if len(args) >= 3 else (None, None, None)
         scale = nm.fused_scale(node)
-        self.emit(ev.FusedAttention(node, shown, nm.argument(node, nm.FUSED_ATTENTION[attr], "dropout_p"), scale,
+        self.emit(ev.FusedAttention(node, shown, nm.argument(node, nm.FUSED_ATTENTION[attr],
+                                                                nm.FUSED_DROPOUT_KEYWORD.get(attr, "dropout_p")), scale,
                                     q if isinstance(q, Tensor) else None, k if isinstance(k, Tensor) else None))
         if isinstance(q, Tensor) and isinstance(v, Tensor) and q.axes and v.axes and len(q.axes) == len(v.axes):
             return Tensor(axes=q.axes[:-1] + v.axes[-1:])  # memory order depends on the backend
@@ -311,7 +318,7 @@ class Calls(Evaluator):
         if attr in nm.SOFTMAX:
             return self.softmax(node, node.func.value, base, nm.argument(node, 0, "dim"),  # type: ignore[attr-defined]
                                    bool(node.args or node.keywords))
-        if attr == "masked_fill":
+        if attr in ("masked_fill", "masked_fill_"):  # in place or not: the same fill
             return self.masked_fill(node, node.func.value, base, nm.argument(node, 0, "mask"),  # type: ignore[attr-defined]
                                     nm.argument(node, 1, "value"))
         if attr in ("mul", "div", "mul_", "div_") and node.args:

@@ -20,13 +20,15 @@ from shapecheck.lint.tracking import Axis, Dim, Label, Pieces, Shape, Target, Te
 
 
 MAX_FOLLOW = 2  # helpers followed inside helpers, at most
+_IN_PLACE = frozenset({"masked_fill_", "mul_", "div_"})  # in-place twins: the receiver's name takes the result
 
 
 class Checker(Calls, ast.NodeVisitor):
     """Lint one parsed module; ``findings`` holds the results in the order found."""
 
-    def __init__(self, tree: ast.Module, path: str) -> None:
+    def __init__(self, tree: ast.Module, path: str, conventions: Optional[dict[str, str]] = None) -> None:
         super().__init__(tree, path)
+        self.memo["mask_conventions"] = dict(conventions or {})  # [tool.shapecheck] mask-conventions
         self.functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         self.returns: Optional[list[Optional[Value]]] = None
         self.summaries: dict[tuple, Optional[Value]] = {}
@@ -189,6 +191,7 @@ class Checker(Calls, ast.NodeVisitor):
             self.rebound = None  # not the functions defined inside
 
         self.run(node.body)
+        self.emit(ev.FunctionDone(node))
         self.env, self.scalars, self.func, self.in_class, self.returns, self.aliases = saved
 
     visit_AsyncFunctionDef = visit_FunctionDef
@@ -217,6 +220,12 @@ class Checker(Calls, ast.NodeVisitor):
         if isinstance(node.value, ast.Call):
             self.emit(ev.Discarded(node.value))
         self.ev(node.value)
+        call = node.value
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in _IN_PLACE \
+                and isinstance(call.func.value, ast.Name):  # ``scores.masked_fill_(m, v)``: scores = scores.masked_fill(m, v)
+            result = self.values.get(id(call))
+            if result is not None:
+                self.store(call.func.value.id, result, call)
 
     def visit_Assert(self, node: ast.Assert) -> None:
         """``assert dot.size() == (b * h, t, t)``: the sizes name the axes nobody had named."""

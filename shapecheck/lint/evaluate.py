@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import Counter
 from dataclasses import replace
 from typing import Optional
 
@@ -90,6 +91,8 @@ class Evaluator(Scope):
             spelled = base.id  # ``self.scale = dim ** -0.5`` in __init__: its names are __init__'s
         if spelled is not None and self.cls is not None and spelled in self.cls.widths:
             return "width"  # the square root of what the head count splits
+        if isinstance(base, ast.Name) and depth == 0 and base.id in self.split_widths():
+            return "width"  # ``C`` of ``view(B, T, n_head, C // n_head)``: the width, whatever it is called
         made = self.class_attr(nm.self_attr(base) or "") if base is not None else None
         if isinstance(made, ast.BinOp):
             base = made
@@ -97,6 +100,21 @@ class Evaluator(Scope):
             return None  # a width by its name alone may be one head's (single-head attention): the names decide
         label = self.static_label(base, 0)
         return "width" if label is not None and label.atoms == ("d_head", "heads") else None
+
+    def split_widths(self) -> frozenset[str]:
+        """Names of the current function that the head count splits (``C // self.n_head``): by data flow they
+        carry the model width, whatever their name; reassigned names are left out."""
+        func = self.func
+        if func is None:
+            return frozenset()
+        key = f"split_widths:{id(func.node)}"
+        if key not in self.memo:
+            stores = Counter(n.id for n in ast.walk(func.node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+            self.memo[key] = frozenset(
+                n.left.id for n in ast.walk(func.node) if isinstance(n, ast.BinOp)
+                and isinstance(n.op, (ast.FloorDiv, ast.Div)) and isinstance(n.left, ast.Name)
+                and is_head_count(n.right, self.cls) and stores[n.left.id] <= 1)
+        return self.memo[key]  # type: ignore[return-value]
 
     def passed_kind(self, param: str) -> Optional[str]:
         """"heads" or "width" when every construction of this class in the module passes that square root for
@@ -322,6 +340,9 @@ class Evaluator(Scope):
     def tensor_arith(self, node: ast.AST, op: ast.operator, lnode: ast.expr, rnode: ast.expr,
                      left: Optional[Value], right: Optional[Value]) -> Optional[Value]:
         """Elementwise arithmetic; multiplying or dividing by a factor is a scaling."""
+        if isinstance(op, ast.Sub) and isinstance(right, Tensor) and right.role == "scores":
+            # ``max(s) - s`` (DANet's channel attention): negated similarities, whose scale nobody can judge
+            return replace(right, scale="unknown", scale_at=None, uid=0, param=False)
         if isinstance(op, ast.Add):
             for t, other in ((left, rnode), (right, lnode)):
                 if isinstance(t, Tensor) and "mask" in ast.unparse(other).lower():
@@ -521,8 +542,12 @@ def _masked(t: Optional[Value], node: ast.Call, source: Optional[ast.expr], env:
 
 
 def root_base(node: ast.expr) -> Optional[ast.expr]:
-    """``x`` of ``x ** 0.5``, ``x ** -0.5``, ``math.sqrt(x)``, ``np.power(x, 0.5)`` (``float(x)`` unwrapped)."""
+    """``x`` of ``x ** 0.5``, ``x ** -0.5``, ``math.sqrt(x)``, ``torch.sqrt(torch.tensor(x))``,
+    ``np.power(x, 0.5)`` and ``1 / (any of those)``: one scale however it is spelled (``float(x)`` unwrapped)."""
     base = None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and isinstance(node.left, ast.Constant) \
+            and node.left.value == 1:
+        return root_base(node.right)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and isinstance(node.right, (ast.Constant, ast.UnaryOp)):
         power = node.right.operand if isinstance(node.right, ast.UnaryOp) else node.right
         base = node.left if isinstance(power, ast.Constant) and power.value == 0.5 else None
@@ -531,7 +556,8 @@ def root_base(node: ast.expr) -> Optional[ast.expr]:
     elif isinstance(node, ast.Call) and len(node.args) == 2 and (nm.dotted(node.func) or "").split(".")[-1] == "power" \
             and isinstance(node.args[1], ast.Constant) and node.args[1].value == 0.5:
         base = node.args[0]
-    while isinstance(base, ast.Call) and nm.dotted(base.func) in ("float", "int") and len(base.args) == 1:
+    while isinstance(base, ast.Call) and (nm.dotted(base.func) or "").split(".")[-1] in ("float", "int", "tensor") \
+            and len(base.args) == 1:
         base = base.args[0]
     return base
 

@@ -92,3 +92,10 @@ class MaskAdded:
     node: ast.AST
     tensor: Tensor
     mask: ast.expr
+
+
+@dataclass(frozen=True)
+class FunctionDone:
+    """A function's body has been walked (its scope is still current): for checks that read the whole body."""
+
+    node: ast.AST

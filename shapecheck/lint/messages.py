@@ -242,13 +242,58 @@ class PaddingMaskOnQueries(Message):
     args = ("mask", "key axis", "query axis")
 
 
+class MaskedMasksIntersected(Message):
+    code, name = "SC125", "masked-masks-intersected"
+    template = "'{0}' and '{1}' are both True where masked, but '&' keeps only the positions both mask"
+    hint = "combine masks that are True where masked with '|' (or masks that are True where kept with '&')"
+    args = ("first mask", "second mask")
+
+
+class FusedLayout(Message):
+    code, name = "SC126", "fused-layout"
+    template = "{0} reads '{1}' as {2}, but {3} is given the same '{1}' as {4}: one of them reads heads as positions"
+    hint = "transpose for the kernel that needs it: {0}({1}.transpose(1, 2), ...).transpose(1, 2)"
+    args = ("kernel", "query", "its layout", "other kernel", "its layout")
+
+
+class ResultDiscarded(Message):
+    code, name = "SC127", "result-discarded"
+    template = "result of {0} is discarded: {1} is unchanged"
+    hint = "assign the result ({1} = ...); these operations return a new tensor"
+    args = ("call", "tensor")
+
+
+class CausalWithCache(Message):
+    code, name = "SC128", "causal-with-cache"
+    template = ("{0} aligns the causal mask top-left, but the keys ({1}) include a cache: "
+                "with more keys than queries, each query sees too few keys")
+    hint = ("align it bottom-right: slice [k_len - q_len:k_len, :k_len], or pass is_causal only when there is "
+            "no cache (is_causal=q_len > 1 and past is None)")
+    args = ("causal mask", "keys")
+
+
+class RotaryTwice(Message):
+    code, name = "SC129", "rotary-twice"
+    template = "'{0}' is rotated again: the rotary embedding was applied to it on line {1} already"
+    hint = "apply the rotary embedding once to the queries and once to the keys"
+    args = ("tensor", "line")
+
+
+class ComputedUnused(Message):
+    code, name = "SC130", "computed-unused"
+    template = "'{0}' = {1}(...) is overwritten on line {2} before anything reads it: the result is lost"
+    hint = "use the computed value (the stored name) where line {2} uses something else"
+    args = ("name", "call", "line")
+
+
 RULES: tuple[type[Message], ...] = (
     FileNotParsed, EmptyFile, AnalysisStopped, SoftmaxAxis, UnscaledScores, WidthScaledScores,
     MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, MaskedFillDiscarded,
     MaskedFillWrongName, MaskConvention, DropoutAlwaysOn, UndefinedName, ReshapeOrder, KeyQueryLength,
     SdpaDropoutAlwaysOn, DropoutModuleAsProbability, ScaledAfterSoftmax, MaskAfterSoftmax, FillDoesNotMask,
     LayerInForward, FillOverflowsHalf, PaddingMaskOnQueries, HeadsScaledScores, UntemperedCosineScores,
-    HalfScaledScores,
+    HalfScaledScores, MaskedMasksIntersected, FusedLayout, ResultDiscarded, CausalWithCache, RotaryTwice,
+    ComputedUnused,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules about memory layout: they hold whatever the code means, so they are reported inside followed helpers too.

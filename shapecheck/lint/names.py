@@ -33,7 +33,9 @@ _KEY = frozenset({"k", "v", "key", "value", "keys", "values", "kv"})
 _QUERY = frozenset({"q", "query", "queries"})
 # fused attention functions -> the position of their dropout probability
 FUSED_ATTENTION = {"scaled_dot_product_attention": 4, "flash_attn_func": 3, "flash_attn_varlen_func": 7,
-                   "flash_attn_qkvpacked_func": 1, "flash_attn_kvpacked_func": 2}
+                   "flash_attn_qkvpacked_func": 1, "flash_attn_kvpacked_func": 2,
+                   "memory_efficient_attention": 4}  # fused attention -> its dropout probability's position
+FUSED_DROPOUT_KEYWORD = {"memory_efficient_attention": "p"}  # xformers' name for it; the others: dropout_p
 MODULE_ROOTS = frozenset({"math", "torch", "np", "numpy", "F", "nn", "self", "config", "jnp"})
 NOT_AXES = frozenset({"sqrt", "rsqrt", "pow", "float", "int", "size", "shape", "item", "tensor", "scale",
                       "scaling", "softmax_scale", "dim"})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path, PurePath
 from typing import Sequence
 from urllib.parse import quote
@@ -23,6 +24,15 @@ def text(findings: Sequence[Finding], hints: bool = False) -> str:
         if hints:
             lines.append(f"    hint: {f.hint}")
     return "\n".join(lines)
+
+
+def statistics(findings: Sequence[Finding]) -> str:
+    """ruff's ``--statistics``: one line per code, most frequent first: count, code, rule name."""
+    names = {rule.code: rule.name for rule in RULES}
+    counts = Counter(f.code for f in findings)
+    width = len(str(max(counts.values(), default=0)))
+    return "\n".join(f"{n:>{width}}\t{code}\t{names.get(code, '')}"
+                     for code, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 
 
 def as_json(files: int, findings: Sequence[Finding], exit_code: int) -> str:

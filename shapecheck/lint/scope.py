@@ -61,6 +61,7 @@ class Scope:
         self.memo: dict[str, object] = {}  # facts about the whole module, computed once by the checks
         self.findings: list[msg.Finding] = []
         self._seen: set[tuple[str, int, int]] = set()
+        self.callees: dict[int, set[str]] = {}  # id(function node) -> the names it calls (the last dotted part)
         self.env: dict[str, Optional[Value]] = {}
         self.values: dict[int, Value] = {}
         self.scalars: dict[str, ast.expr] = {}

@@ -147,3 +147,73 @@ def test_pre_commit_hook_runs_the_lint_command():
     program, command = hook["entry"].split()
     assert program == "shapecheck" and command == "lint"
     assert runner.invoke(app, [command, "--help"]).exit_code == 0
+
+
+def test_pre_commit_hook_installs_nothing():
+    """A hook of language python would install the package and its dependencies (torch) into its own env."""
+    (hook,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    assert hook["language"] == "system" and not hook.get("additional_dependencies")
+
+
+def _stdin(text, *args):
+    return runner.invoke(app, ["lint", "-", *args], input=text)
+
+
+UNSCALED = "import torch\ndef f(q, k):\n    return torch.softmax(q @ k.transpose(-2, -1), dim=-1)\n"
+
+
+def test_stdin_with_a_filename_and_per_file_ignores():
+    result = _stdin(UNSCALED, "--stdin-filename", "models/a.py")
+    assert result.exit_code == 1 and result.stdout.startswith("models/a.py:3:")
+    assert _stdin(UNSCALED, "--stdin-filename", "models/a.py", "--per-file-ignores", "models/*:SC102").exit_code == 0
+    assert _stdin(UNSCALED, "--stdin-filename", "other/a.py", "--per-file-ignores", "models/*:SC102").exit_code == 1
+    bad = _stdin(UNSCALED, "--per-file-ignores", "models/*")
+    assert bad.exit_code == 2 and "PATTERN:CODE" in bad.output
+
+
+def test_exit_zero_and_statistics():
+    path = BUGGY / "sc104_merge_without_transpose.py"
+    result = lint(path, "--exit-zero", "--statistics")
+    assert result.exit_code == 0
+    (line,) = result.stdout.splitlines()
+    count, code, name = line.split("\t")
+    assert code == "SC104" and name == "merge-without-transpose" and int(count) == len(expected_marks(path))
+
+
+def test_exclude_and_extend_exclude(tmp_path):
+    for folder in ("build", "gen", ".hidden", "src"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "m.py").write_text(UNSCALED)
+    found = lambda *args: {line.split(":")[0].split("/")[-2]  # noqa: E731
+                           for line in lint(tmp_path, *args).stdout.splitlines()}
+    assert found() == {"build", "gen", "src"}  # hidden directories are excluded by default
+    assert found("--extend-exclude", "build,gen") == {"src"}
+    assert found("--exclude", "build") == {"gen", "src", ".hidden"}  # --exclude replaces the defaults
+    (tmp_path / "pyproject.toml").write_text('[tool.shapecheck]\nextend-exclude = ["gen"]\n'
+                                             'per-file-ignores = {"src/*" = ["SC102"]}\n')
+    assert found() == {"build"}
+
+
+def test_undefined_names_in_all_are_not_errors(tmp_path):
+    path = tmp_path / "lazy.py"
+    path.write_text('__all__ = ["Model"]\n')
+    result = lint(path)
+    assert result.exit_code == 0 and "SC111" in result.stdout
+    assert lint(path, "--fail-on", "info").exit_code == 1
+
+
+def test_a_project_declares_a_mask_convention(tmp_path):
+    path = tmp_path / "attn.py"
+    path.write_text("import math, torch\n\n\ndef attend(q, k, v, mask):\n"
+                    "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n"
+                    "    scores = scores.masked_fill(mask, float('-inf'))\n"
+                    "    return scores.softmax(dim=-1) @ v\n")
+    assert lint(path).exit_code == 0  # 'mask' alone does not say which way round it is
+    (tmp_path / "pyproject.toml").write_text('[tool.shapecheck]\nmask-conventions = {mask = "keep"}\n')
+    result = lint(path)
+    assert result.exit_code == 1 and "SC109" in result.stdout and "declared in [tool.shapecheck]" in result.stdout
+    (tmp_path / "pyproject.toml").write_text('[tool.shapecheck]\nmask-conventions = {mask = "masked"}\n')
+    assert lint(path).exit_code == 0
+    (tmp_path / "pyproject.toml").write_text('[tool.shapecheck]\nmask-conventions = {mask = "upside-down"}\n')
+    bad = lint(path)
+    assert bad.exit_code == 2 and "keep, masked" in bad.output

@@ -1118,5 +1118,8 @@ def attend(q, k, v, mask):
         assert codes(src.format(activation=activation)) == [], activation
     imported = src.replace("import math, torch\n", "import math, torch\nfrom torch.nn.functional import relu\n")
     assert codes(imported.format(activation="relu(scores)")) == []
-    # soft-capping keeps logits: a 0 fill there does not mask
-    assert_lint(src.format(activation="torch.tanh(scores / 50) * 50"), m.FillDoesNotMask)
+    # soft-capping keeps logits: a 0 fill there does not mask the softmax that follows
+    capped = src.replace("return weights @ v", "return weights.softmax(dim=-1) @ v")
+    assert_lint(capped.format(activation="torch.tanh(scores / 50) * 50"), m.FillDoesNotMask)
+    # ... but where no softmax (nor exp) follows, the weights are used as they are and 0 removes the keys
+    assert codes(src.format(activation="torch.tanh(scores / 50) * 50")) == []

@@ -19,8 +19,18 @@ def functional_dropout(scope: Scope, e: ev.FunctionalDropout) -> None:
     name, call = e.name, e.call
     if method is None or name.split(".")[-1].rstrip(")") not in nm.DROPOUT or name.startswith("torch.dropout"):
         return
-    if nm.keyword(call, "training") is None and len(call.args) < 3:
+    if nm.keyword(call, "training") is None and len(call.args) < 3 and not _callers_probability(scope, call):
         scope.report(msg.DropoutAlwaysOn, call, name, method)
+
+
+def _callers_probability(scope: Scope, call: ast.Call) -> bool:
+    """``dropout(x, p=dropout_p)`` with ``dropout_p`` a parameter of the function (or a literal 0): the caller
+    decides the rate, and zeroes it in eval where it should (``dropout_p=0.0 if not self.training else ...``)."""
+    p = nm.argument(call, 1, "p")
+    if isinstance(p, ast.Constant) and p.value == 0:
+        return True
+    func = scope.func
+    return isinstance(p, ast.Name) and func is not None and p.id in func.params and p.id not in func.assigned
 
 
 @on(ev.FusedAttention)
@@ -35,7 +45,7 @@ def fused_dropout(scope: Scope, e: ev.FusedAttention) -> None:
         scope.report(msg.DropoutModuleAsProbability, e.call, ast.unparse(p), made.lineno)
         return
     if _attribute_probability(scope, p, 0) and not _guarded_by_training(scope, e.call):
-        scope.report(msg.SdpaDropoutAlwaysOn, e.call, e.name, ast.unparse(p), method)
+        scope.report(msg.SdpaDropoutAlwaysOn, p, e.name, ast.unparse(p), method)  # at the argument's own line
 
 
 def _dropout_module(scope: Scope, p: ast.expr) -> Optional[ast.Call]:

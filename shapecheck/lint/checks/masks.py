@@ -1,8 +1,9 @@
 """Masks: discarded or misnamed masked_fill (SC107, SC108), conventions (SC109), masking after the softmax
-(SC117), fill values that do not mask (SC118), large literal fills with no dtype guard (SC120), a key padding mask laid on the query axis (SC121).
+(SC117), fill values that do not mask (SC118), large literal fills with no dtype guard (SC120), a key padding mask laid on the query axis (SC121),
+two masking masks joined with '&' (SC125).
 
-The convention rule decides from how a mask is used (the positions it fills), and
-only for a parameter nobody reassigned; where the use is unclear it stays silent.
+The convention rules read a mask's polarity (``shapecheck.lint.polarity``: declared, documented, a public API's
+name, or a builder in the function) and the positions it fills; where the polarity is unknown they stay silent.
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ from typing import Optional
 from shapecheck.lint import events as ev
 from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
+from shapecheck.lint import polarity as pol
 from shapecheck.lint.checks import on
 from shapecheck.lint.scope import Scope
 from shapecheck.lint.tracking import Label, Tensor
-from shapecheck.vocabulary import KEEP_MASK_NAMES, PADDING_MASK_NAMES
 
-_SCORE_WORDS = re.compile(r"score|attn|attention|weight|logit", re.I)
+_SCORE_WORDS = re.compile(r"score|attn|attention|weight|logit|bias", re.I)
 
 
 @on(ev.Discarded)
@@ -49,18 +50,21 @@ def mask_reaches_softmax(scope: Scope, e: ev.Softmax) -> None:
 
 @on(ev.MaskedFill)
 def mask_convention(scope: Scope, e: ev.MaskedFill) -> None:
+    """A fill whose mask is, by its polarity, the positions that may attend (``masked_fill(attention_mask, ...)``,
+    ``masked_fill(~key_padding_mask, ...)``, ``masked_fill(1 - triu(..., 1), ...)``); and two masks that are
+    True where masked joined by ``&`` (SC125)."""
     if e.mask is None or not _fills_scores(e):
         return
-    found = _mask_misuse(scope, e.mask, negated=False)
-    if found is None or found[0] in _passed_under_the_name(scope):
-        return
-    name, keep = found
-    if keep:
-        scope.report(msg.MaskConvention, e.mask, name, "1 = attend (Hugging Face convention)",
-                     f"fill where the mask is 0: masked_fill({name} == 0, ...)")
-    else:
-        scope.report(msg.MaskConvention, e.mask, name, "True = padding (nn.MultiheadAttention convention)",
-                     f"fill where the mask is True: masked_fill({name}, ...), without negating it")
+    joined: list[pol.Combination] = []
+    found = pol.polarity(scope, e.mask, joined)
+    for both in joined:
+        scope.report(msg.MaskedMasksIntersected, both.node, ast.unparse(both.node.left), ast.unparse(both.node.right))
+    if found is None or not found.keep or found.source.startswith("built as") and not _reaches_exp(scope, e, True):
+        return  # a mask built in place is a causal mask only where the scores it fills reach a softmax
+    name = found.name
+    fix = f"fill where the mask is 0: masked_fill({name} == 0, ...)" if found.own_keep else \
+        f"fill where the mask is True: masked_fill({name}, ...), without negating it"
+    scope.report(msg.MaskConvention, e.mask, name, found.own_text, fix)
 
 
 @on(ev.MaskedFill)
@@ -80,8 +84,42 @@ def additive_mask_after_softmax(scope: Scope, e: ev.MaskAdded) -> None:
 @on(ev.MaskedFill)
 def fill_does_not_mask(scope: Scope, e: ev.MaskedFill) -> None:
     value = fill_value(e.fill)
-    if isinstance(e.tensor, Tensor) and e.tensor.role == "scores" and value is not None and value > -1.0:
+    if isinstance(e.tensor, Tensor) and e.tensor.role == "scores" and value is not None and value > -1.0 \
+            and _reaches_exp(scope, e):
         scope.report(msg.FillDoesNotMask, e.call, ast.unparse(e.fill))  # type: ignore[arg-type]
+
+
+_EXP_WORDS = re.compile(r"softmax|\bexp\b|logsumexp", re.I)
+
+
+def _reaches_exp(scope: Scope, e: ev.MaskedFill, strict: bool = False) -> bool:
+    """Whether the filled scores go on to a softmax (or exp) in this function, or leave it (returned, stored):
+    scores that are only multiplied on (linear attention, a copy head) are masked by a 0 fill."""
+    func = scope.func
+    if func is None or scope.following:
+        return True
+    names = set(scope.targets)
+    if isinstance(e.receiver, ast.Name):
+        names.add(e.receiver.id)
+    if not names:
+        return True
+    filled = set(names)
+    for _ in range(3):  # what is computed from the filled scores (``scores = scores + bias``) carries them on
+        names |= {t.id for node in ast.walk(func.node) if isinstance(node, (ast.Assign, ast.AugAssign))
+                  and names & set(nm.identifiers(node.value))
+                  for t in (node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(t, ast.Name)}
+    for node in ast.walk(func.node):
+        if isinstance(node, ast.Call) and _EXP_WORDS.search(nm.dotted(node.func) or ""):
+            if names & set(nm.identifiers(node)):
+                return True
+        elif isinstance(node, (ast.Return, ast.Yield)) and node.value is not None:
+            values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+            if not strict and any(isinstance(v, ast.Name) and v.id in filled for v in values):
+                return True  # the scores themselves leave: the caller may take their softmax
+        elif not strict and isinstance(node, ast.Assign) and any(not isinstance(t, ast.Name) for t in node.targets):
+            if filled & set(nm.identifiers(node.value)):
+                return True
+    return False
 
 
 _GUARD_WORDS = re.compile(r"finfo|dtype|float32|float16|bfloat16|^half$|autocast|^amp$", re.I)
@@ -209,67 +247,9 @@ def fill_value(node: Optional[ast.expr]) -> Optional[float]:
     return None
 
 
-def _passed_under_the_name(scope: Scope) -> frozenset[str]:
-    """Mask names this module passes another value under (``attention_mask=causal_mask``): there the name
-    does not tell the convention, the caller's value does, so the convention rule stays silent."""
-    if "passed_masks" not in scope.memo:
-        found = set()
-        for node in ast.walk(scope.tree):
-            if isinstance(node, ast.Call):
-                for kw in node.keywords:
-                    if kw.arg in KEEP_MASK_NAMES | PADDING_MASK_NAMES and not (
-                            isinstance(kw.value, ast.Name) and kw.value.id == kw.arg):
-                        found.add(kw.arg)
-        scope.memo["passed_masks"] = frozenset(found)
-    return scope.memo["passed_masks"]
-
-
 def _fills_scores(e: ev.MaskedFill) -> bool:
     if isinstance(e.tensor, Tensor) and e.tensor.role == "scores":
         return True
     return e.receiver is not None and any(_SCORE_WORDS.search(n) for n in nm.identifiers(e.receiver))
 
 
-def _mask_misuse(scope: Scope, node: ast.expr, negated: bool) -> Optional[tuple[str, bool]]:
-    """(name, is_keep_mask) when a conventionally named mask parameter fills the wrong positions."""
-    if isinstance(node, ast.Name):
-        if not scope.is_untouched_param(node.id):
-            return None
-        if node.id in KEEP_MASK_NAMES and not negated:
-            return node.id, True
-        if node.id in PADDING_MASK_NAMES and negated:
-            return node.id, False
-        return None
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Invert, ast.Not)):
-        return _mask_misuse(scope, node.operand, not negated)
-    if isinstance(node, ast.Subscript):
-        return _mask_misuse(scope, node.value, negated)
-    if isinstance(node, ast.Compare) and len(node.ops) == 1:
-        flip = _compare_flips(node.ops[0], node.comparators[0])
-        return None if flip is None else _mask_misuse(scope, node.left, negated ^ flip)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-        attr = node.func.attr
-        if attr == "logical_not":
-            return _mask_misuse(scope, node.func.value, not negated)
-        if attr in ("eq", "ne") and len(node.args) == 1:
-            flip = _compare_flips(ast.Eq() if attr == "eq" else ast.NotEq(), node.args[0])
-            return None if flip is None else _mask_misuse(scope, node.func.value, negated ^ flip)
-        if attr in ("bool", "to", "unsqueeze", "view", "reshape", "expand", "expand_as", "type"):
-            return _mask_misuse(scope, node.func.value, negated)
-    return None
-
-
-def _compare_flips(op: ast.cmpop, other: ast.expr) -> Optional[bool]:
-    """Whether ``mask OP other`` selects the mask's zeros (True) or its ones (False)."""
-    value = other.value if isinstance(other, ast.Constant) else None
-    if value is None or isinstance(value, str):
-        return None
-    if isinstance(op, ast.Eq):
-        return not value
-    if isinstance(op, ast.NotEq):
-        return bool(value)
-    if isinstance(op, ast.Gt) and value == 0:
-        return False
-    if isinstance(op, ast.Lt) and value == 1:
-        return True
-    return None

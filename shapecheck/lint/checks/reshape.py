@@ -31,7 +31,7 @@ def reshape_checks(scope: Scope, e: ev.Reshape) -> None:
     if target is None:
         return
     src = t.axes
-    if _key_length(scope, call, kind, src, target):
+    if _key_length(scope, call, kind, src, target) or _under_size_one(scope, call):
         return
     if src is None:
         if t.projected:
@@ -47,14 +47,89 @@ def _key_length(scope: Scope, call: ast.Call, kind: str, src: Optional[Sequence]
     if SEQ_Q not in target or SEQ_K in target:
         return False
     by_axes = src is not None and unique_index(src, SEQ_K) is not None and SEQ_Q not in src
-    by_name = any(nm.is_key_name(n) for n in _receiver_names(scope, call)) and _seq_k_name(scope) is not None
+    by_name = any(nm.is_key_name(n) for n in _receiver_names(scope, call)) and _seq_k_name(scope) is not None \
+        and _from_key_input(scope, call.func.value if isinstance(call.func, ast.Attribute) else None)
     if not (by_axes or by_name):
         return False
     q_text = _arg_text(call, target.index(SEQ_Q), "tgt_len")
     scope.report(msg.KeyQueryLength, call, q_text, kind, show(target), _seq_k_name(scope) or "src_len")
     return True
 
+def _under_size_one(scope: Scope, call: ast.Call) -> bool:
+    """The reshape runs only where an ``if`` has checked that an axis has size 1 (``attn.size(1) == 1``): moving
+    a size-1 axis moves no data, so the order of the view is exact there (fairseq's ONNX single-step path)."""
+    func = scope.func
+    if func is None:
+        return False
+    key = f"under_size_one:{id(func.node)}"
+    if key not in scope.memo:
+        inside = set()
+        for node in ast.walk(func.node):
+            if isinstance(node, ast.If) and any(
+                    isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
+                    and nm.int_value(test.comparators[0]) == 1 and _is_size(test.left) for test in ast.walk(node.test)):
+                inside |= {id(sub) for stmt in node.body for sub in ast.walk(stmt)}
+        scope.memo[key] = frozenset(inside)
+    return id(call) in scope.memo[key]  # type: ignore[operator]
+
+
+def _is_size(node: ast.expr) -> bool:
+    """``x.size(i)``, ``x.size()[i]``, ``x.shape[i]``."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "size":
+        return bool(node.args)
+    return isinstance(node, ast.Subscript) and (
+        isinstance(node.value, ast.Attribute) and node.value.attr == "shape"
+        or isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Attribute)
+        and node.value.func.attr == "size")
+
+
 _KV_INPUTS = frozenset({"key_value_states", "encoder_hidden_states"})
+# Methods that keep a tensor's length along the sequence: what they return is still the keys they got.
+_LENGTH_KEEPING = frozenset({"view", "reshape", "transpose", "permute", "contiguous", "unsqueeze", "squeeze",
+                             "flatten", "to", "float", "half", "type", "type_as", "chunk", "split"})
+
+
+def _from_key_input(scope: Scope, node: Optional[ast.expr], depth: int = 0) -> bool:
+    """Whether ``node`` is, by data flow, the keys/values a function was given: a parameter never cut or padded,
+    a projection ``self.k_proj(x)``, or a length-keeping method chain of those. Keys cut or padded to the query
+    length (``keys = keys[:, :L]``) or an attention output broadcast back to the queries are not."""
+    func = scope.func
+    if node is None or func is None or depth > 8:
+        return False
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _LENGTH_KEEPING:
+        node = node.func.value
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and not isinstance(node.slice, ast.Slice) \
+            and not isinstance(node.slice, ast.Tuple):
+        node = node.value  # one of a tuple of projections: ``kv[0]``
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.MatMult, ast.Mult)):
+        return _from_key_input(scope, node.left, depth + 1)  # value @ w_v: a projection of the values
+    if isinstance(node, ast.Call) and nm.self_attr(node.func) is not None and len(node.args) == 1:
+        return not isinstance(node.args[0], ast.Name) or _from_key_input(scope, node.args[0], depth + 1)
+    if not isinstance(node, ast.Name):
+        return False
+    sources = [a.value for a in ast.walk(func.node) if isinstance(a, ast.Assign)
+               and any(isinstance(t, ast.Name) and t.id == node.id for t in a.targets)]
+    if not sources:
+        return node.id in func.params
+    def kept(value: ast.expr) -> bool:
+        if _keeps_length(value) and _chain_root(value) == node.id:  # keys = keys.view(...).transpose(...)
+            return node.id in func.params
+        return _from_key_input(scope, value, depth + 1)
+
+    return all(kept(v) for v in sources)
+
+
+def _chain_root(node: ast.expr) -> Optional[str]:
+    while isinstance(node, (ast.Call, ast.Attribute)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _keeps_length(node: ast.expr) -> bool:
+    """``x.view(...).transpose(...)``: only length-keeping methods down to the name."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _LENGTH_KEEPING:
+        node = node.func.value
+    return isinstance(node, ast.Name)
 
 
 def _key_query_shape(scope: Scope, call: ast.Call, kind: str) -> bool:

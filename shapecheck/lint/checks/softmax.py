@@ -69,7 +69,29 @@ def _dual_softmax(scope: Scope, e: ev.Softmax) -> bool:
               and _callee(c.func) in nm.SOFTMAX | {"Softmax"} and c.args and root is not None
               and root in {_root(a) for a in c.args}  # the same scores, maybe transposed
               and not any(sub is e.call for sub in ast.walk(c))]  # not the ``.to(dtype)`` around this one
-    return bool(others)
+    return bool(others) or _chosen_by_a_flag(scope.func.node, e.call, root)
+
+
+def _chosen_by_a_flag(func: ast.AST, call: ast.Call, root: Optional[str]) -> bool:
+    """``if inverted: attn = sim.softmax(dim=-2) else: attn = sim.softmax(dim=-1)``: the two normalisations of the
+    same scores on exclusive branches of one ``if`` (perceiver's inverted attention) are a choice, not a slip."""
+    if root is None:
+        return False
+    for node in ast.walk(func):
+        if not isinstance(node, ast.If) or not node.orelse or any(
+                isinstance(n, ast.Name) and n.id == root and isinstance(n.ctx, ast.Store) for n in ast.walk(node)):
+            continue  # each branch computes its own scores (two implementations), not one choice over the same
+        for here, there in ((node.body, node.orelse), (node.orelse, node.body)):
+            if any(sub is call for stmt in _simple(here) for sub in ast.walk(stmt)):
+                return any(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in nm.SOFTMAX
+                           and _root(c.func.value) == root and nm.int_value(nm.argument(c, 0, "dim") or ast.Constant(0)) == -1
+                           for stmt in _simple(there) for c in ast.walk(stmt))
+    return False
+
+
+def _simple(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements of a branch that are not themselves branches, loops or blocks: the choice the flag makes."""
+    return [stmt for stmt in body if not isinstance(stmt, (ast.If, ast.For, ast.While, ast.With, ast.Try))]
 
 
 @on(ev.Softmax)

@@ -1,0 +1,109 @@
+"""Recall of ``shapecheck lint`` on real attention bugs: fixes from public repositories' history.
+
+``benchmarks/lint_corpus/history_manifest.tsv`` lists each fix (repository, fix commit, its parent, the
+files it changed, the half, what the bug was); the code is read from fetched git snapshots
+(``<mirror>/<owner>+<name>/repo``), never kept here. A fix is *caught* when lint gives, on the files
+before the fix, an attention finding (same code and message) that the files after the fix no longer
+have. The manifest was split at random into a development half and a held-out half before any rule
+was changed; rules are tuned on ``dev`` only, ``held-out`` is measured once, at the end.
+
+Also printed: every finding on the after-fix files (each should be a real defect, not a false alarm),
+and how many fixes could not be read (snapshot absent), never counted as missed or caught.
+
+    python benchmarks/bench_lint_history.py [--half dev|held-out|both] [--mirror /work/.mirror] [--show]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+from pathlib import Path
+from typing import NamedTuple, Optional
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_lint_precision import NOT_ATTENTION, read, rows  # noqa: E402
+
+from shapecheck.lint import lint_bytes  # noqa: E402
+from shapecheck.lint.messages import Finding  # noqa: E402
+
+MANIFEST = Path(__file__).resolve().parent / "lint_corpus" / "history_manifest.tsv"
+HALVES = ("dev", "held-out")
+
+
+class Fix(NamedTuple):
+    repo: str
+    commit: str
+    parent: str
+    files: tuple[str, ...]
+    half: str
+    why: str
+
+
+def fixes(path: Path = MANIFEST) -> list[Fix]:
+    return [Fix(r[0], r[1], r[2], tuple(f for f in r[3].split(",") if f), r[4], r[5]) for r in rows(path)]
+
+
+def attention_findings(mirror: Path, repo: str, commit: str, files: tuple[str, ...]) -> Optional[list[Finding]]:
+    """Attention findings on those files at that commit; None when one of them cannot be read."""
+    found = []
+    for path in files:
+        data = read(mirror, repo, commit, path)
+        if data is None:
+            return None
+        found += [f for f in lint_bytes(data, path) if f.code not in NOT_ATTENTION]
+    return found
+
+
+def removed(before: list[Finding], after: list[Finding]) -> list[Finding]:
+    """Findings of ``before`` that ``after`` no longer has (matched by file, code and message)."""
+    left = collections.Counter((f.path, f.code, f.message) for f in after)
+    gone = []
+    for f in before:
+        key = (f.path, f.code, f.message)
+        if left[key]:
+            left[key] -= 1
+        else:
+            gone.append(f)
+    return gone
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--half", choices=(*HALVES, "both"), default="dev",
+                        help="which half to measure (default: dev; held-out is measured once, at the end)")
+    parser.add_argument("--mirror", default="/work/.mirror", help="folder of fetched snapshots (owner+name/repo)")
+    parser.add_argument("--show", action="store_true", help="print each fix with what lint said")
+    args = parser.parse_args(argv)
+    mirror = Path(args.mirror)
+    chosen = HALVES if args.half == "both" else (args.half,)
+    for half in chosen:
+        group = [f for f in fixes() if f.half == half]
+        caught, unread, after_findings = [], [], []
+        for fix in group:
+            before = attention_findings(mirror, fix.repo, fix.parent, fix.files)
+            after = attention_findings(mirror, fix.repo, fix.commit, fix.files)
+            if before is None or after is None:
+                unread.append(fix)
+                continue
+            gone = removed(before, after)
+            if gone:
+                caught.append(fix)
+            after_findings += [(fix, f) for f in after]
+            if args.show:
+                said = "; ".join(f"{f.code} {f.path}:{f.line}" for f in gone) or "missed"
+                print(f"  [{half}] {fix.repo}@{fix.commit[:8]} ({fix.why}): {said}")
+        measured = len(group) - len(unread)
+        share = f"{len(caught) / measured:.0%}" if measured else "n/a"
+        print(f"{half}: caught {len(caught)} of {measured} fixes ({share})"
+              + (f"; {len(unread)} not read (snapshot absent under {mirror}): "
+                 + ", ".join(sorted({f.repo for f in unread})) if unread else ""))
+        print(f"{half}: {len(after_findings)} attention findings on the after-fix files")
+        for fix, f in after_findings:
+            print(f"    {fix.repo}@{fix.commit[:8]} {f.path}:{f.line} {f.code} {f.message}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,65 @@
+"""Fused attention kernels and computed results: one tensor given to kernels of different layouts (SC126),
+a tensor operation whose result nobody keeps (SC127)."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from shapecheck.lint import events as ev
+from shapecheck.lint import messages as msg
+from shapecheck.lint import names as nm
+from shapecheck.lint.checks import on
+from shapecheck.lint.scope import Scope
+
+# The memory layout each fused kernel reads its queries in: (batch, heads, seq, d_head) or (batch, seq, heads, d_head).
+HEADS_FIRST, SEQ_FIRST = "(batch, heads, seq, d_head)", "(batch, seq, heads, d_head)"
+LAYOUT = {"scaled_dot_product_attention": HEADS_FIRST, "flash_attn_func": SEQ_FIRST,
+          "flash_attn_kvpacked_func": SEQ_FIRST, "memory_efficient_attention": SEQ_FIRST}
+
+# Tensor methods that return a new tensor and change nothing: an expression statement of one does nothing.
+# (Names other objects use for methods with effects, such as a search tree's ``node.expand()``, are left out.)
+_PURE = frozenset({"transpose", "permute", "reshape", "view", "contiguous", "softmax", "log_softmax", "unsqueeze",
+                   "squeeze", "triu", "tril", "logical_not", "masked_select", "view_as", "reshape_as"})
+
+
+def _kernel(call: ast.Call) -> Optional[str]:
+    name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
+    return name if name in LAYOUT else None
+
+
+@on(ev.FusedAttention)
+def fused_layout(scope: Scope, e: ev.FusedAttention) -> None:
+    """The same query tensor given to kernels that read different layouts (flash-attn and SDPA on two paths of
+    one function): one of the two calls reads heads as positions."""
+    kernel = _kernel(e.call)
+    func = scope.func
+    if kernel is None or LAYOUT[kernel] != SEQ_FIRST or func is None or not e.call.args \
+            or not isinstance(e.call.args[0], ast.Name):
+        return
+    query = e.call.args[0].id
+    if query in func.assigned:
+        return  # reassigned (``q = q.transpose(1, 2)``): each path may lay it out for its own kernel
+    for other in ast.walk(func.node):
+        if isinstance(other, ast.Call) and other is not e.call and _kernel(other) is not None \
+                and LAYOUT[_kernel(other)] != LAYOUT[kernel] and other.args \
+                and isinstance(other.args[0], ast.Name) and other.args[0].id == query:  # type: ignore[index]
+            scope.report(msg.FusedLayout, e.call, kernel, query, LAYOUT[kernel], _kernel(other), LAYOUT[_kernel(other)])  # type: ignore[index]
+            return
+
+
+@on(ev.Discarded)
+def result_discarded(scope: Scope, e: ev.Discarded) -> None:
+    """``q.transpose(1, 2).reshape(b, s, -1)`` as a statement: the new tensor is dropped, ``q`` is unchanged."""
+    call = e.call
+    if not isinstance(call.func, ast.Attribute) or call.func.attr not in _PURE:
+        return
+    receiver = call.func.value
+    namespace = nm.is_namespace(receiver)
+    source = call.args[0] if namespace and call.args else receiver
+    root = source
+    while isinstance(root, (ast.Call, ast.Attribute, ast.Subscript)):
+        root = root.func if isinstance(root, ast.Call) else root.value
+    if isinstance(root, ast.Name) and (root.id not in ("self", "cls") or nm.self_attr(source) is not None) \
+            and not (namespace and not call.args):
+        scope.report(msg.ResultDiscarded, call, ast.unparse(call)[:60], ast.unparse(source)[:40])

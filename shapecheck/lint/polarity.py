@@ -1,0 +1,279 @@
+"""Mask polarity as data: whether a mask's True (or 1) entries are the positions that may attend ("keep") or
+the positions to mask out ("masked"), followed from where the mask comes from.
+
+Sources, most specific first: a project's declaration (``[tool.shapecheck] mask-conventions``), the function's
+docstring for that parameter, a public API's name (Hugging Face ``attention_mask``: 1 = attend; torch's
+``key_padding_mask``: True = padding), a builder in the same function (``tril`` keeps the past, ``triu`` above
+the diagonal masks the future). Through ``~m``, ``m.logical_not()``, ``m == 0``, ``1 - m`` the polarity flips;
+through ``.bool()``, views, indexing and einops it stays; ``a & b`` and ``a | b`` of one polarity keep it.
+Anything else is unknown, and the rules that read polarity stay silent.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Optional
+
+from shapecheck.lint import names as nm
+from shapecheck.lint.scope import Scope
+from shapecheck.vocabulary import KEEP_MASK_NAMES, PADDING_MASK_NAMES
+
+KEEP, MASKED = "keep", "masked"
+CONVENTIONS = (KEEP, MASKED)  # the values [tool.shapecheck] mask-conventions may give
+
+_SAME = frozenset({"bool", "to", "unsqueeze", "view", "reshape", "expand", "expand_as", "type", "long", "int",
+                   "float", "byte", "half", "repeat", "contiguous", "detach", "clone", "transpose", "permute",
+                   "squeeze", "flatten", "type_as", "cuda"})
+_EINOPS = frozenset({"rearrange", "repeat"})
+_TRUE = re.compile(r"\btrue\b|`1`|\bnon-?zero\b")
+_MASKED_WORDS = re.compile(r"mask(?:ed)? out|\bmasked\b|padd(?:ed|ing)|\bpad\b|unnecessary|ignored?|not (?:be )?"
+                           r"attend|excluded|invalid|disallowed|not allowed|prevent")
+_KEEP_WORDS = re.compile(r"\battend|\bkeep|\bkept|\bvalid\b|visible|\ballowed|not masked|real tokens?")
+
+
+@dataclass(frozen=True)
+class Polarity:
+    keep: bool  # True/1 entries may attend
+    name: str  # the mask as written where its convention comes from
+    source: str  # where the convention comes from, for messages
+    own: Optional[bool] = None  # the named mask's own polarity, before any negation (None: same as keep)
+
+    def flipped(self) -> "Polarity":
+        return Polarity(not self.keep, self.name, self.source, self.own_keep)
+
+    @property
+    def own_keep(self) -> bool:
+        return self.keep if self.own is None else self.own
+
+    @property
+    def own_text(self) -> str:
+        """The named mask's convention, e.g. ``1 = attend (Hugging Face convention)``."""
+        masked = "True = padding" if "MultiheadAttention" in self.source else "True = masked"
+        return f"{'1 = attend' if self.own_keep else masked} ({self.source})"
+
+
+@dataclass(frozen=True)
+class Combination:
+    """``a & b`` of two masks that are True where masked: True only where both mask, so it masks too little."""
+
+    node: ast.BinOp
+    left: Polarity
+    right: Polarity
+
+
+def polarity(scope: Scope, node: ast.expr, found: Optional[list[Combination]] = None,
+             depth: int = 0) -> Optional[Polarity]:
+    """The polarity of mask expression ``node`` in the current function, or None when unknown.
+    ``found`` collects intersections of two masking masks met on the way."""
+    if depth > 12:
+        return None
+    again = lambda sub: polarity(scope, sub, found, depth + 1)  # noqa: E731
+    if isinstance(node, ast.Name):
+        return _name(scope, node.id, found, depth)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Invert, ast.Not)):
+        inner = again(node.operand)
+        return inner.flipped() if inner else None
+    if isinstance(node, ast.Subscript):
+        return again(node.value)
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        flip = _compare_flips(node.ops[0], node.comparators[0])
+        inner = None if flip is None else again(node.left)
+        return None if inner is None else (inner.flipped() if flip else inner)
+    if isinstance(node, ast.BinOp):
+        if isinstance(node.op, ast.Sub) and isinstance(node.left, ast.Constant) and node.left.value == 1:
+            inner = again(node.right)
+            return inner.flipped() if inner else None
+        if isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.Mult)):
+            left, right = again(node.left), again(node.right)
+            if left is None or right is None or left.keep != right.keep:
+                return None
+            if isinstance(node.op, ast.BitAnd) and not left.keep and found is not None:
+                found.append(Combination(node, left, right))
+            return Polarity(left.keep, f"{left.name} & {right.name}", left.source)  # a new mask: its own
+        return None
+    if isinstance(node, ast.Call):
+        return _call(scope, node, found, depth)
+    return None
+
+
+def _call(scope: Scope, node: ast.Call, found: Optional[list[Combination]], depth: int) -> Optional[Polarity]:
+    again = lambda sub: polarity(scope, sub, found, depth + 1)  # noqa: E731
+    dotted = nm.dotted(node.func) or ""
+    last = dotted.split(".")[-1] if dotted else (node.func.attr if isinstance(node.func, ast.Attribute) else "")
+    method = isinstance(node.func, ast.Attribute) and not nm.is_namespace(node.func.value)
+    receiver = node.func.value if method else (node.args[0] if node.args else None)  # type: ignore[union-attr]
+    if last in ("triu", "triu_", "tril", "tril_"):
+        diagonal = _diagonal(node, method)
+        name = ast.unparse(node)
+        if last.startswith("triu") and diagonal is not None and diagonal != "unknown" and diagonal >= 1 \
+                or last.startswith("triu") and diagonal == "unknown":
+            return Polarity(False, name, "an upper triangle above the diagonal, triu: the future")
+        if last.startswith("tril") and (diagonal is None or diagonal != "unknown" and diagonal >= 0):
+            return Polarity(True, name, "a lower triangle, tril: the past")
+        return None
+    if receiver is None:
+        return None
+    if last == "logical_not":
+        inner = again(receiver)
+        return inner.flipped() if inner else None
+    if last in ("eq", "ne") and method and len(node.args) == 1:
+        flip = _compare_flips(ast.Eq() if last == "eq" else ast.NotEq(), node.args[0])
+        inner = None if flip is None else again(receiver)
+        return None if inner is None else (inner.flipped() if flip else inner)
+    if last in _SAME and method or last in _EINOPS and not method:
+        return again(receiver)
+    return None
+
+
+def _diagonal(node: ast.Call, method: bool):
+    """The ``diagonal`` of a triu/tril call: an int, None when absent, "unknown" when not a literal."""
+    arg = next((kw.value for kw in node.keywords if kw.arg == "diagonal"), None)
+    if arg is None:
+        positional = node.args[0:1] if method else node.args[1:2]
+        arg = positional[0] if positional else None
+    if arg is None:
+        return None
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, int):
+        return arg.value
+    if isinstance(arg, ast.UnaryOp) and isinstance(arg.op, ast.USub) and isinstance(arg.operand, ast.Constant):
+        return -arg.operand.value
+    return "unknown"
+
+
+def _name(scope: Scope, name: str, found: Optional[list[Combination]], depth: int) -> Optional[Polarity]:
+    func = scope.func
+    if func is None:
+        return None
+    if scope.is_untouched_param(name):
+        if name in passed_under_another_name(scope):
+            return None
+        declared = scope.memo.get("mask_conventions") or {}
+        if name in declared:  # type: ignore[operator]
+            return Polarity(declared[name] == KEEP, name, "declared in [tool.shapecheck]")  # type: ignore[index]
+        documented = _documented(func.node, name)
+        if documented is not None:
+            return Polarity(documented, name, "its docstring")
+        if name in KEEP_MASK_NAMES:
+            return Polarity(True, name, "Hugging Face convention")
+        if name in PADDING_MASK_NAMES:
+            return Polarity(False, name, "nn.MultiheadAttention convention")
+        return None
+    stores = _stores(scope, func.node)
+    if stores.get(name, (0, None))[0] != 1:
+        return None
+    value = stores[name][1]
+    if value is None:
+        return None
+    inner = polarity(scope, value, found, depth + 1)
+    if inner is None:
+        return None
+    built = ast.unparse(value)
+    built = built if len(built) <= 60 else built[:57] + "..."
+    return Polarity(inner.keep, name, f"built as {built}")  # the local is a new mask
+
+
+def _stores(scope: Scope, func: ast.AST) -> dict[str, tuple[int, Optional[ast.expr]]]:
+    """Each name stored in ``func``: how many times, and its value when it is one plain assignment."""
+    key = f"mask_stores:{id(func)}"
+    if key not in scope.memo:
+        counts = Counter(n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+        values: dict[str, Optional[ast.expr]] = {}
+        for node in ast.walk(func):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                values[node.targets[0].id] = node.value
+        scope.memo[key] = {n: (c, values.get(n)) for n, c in counts.items()}
+    return scope.memo[key]  # type: ignore[return-value]
+
+
+def _documented(func: ast.AST, name: str) -> Optional[bool]:
+    """What the function's docstring says the parameter's True entries are: True (attend), False (masked)."""
+    doc = ast.get_docstring(func) if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+    if not doc or name not in doc:
+        return None
+    lines = doc.splitlines()
+    for i, line in enumerate(lines):
+        if re.match(rf"\s*{re.escape(name)}\b\s*(\(|:|--)", line):
+            indent = len(line) - len(line.lstrip())
+            paragraph = [line.split(name, 1)[1]]
+            for nxt in lines[i + 1:]:
+                if nxt.strip() and len(nxt) - len(nxt.lstrip()) <= indent:
+                    break
+                paragraph.append(nxt)
+            for clause in re.split(r"[.;,]|\bwhile\b", " ".join(paragraph).lower()):
+                if not _TRUE.search(clause):
+                    continue
+                if _MASKED_WORDS.search(clause) and "not masked" not in clause:
+                    return False
+                if _KEEP_WORDS.search(clause):
+                    return True
+            return None
+    return None
+
+
+def passed_under_another_name(scope: Scope) -> frozenset[str]:
+    """Mask names this module passes another value under (``attention_mask=causal_mask``,
+    ``{'key_padding_mask': attention_mask}``, ``kwargs['key_padding_mask'] = m``): there the name does not tell
+    the convention, the caller's value does."""
+    if "passed_masks" not in scope.memo:
+        known = KEEP_MASK_NAMES | PADDING_MASK_NAMES
+        found = set()
+
+        def other(name: str, value: ast.expr) -> bool:
+            return not (isinstance(value, ast.Name) and value.id == name)
+
+        params = _forward_params(scope.tree)
+        for node in ast.walk(scope.tree):
+            if isinstance(node, ast.Call):
+                found |= {kw.arg for kw in node.keywords if kw.arg in known and other(kw.arg, kw.value)}
+                for param, arg in zip(params.get(nm.self_attr(node.func) or "", ()), node.args):
+                    if param in known and other(param, arg):  # self.encoder(x, extended_mask): a call into a class
+                        found.add(param)
+            elif isinstance(node, ast.Dict):
+                found |= {k.value for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant)
+                          and k.value in known and other(k.value, v)}
+            elif isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant) \
+                            and target.slice.value in known:
+                        found.add(target.slice.value)
+        scope.memo["passed_masks"] = frozenset(found)
+    return scope.memo["passed_masks"]  # type: ignore[return-value]
+
+
+def _forward_params(tree: ast.Module) -> dict[str, list[str]]:
+    """``self.attr`` -> the parameters of ``forward`` of the class of this file it was built from
+    (``self.encoder = Encoder(config)``, ``nn.ModuleList([Layer(config) ...])``)."""
+    forwards = {}
+    for cls in ast.walk(tree):
+        if isinstance(cls, ast.ClassDef):
+            for item in cls.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == "forward":
+                    forwards[cls.name] = [a.arg for a in item.args.args[1:]]
+    found: dict[str, list[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            attr = nm.self_attr(node.targets[0])
+            made = next((forwards[c.func.id] for c in ast.walk(node.value) if isinstance(c, ast.Call)
+                         and isinstance(c.func, ast.Name) and c.func.id in forwards), None)
+            if attr is not None and made is not None:
+                found[attr] = made
+    return found
+
+
+def _compare_flips(op: ast.cmpop, other: ast.expr) -> Optional[bool]:
+    """Whether ``mask OP other`` selects the mask's zeros (True) or its ones (False)."""
+    value = other.value if isinstance(other, ast.Constant) else None
+    if value is None or isinstance(value, str):
+        return None
+    if isinstance(op, ast.Eq):
+        return not value
+    if isinstance(op, ast.NotEq):
+        return bool(value)
+    if isinstance(op, ast.Gt) and value == 0:
+        return False
+    if isinstance(op, ast.Lt) and value == 1:
+        return True
+    return None
