@@ -26,6 +26,7 @@ and ``av`` in turn, as the explicit path computes QKᵀ then softmax·V.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import math
 import sys
@@ -284,7 +285,13 @@ class DispatchCount:
 
 
 class _ModuleStack:
-    """The innermost module running now, by its qualified name under ``root`` ("" for root)."""
+    """The innermost module running now, by its qualified name under ``root`` ("" for root).
+
+    In a backward pass no module runs: an op belongs to the module whose forward created the autograd node
+    being executed. Autograd numbers nodes in creation order (``sequence_nr``), so each change of the stack
+    is logged with the number the next node gets, and a node's owner is the innermost module at the last
+    change before it was created (a decision from the graph, not from hooks on the backward pass).
+    """
 
     def __init__(self, root: nn.Module) -> None:
         self.names: dict[int, str] = {}
@@ -292,17 +299,36 @@ class _ModuleStack:
             self.names.setdefault(id(module), name)
         self.stack: list[str] = []
         self.handles: list[Any] = []
+        self.changes: tuple[list[int], list[str]] = ([], [])  # (next sequence_nr, innermost module from then on)
 
     @property
     def owner(self) -> str:
-        return self.stack[-1] if self.stack else ""
+        if self.stack:
+            return self.stack[-1]
+        node = torch._C._current_autograd_node()
+        return self._created_in(node._sequence_nr()) if node is not None else ""
+
+    def _created_in(self, sequence_nr: int) -> str:
+        at = bisect.bisect_right(self.changes[0], sequence_nr) - 1
+        return self.changes[1][at] if at >= 0 else ""
+
+    def _log(self) -> None:
+        sequence_nr = torch._C._autograd._get_sequence_nr()
+        numbers, owners = self.changes
+        if numbers and numbers[-1] == sequence_nr:  # no node created since the last change
+            owners[-1] = self.stack[-1] if self.stack else ""
+        else:
+            numbers.append(sequence_nr)
+            owners.append(self.stack[-1] if self.stack else "")
 
     def _enter(self, module: nn.Module, *_: Any) -> None:
         self.stack.append(self.names.get(id(module), self.owner))
+        self._log()
 
     def _leave(self, *_: Any) -> None:
         if self.stack:
             self.stack.pop()
+        self._log()
 
     def __enter__(self) -> "_ModuleStack":
         self.handles = [

@@ -1,9 +1,9 @@
 """Measured values per module of any model: parameters (shared tensors once), FLOPs per mode, saved activations.
 
 - forward: ``dispatch.count_flops`` (our formulas for every attention op), each op to the innermost module.
-- train: ``FlopCounterMode`` with ``flop_counter_mapping()`` over forward + backward of ``output.sum()``,
-  per module subtree (its module tracker follows the backward pass); activations are the tensors autograd
-  saves for backward (``saved_tensors_hooks``), deduplicated by storage, parameters excluded.
+- train: the dispatch counter over forward + backward of ``training_loss`` (the sum of every floating-point
+  output), each backward op to the module whose forward created its autograd node; activations are the
+  tensors autograd saves for backward (``saved_tensors_hooks``), deduplicated by storage, parameters excluded.
 - decode: one token (seq_q = 1) counted with the dispatch counter; the attention scores and values parts,
   counted against one key, are scaled to the ``keys`` a cache of that length gives (seq_q = 1: linear in keys).
 """
@@ -19,8 +19,8 @@ from typing import Any, Optional
 import torch
 from torch import nn
 
-from shapecheck.counting.dispatch import DispatchCount, count_flops, flop_counter_mapping
-from shapecheck.counting.inputs import output_tensor
+from shapecheck.counting.dispatch import DispatchCount, FlopDispatchMode, _ModuleStack, count_flops
+from shapecheck.counting.inputs import training_loss
 from shapecheck.counting.repeats import count_with_repeats
 
 
@@ -134,18 +134,14 @@ def recomputed(layers: Iterable[nn.Module]) -> Iterator[None]:
 
 
 def train(module: nn.Module, run: Callable[[], Any], recompute: Iterable[nn.Module] = ()) -> Measured:
-    """Forward + backward; ``recompute``: layers checkpointed, so their forward runs again in backward."""
-    from torch.utils.flop_counter import FlopCounterMode
+    """Forward + backward; ``recompute``: layers checkpointed, so their forward runs again in backward.
 
+    Each backward op is counted at the module whose forward created the autograd node it runs for
+    (``dispatch._ModuleStack``), so a row holds its own backward and nothing of the layers before it.
+    """
     saved = _Saved(module)
-    counter = FlopCounterMode(display=False, custom_mapping=flop_counter_mapping())
-    with counter, recomputed(recompute):
+    with _ModuleStack(module) as modules, FlopDispatchMode(modules, fast_meta=False) as mode, recomputed(recompute):
         with torch.autograd.graph.saved_tensors_hooks(saved.pack, lambda t: t):
-            loss = output_tensor(run()).float().sum()
+            loss = training_loss(run())
         loss.backward()
-    root = type(module).__name__
-    flops = {"": counter.get_total_flops()}
-    for name, ops in counter.get_flop_counts().items():
-        if name.startswith(root + "."):
-            flops[name[len(root) + 1:]] = sum(ops.values())
-    return Measured(flops, True, [], saved.bytes)
+    return Measured(_innermost(mode.count, lambda _: 1), False, [], saved.bytes)

@@ -337,8 +337,10 @@ def _notes(parts: dict[str, Part], s: Settings) -> list[str]:
     notes = ["flops: matmul FLOPs, 2 per multiply-add (macs = flops / 2), measured on the meta device; "
              "parameters shared between modules are counted once, in the first module that holds them"]
     if s.mode == "train":
-        notes.append("train: forward + backward of output.sum() counted by FlopCounterMode with shapecheck's "
-                     "attention formulas; a formula's value is 3 × its forward (backward = dX + dW)"
+        notes.append("train: forward + backward of the sum of every floating-point output (a model's inputs "
+                     "of hidden states need a gradient, as after a trained embedding), counted with shapecheck's "
+                     "formulas, each backward op at the module whose forward created its autograd node; a "
+                     "formula's value is 3 × its forward (backward = dX + dW)"
                      + ("; --recompute: each layer runs under torch.utils.checkpoint (non-reentrant) and saves only "
                         "its input; its forward runs again in backward, stopping once the saved tensors are rebuilt "
                         "(a layer's last matmul is not rerun), so the total is below the 4 × forward convention; "
