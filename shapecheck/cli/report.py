@@ -16,6 +16,7 @@ import typer
 from shapecheck.catalog import KINDS, PRESETS
 from shapecheck.cli import options
 from shapecheck.cli.common import EXIT_FINDINGS, usage_error
+from shapecheck.counting.kernels import DEVICES, KERNELS
 from shapecheck.counting.memory import DTYPES
 from shapecheck.counting.per_token import PEAK_TFLOPS
 from shapecheck.counting.tree import MODES, Settings
@@ -42,7 +43,8 @@ def register(app: typer.Typer) -> None:
         causal_flops: str = options.choice("--causal-flops", choices=("full", "half"), default="full", help="Causal attention: the full S×S scores, or the half flash kernels compute."),
         tokens_per_second: Optional[int] = options.positive("--tokens-per-second", help="Measured training throughput, for MFU."),
         peak_tflops: Optional[int] = options.positive("--peak-tflops", help="The device's dense peak in TFLOPS, for MFU."),
-        device_name: Optional[str] = options.choice("--device", choices=tuple(PEAK_TFLOPS), help="A device whose published dense peak gives MFU."),
+        device_name: Optional[str] = options.choice("--device", choices=(*DEVICES, *PEAK_TFLOPS), help="Where it runs: cpu (default) or cuda, which pick the attention kernel; a GPU by name is cuda with its published dense peak for MFU."),
+        attention_kernel: Optional[str] = options.choice("--attention-kernel", choices=KERNELS, help="train: the SDPA kernel whose saved tensors make the activations (default: what torch picks on --device)."),
         init: Optional[dict] = options.init(),
         heads: Optional[int] = options.heads("Attention heads h (default 8; a TARGET's or preset's own)."),
         d_model: Optional[int] = options.d_model("Model width (default 512; a TARGET's or preset's own)."),
@@ -76,7 +78,8 @@ def register(app: typer.Typer) -> None:
                             context=context, dtype=dtype or "float32", depth=depth, recompute=recompute,
                             causal_flops=causal_flops, tokens_per_second=tokens_per_second,
                             peak_tflops=float(peak_tflops) if peak_tflops else PEAK_TFLOPS.get(device_name or ""),
-                            fold=not all_layers)
+                            fold=not all_layers, device="cpu" if device_name in (None, "cpu") else "cuda",
+                            attention_kernel=attention_kernel)
         _check_combinations(length, settings, output_format, plot, plot_file, fvcore)
         if target is not None or config_file is not None:
             catalog = dict(model=model, preset=preset, layers=layers, d_ff=d_ff, d_k=d_k, d_v=d_v, vocab=vocab,

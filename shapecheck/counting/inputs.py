@@ -104,6 +104,13 @@ def _floating(out: Any, found: dict[int, torch.Tensor], depth: int = 0) -> None:
             _floating(item, found, depth + 1)
 
 
+def outputs(out: Any) -> list[torch.Tensor]:
+    """Every floating-point tensor the forward returned that a loss can differentiate (each once)."""
+    found: dict[int, torch.Tensor] = {}
+    _floating(out, found)
+    return list(found.values())
+
+
 def training_loss(out: Any) -> torch.Tensor:
     """A scalar whose backward reaches every part the forward used: the sum of every floating-point output.
 
@@ -111,11 +118,13 @@ def training_loss(out: Any) -> torch.Tensor:
     hidden state is differentiated); a training step trains what the model returns (BERT's pooler feeds
     next-sentence prediction), so every returned tensor takes part, as a formula of 3 × forward assumes.
     """
-    found: dict[int, torch.Tensor] = {}
-    _floating(out, found)
+    found = outputs(out)
     if not found:
         return output_tensor(out).float().sum()
-    return sum((t.float().sum() for t in found.values()), torch.zeros((), device=next(iter(found.values())).device))
+    loss = found[0].float().sum()
+    for tensor in found[1:]:
+        loss = loss + tensor.float().sum()
+    return loss
 
 
 def runner(module: nn.Module, batch: int, seq: int, device: str, grad: bool = False) -> Callable[[], Any]:

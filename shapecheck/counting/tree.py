@@ -43,6 +43,8 @@ class Settings:
     tokens_per_second: Optional[float] = None
     peak_tflops: Optional[float] = None
     fold: bool = True  # identical layers of a ModuleList fold into one row after the first
+    device: str = "cpu"  # where the user runs it: cpu or cuda (picks the SDPA kernel, hence activations)
+    attention_kernel: Optional[str] = None  # an SDPA kernel forced by --attention-kernel (kernels.KERNELS)
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,7 @@ class ModelReport:
     notes: list[str] = field(default_factory=list)
     crossover: dict[str, Any] = field(default_factory=dict)  # where the S² terms overtake the S-linear ones
     sizes: dict[str, Any] = field(default_factory=dict)  # a built-in model's sizes (d_model, heads, ...), for the record
+    kernel: dict[str, Any] = field(default_factory=dict)  # train: the attention kernel assumed and what it saves
 
     @property
     def agrees(self) -> bool:
@@ -193,7 +196,8 @@ def _measure(module: nn.Module, parts: dict[str, Part], s: Settings, feed: Feed)
     with routed(moe):
         if s.mode == "train":
             layers = _stacked_layers(module) if s.recompute else []
-            return measure.train(module, feed.runner(module, s.batch, s.seq_len, device, grad=True), layers)
+            return measure.train(module, feed.runner(module, s.batch, s.seq_len, device, grad=True), layers,
+                                 s.device, s.attention_kernel)
         if s.mode == "decode":
             return measure.decode(module, feed.runner(module, s.batch, 1, device), _attention_keys(parts, s), not moe)
         attention = [p for p, part in parts.items() if part.kind == "attention"]
@@ -269,9 +273,30 @@ def model_report(module: nn.Module, name: str, s: Settings, feed: Optional[Feed]
                      f"s·b·h·(34 + 5·a·s/h) per layer): {estimate:,} bytes; measured: {measured.activations:,}")
     if fvcore:
         rows = with_fvcore(module, feed, s, rows, notes)
-    return ModelReport(name, s, rows, total, memory.memory(total_params, trainable, s.dtype, measured.activations, kv),
+    kernel = _kernel(measured, s)
+    if kernel:
+        notes.append(f"memory: attention kernel assumed: {kernel['name']} ({kernel['source']}); it saves "
+                     f"{kernel['saves']}; train_peak = weights + gradients + optimizer + activations + the "
+                     "largest output (the logits) and its float32 copy for the loss")
+    return ModelReport(name, s, rows, total,
+                       memory.memory(total_params, trainable, s.dtype, measured.activations, kv, measured.output_numel),
                        per_token, _uncounted(measured.uncounted), notes,
-                       cf.crossovers(parts, layers) if s.mode == "forward" else {})
+                       cf.crossovers(parts, layers) if s.mode == "forward" else {}, kernel=kernel)
+
+
+def _kernel(measured: measure.Measured, s: Settings) -> dict[str, Any]:
+    """The kernel the training step's activations assume, and why (train only)."""
+    from shapecheck.counting.kernels import SAVES
+
+    if measured.kernel is None:
+        return {}
+    if measured.kernel == "eager":
+        source = "the model computes softmax(QKᵀ) itself, no SDPA call"
+    elif s.attention_kernel:
+        source = "--attention-kernel"
+    else:
+        source = f"what torch picks for the model's SDPA calls on --device {s.device}"
+    return {"name": measured.kernel, "device": s.device, "source": source, "saves": SAVES[measured.kernel]}
 
 
 def with_fvcore(module: nn.Module, feed: Feed, s: Settings, rows: list[Row], notes: list[str]) -> list[Row]:
@@ -346,10 +371,9 @@ def _notes(parts: dict[str, Part], s: Settings) -> list[str]:
                         "(a layer's last matmul is not rerun), so the total is below the 4 × forward convention; "
                         "formulas show the 4 × convention, rows are not compared" if s.recompute else ""))
         notes.append("memory: activations are the tensors autograd saves for backward, measured on meta "
-                     "(deduplicated by storage, weights excluded); optimizer: Adam, two float32 moments "
-                     "(8 bytes/param) + a float32 master copy (4) when the dtype is 16-bit; on meta, "
-                     "scaled_dot_product_attention takes its math path and saves the S×S probabilities, "
-                     "where a flash kernel saves O(S) per head")
+                     "(deduplicated by storage, weights excluded) with each SDPA call run by the kernel assumed; "
+                     "optimizer: Adam, two float32 moments (8 bytes/param) + a float32 master copy (4) when the "
+                     "dtype is 16-bit")
     else:
         notes.append("memory: activations are measured with --mode train (null here)")
     if s.mode == "decode":

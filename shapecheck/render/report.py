@@ -57,7 +57,8 @@ def as_dict(report: ModelReport) -> dict[str, Any]:
     rows = [{**asdict(r), "agrees": r.agrees if r.expected_params is not None else None} for r in report.rows]
     return {"config": {"model": report.name, **report.sizes, **asdict(report.settings)}, "rows": rows,
             "total": {**report.total, "per_token": report.per_token}, "memory": report.memory,
-            "crossover": report.crossover, "uncounted": report.uncounted, "notes": report.notes}
+            "kernel": report.kernel or None, "crossover": report.crossover, "uncounted": report.uncounted,
+            "notes": report.notes}
 
 
 def _header(report: ModelReport) -> list[str]:
@@ -82,7 +83,8 @@ def _footer(report: ModelReport) -> list[str]:
     lines = [f"total: params {t['params']:,} (active {t['active_params']:,}); FLOPs {show(t['flops'])}"
              f"{per_token}; MACs {show(t['macs'])}"]
     if m:
-        lines.append("memory: " + ", ".join(f"{k} {human_bytes(v)}" for k, v in m.items()))
+        lines.append("memory: " + ", ".join(f"{k} {human_bytes(v)}" for k, v in m.items()
+                                            if v is not None or k != "train_peak"))
     for name, entry in report.per_token.get("estimates", {}).items():
         lines.append(f"per token, {name}: forward {entry['forward']:,}, train {entry['train']:,} ({entry['convention']})")
     if "mfu" in report.per_token:

@@ -37,7 +37,7 @@ def test_a_users_file_target_reports_with_verdict_fields():
     assert data["ok"] is True and data["exit_code"] == 0
     assert set(data) >= {"config", "rows", "total", "memory", "uncounted", "notes"}
     assert set(data["total"]) >= {"params", "active_params", "flops", "macs", "per_token"}
-    assert set(data["memory"]) == {"weights", "gradients", "optimizer", "activations", "kv_cache"}
+    assert set(data["memory"]) == {"weights", "gradients", "optimizer", "activations", "kv_cache", "train_peak"}
 
 
 def test_config_alone_and_with_a_class_give_the_same_report(llama_config):
