@@ -260,7 +260,7 @@ def model_report(module: nn.Module, name: str, s: Settings, feed: Optional[Feed]
     trainable = sum(p.numel() for p in {id(p): p for p in module.parameters() if p.requires_grad}.values())
     total = {"params": total_params, "active_params": _active(module, parts, total_params), "flops": flops,
              "macs": flops // 2, "flops_per_token": flops // tokens, "tokens": tokens}
-    per_token = _per_token(module, parts, s, total_params, flops // tokens)
+    per_token = _per_token(module, parts, s, total_params, flops // tokens, measured.kernel)
     notes = _notes(parts, s) + tied_notes(module)
     unused = [p for p, _ in entries if p in parts and p not in shapes]
     if unused:
@@ -337,7 +337,8 @@ def _uncounted(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [e for e in entries if e["op"].split(".")[-1].rstrip("_") not in ROUTING_OPS]
 
 
-def _per_token(module: nn.Module, parts: dict[str, Part], s: Settings, total: int, measured: int) -> dict[str, Any]:
+def _per_token(module: nn.Module, parts: dict[str, Part], s: Settings, total: int, measured: int,
+               kernel: Optional[str] = None) -> dict[str, Any]:
     attention = [p for p in parts.values() if p.kind == "attention"]
     embeddings = [p for p in parts.values() if p.kind == "embedding"]
     n = _non_embedding(module, parts, total)
@@ -353,9 +354,38 @@ def _per_token(module: nn.Module, parts: dict[str, Part], s: Settings, total: in
         core = sum(cf.evaluate(cf.form(p).core, cf.values(p, 1, s.seq_len, s.seq_len)) for p in attention)
         result["measured_causal_half"] = measured - (core // 2) * (3 if s.mode == "train" else 1) // s.seq_len
     if s.tokens_per_second and s.peak_tflops:
-        train_per_token = measured if s.mode == "train" else 3 * measured
-        result["mfu"] = mfu(train_per_token, s.tokens_per_second, s.peak_tflops)
+        result["utilisation"] = utilisation(attention, s, measured, kernel)
+        result["mfu"] = result["utilisation"]["mfu"]
     return result
+
+
+FUSED_RESCORE = ("cpu_flash", "flash", "efficient", "cudnn")
+
+
+def utilisation(attention: list[Part], s: Settings, measured: int, kernel: Optional[str]) -> dict[str, Any]:
+    """MFU from the FLOPs of the mode measured, and HFU beside it (what the hardware runs, recomputation included).
+
+    Model FLOPs (Chowdhery et al. 2022, App. B): forward, decode (one token against its cache) or train
+    (forward + backward) per token, as measured in that mode. Hardware FLOPs add what kernels recompute: a fused
+    attention kernel's backward (flash, memory-efficient, cuDNN, CPU flash) computes QKᵀ again, one more
+    S×S_k product per attention (Dao et al. 2022, Algorithm 4); --recompute's second forward is in the
+    measured count already, so MFU is not separated from it there.
+    """
+    rescore = 0
+    if s.mode == "train" and kernel in FUSED_RESCORE:
+        rescore = sum(cf.evaluate(cf.form(p).core, cf.values(p, 1, s.seq_len, s.seq_len)) for p in attention) // 2
+        rescore //= s.seq_len
+    hardware = measured + rescore
+    conventions = {
+        "mfu": f"model FLOPs of --mode {s.mode} per token × tokens/s / peak (Chowdhery et al. 2022, App. B)"
+               + ("; --recompute: the measured FLOPs include the recomputed forward" if s.recompute else ""),
+        "hfu": "hardware FLOPs: model FLOPs plus the scores a fused attention backward recomputes (one QKᵀ per "
+               "attention layer)" + ("" if rescore or s.mode != "train" else f"; kernel {kernel}: none recomputed"),
+    }
+    return {"mode": s.mode, "flops_per_token": measured, "hardware_flops_per_token": hardware,
+            "tokens_per_second": s.tokens_per_second, "peak_tflops": s.peak_tflops, "kernel": kernel,
+            "mfu": mfu(measured, s.tokens_per_second, s.peak_tflops),
+            "hfu": mfu(hardware, s.tokens_per_second, s.peak_tflops), "conventions": conventions}
 
 
 def _notes(parts: dict[str, Part], s: Settings) -> list[str]:

@@ -69,6 +69,32 @@ def test_mfu_from_a_device_name(llama_config):
     assert per_token["mfu"] == pytest.approx(per_token["measured"] * 1000 / 312e12)
 
 
+@pytest.mark.parametrize("mode", ["forward", "decode", "train"])
+def test_mfu_uses_the_flops_of_the_mode_measured(llama_config, mode):
+    data = json.loads(run("--config", llama_config, "--mode", mode, "--tokens-per-second", "1000", "--device", "H100",
+                          "--format", "json").stdout)
+    per_token = data["total"]["per_token"]
+    u = per_token["utilisation"]
+    assert u["mode"] == mode and u["flops_per_token"] == per_token["measured"] == data["total"]["flops_per_token"]
+    assert u["peak_tflops"] == 989.0 and per_token["mfu"] == pytest.approx(u["flops_per_token"] * 1000 / 989e12)
+    assert set(u["conventions"]) == {"mfu", "hfu"}
+    if mode == "train":  # flash backward recomputes QKᵀ: one S×S product per layer more than the model FLOPs
+        c = transformers.LlamaConfig.from_json_file(llama_config)
+        d_head, seq = c.hidden_size // c.num_attention_heads, 128
+        rescore = c.num_hidden_layers * 2 * c.num_attention_heads * seq * seq * d_head // seq
+        assert data["kernel"]["name"] in ("flash", "efficient")  # --device H100 is cuda
+        assert u["hardware_flops_per_token"] == u["flops_per_token"] + rescore
+    else:
+        assert u["hardware_flops_per_token"] == u["flops_per_token"]
+
+
+def test_hfu_equals_mfu_when_the_kernel_keeps_the_scores(llama_config):
+    data = json.loads(run("--config", llama_config, "--mode", "train", "--tokens-per-second", "1000",
+                          "--peak-tflops", "100", "--attention-kernel", "math", "--format", "json").stdout)
+    u = data["total"]["per_token"]["utilisation"]
+    assert data["kernel"]["name"] == "math" and u["hfu"] == u["mfu"] > 0
+
+
 def _bad_json(tmp_path):
     path = tmp_path / "bad.json"
     path.write_text("{not json")
