@@ -36,7 +36,7 @@ def register(app: typer.Typer) -> None:
         target: Optional[str] = typer.Argument(None, metavar="TARGET", help="file.py:Name, package.module:Name, or transformers:ClassName with --config."),
         config_file: Optional[str] = options.text("--config", metavar="FILE", help="A transformers config.json (local; no hub access); the class from its 'architectures' unless TARGET names it."),
         mode: str = options.choice("--mode", choices=MODES, default="forward", help="forward, train (forward + backward), or decode (one token against a KV cache)."),
-        context: int = options.positive("--context", default=2048, help="decode: tokens in the KV cache; also sizes the kv_cache memory."),
+        context: int = options.positive("--context", default=2048, help="decode: tokens in the KV cache (kv_cache memory in decode; forward and train size it by --seq-len)."),
         dtype: Optional[str] = options.choice("--dtype", choices=DTYPE_NAMES, help="Element type for memory (default: the config's, else float32)."),
         depth: Optional[int] = options.positive("--depth", minimum=0, help="Rows down to this depth of the module tree (default: all)."),
         recompute: bool = options.flag("--recompute", help="train: activation recomputation (one more forward)."),
@@ -129,7 +129,9 @@ def _report(module, name: str, settings, feed, length, fvcore: bool, dtype: Opti
     from shapecheck.counting.hf import config_dtype
     from shapecheck.counting.symbolic import report_at
 
-    settings = replace(settings, dtype=dtype or config_dtype(module) or "float32")
+    declared = config_dtype(module)
+    source = "--dtype" if dtype else "the config's torch_dtype" if declared else "the default: no dtype in the config"
+    settings = replace(settings, dtype=dtype or declared or "float32", dtype_source=source)
     return report_at(module, name, settings, length, feed, fvcore)
 
 

@@ -45,6 +45,7 @@ class Settings:
     fold: bool = True  # identical layers of a ModuleList fold into one row after the first
     device: str = "cpu"  # where the user runs it: cpu or cuda (picks the SDPA kernel, hence activations)
     attention_kernel: Optional[str] = None  # an SDPA kernel forced by --attention-kernel (kernels.KERNELS)
+    dtype_source: str = "the default, float32"  # where ``dtype`` came from: --dtype, the config, the default
 
 
 @dataclass(frozen=True)
@@ -256,12 +257,16 @@ def model_report(module: nn.Module, name: str, s: Settings, feed: Optional[Feed]
     tokens = s.batch * (1 if s.mode == "decode" else s.seq_len)
     flops = measured.at("")
     attention = [part for part in parts.values() if part.kind == "attention"]
-    kv = memory.kv_cache_bytes([a.sizes["h_kv"] * a.sizes["d_head"] for a in attention], s.context, s.batch, s.dtype)
+    cached = kv_tokens(s)
+    kv = memory.kv_cache_bytes([a.sizes["h_kv"] * a.sizes["d_head"] for a in attention], cached, s.batch, s.dtype)
     trainable = sum(p.numel() for p in {id(p): p for p in module.parameters() if p.requires_grad}.values())
     total = {"params": total_params, "active_params": _active(module, parts, total_params), "flops": flops,
              "macs": flops // 2, "flops_per_token": flops // tokens, "tokens": tokens}
     per_token = _per_token(module, parts, s, total_params, flops // tokens, measured.kernel)
     notes = _notes(parts, s) + tied_notes(module)
+    notes.append(f"defaults: dtype {s.dtype} ({s.dtype_source}); kv_cache holds {cached} tokens per sequence "
+                 + ("(--context, the cache decode attends to)" if s.mode == "decode" else
+                    f"(--seq-len in --mode {s.mode}; --mode decode sizes it by --context)"))
     unused = [p for p, _ in entries if p in parts and p not in shapes]
     if unused:
         notes.append("not called as modules, so not compared with their formulas (their parent uses the weights "
@@ -282,6 +287,11 @@ def model_report(module: nn.Module, name: str, s: Settings, feed: Optional[Feed]
                        memory.memory(total_params, trainable, s.dtype, measured.activations, kv, measured.output_numel),
                        per_token, _uncounted(measured.uncounted), notes,
                        cf.crossovers(parts, layers) if s.mode == "forward" else {}, kernel=kernel)
+
+
+def kv_tokens(s: Settings) -> int:
+    """Tokens the KV cache holds: the context asked about (--context in decode, the sequence otherwise)."""
+    return s.context if s.mode == "decode" else s.seq_len
 
 
 def _kernel(measured: measure.Measured, s: Settings) -> dict[str, Any]:

@@ -169,3 +169,25 @@ def test_torch_multihead_attention_seq_first_packed_projection_is_one_recognised
     block = data["rows"][0]  # in_proj_weight packs q, k, v; batch_first=False reads (seq, batch, width)
     assert block["kind"] == "attention" and block["agrees"] is True
     assert block["expected_flops"] == block["flops"] == data["total"]["flops"]
+
+
+@pytest.mark.parametrize("mode, tokens", [("forward", 40), ("decode", 300)])
+def test_kv_cache_holds_the_context_asked_about_and_says_so(llama_config, mode, tokens):
+    data = json.loads(run("--config", llama_config, "--mode", mode, "--seq-len", "40", "--context", "300",
+                          "--format", "json").stdout)
+    c = transformers.LlamaConfig.from_json_file(llama_config)
+    per_token = 2 * c.num_hidden_layers * c.num_key_value_heads * (c.hidden_size // c.num_attention_heads)
+    assert data["memory"]["kv_cache"] == per_token * tokens * 4
+    assert any(f"kv_cache holds {tokens} tokens" in note for note in data["notes"])
+
+
+def test_the_dtype_default_is_said_with_its_source(llama_config, tmp_path):
+    declared = tmp_path / "config.json"
+    declared.write_text(json.dumps({**json.loads(open(llama_config).read()), "torch_dtype": "bfloat16"}))
+    cases = [(["--config", str(declared)], "bfloat16", "the config's torch_dtype"),
+             (["--config", llama_config], "float32", "the default: no dtype in the config"),
+             (["--config", str(declared), "--dtype", "float16"], "float16", "--dtype")]
+    for args, dtype, source in cases:
+        data = json.loads(run(*args, "--format", "json").stdout)
+        assert data["config"]["dtype"] == dtype and data["config"]["dtype_source"] == source
+        assert any(f"dtype {dtype} ({source})" in note for note in data["notes"])
