@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -95,6 +96,22 @@ def test_hfu_equals_mfu_when_the_kernel_keeps_the_scores(llama_config):
     assert data["kernel"]["name"] == "math" and u["hfu"] == u["mfu"] > 0
 
 
+def test_a_transformers_class_with_init_reports_as_its_config_does(llama_config):
+    """``transformers:Class --init`` (as audit and prove take it) builds the same model as ``--config``."""
+    fields = json.loads(open(llama_config).read())
+    init = ",".join(f"{k}={fields[k]}" for k in ("hidden_size", "intermediate_size", "num_hidden_layers",
+                                                  "num_attention_heads", "num_key_value_heads", "vocab_size"))
+    named = run("transformers:LlamaForCausalLM", "--init", init, "--format", "json")
+    assert named.exit_code == 0, named.output
+    by_init, by_config = json.loads(named.stdout), json.loads(run("--config", llama_config, "--format", "json").stdout)
+    assert by_init["total"]["params"] == by_config["total"]["params"]
+    assert by_init["total"]["flops"] == by_config["total"]["flops"]
+    assert [r["path"] for r in by_init["rows"]] == [r["path"] for r in by_config["rows"]]
+
+
+LLAMA_TINY = str(Path(__file__).parent / "configs" / "llama-tiny.json")
+
+
 def _bad_json(tmp_path):
     path = tmp_path / "bad.json"
     path.write_text("{not json")
@@ -111,7 +128,8 @@ def _unknown_architecture(tmp_path):
     (lambda t: str(t / "missing.json"), [], "no such file"),
     (_bad_json, [], "not JSON"),
     (_unknown_architecture, [], "unknown architecture 'NoSuchModelForCausalLM'"),
-    (None, ["transformers:LlamaForCausalLM"], "needs --config"),
+    (None, ["transformers:NoSuchModel"], "NoSuchModel"),
+    (lambda t: LLAMA_TINY, ["transformers:LlamaForCausalLM", "--init", "hidden_size=32"], "--init sets a TARGET's"),
     (None, [DECODER, "--d-ff", "8"], "--d-ff applies to the built-in models (--model/--preset), not to a TARGET"),
     (None, ["--preset", "llama-2-7b", "--model", "gpt"], "--preset llama-2-7b contradicts --model gpt"),
     (None, ["--preset", "llama-2-7b", "--init", "a=1"], "--init sets a TARGET's constructor arguments"),
