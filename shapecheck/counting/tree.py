@@ -239,9 +239,20 @@ def model_report(module: nn.Module, name: str, s: Settings, feed: Optional[Feed]
     feed = feed or signature_feed(module)
     parts = recognised(module)
     params = measure.owners(module)
+    fallback: list[str] = []
     with input_shapes(module, parts) as shapes:
         try:
-            measured = _measure(module, parts, s, feed)
+            try:
+                measured = _measure(module, parts, s, feed)
+            except RuntimeError as error:
+                if not _eager_instead(module, error):
+                    raise
+                fallback.append("attention: transformers' SDPA mask preparation reads tensor values (.item()), "
+                                "which the meta device cannot give; counted with the class's eager attention "
+                                "(the same matmul FLOPs; activations keep the S×S probabilities unless "
+                                "--attention-kernel says otherwise)")
+                shapes.clear()
+                measured = _measure(module, parts, s, feed)
         except UsageError:
             raise
         except Exception as error:  # noqa: BLE001 - the user's forward raises anything
@@ -263,7 +274,7 @@ def model_report(module: nn.Module, name: str, s: Settings, feed: Optional[Feed]
     total = {"params": total_params, "active_params": _active(module, parts, total_params), "flops": flops,
              "macs": flops // 2, "flops_per_token": flops // tokens, "tokens": tokens}
     per_token = _per_token(module, parts, s, total_params, flops // tokens, measured.kernel)
-    notes = _notes(parts, s) + tied_notes(module)
+    notes = _notes(parts, s) + tied_notes(module) + fallback
     notes.append(f"defaults: dtype {s.dtype} ({s.dtype_source}); kv_cache holds {cached} tokens per sequence "
                  + ("(--context, the cache decode attends to)" if s.mode == "decode" else
                     f"(--seq-len in --mode {s.mode}; --mode decode sizes it by --context)"))
@@ -287,6 +298,16 @@ def model_report(module: nn.Module, name: str, s: Settings, feed: Optional[Feed]
                        memory.memory(total_params, trainable, s.dtype, measured.activations, kv, measured.output_numel),
                        per_token, _uncounted(measured.uncounted), notes,
                        cf.crossovers(parts, layers) if s.mode == "forward" else {}, kernel=kernel)
+
+
+def _eager_instead(module: nn.Module, error: RuntimeError) -> bool:
+    """A transformers model on meta whose SDPA path read a tensor's value: switched to eager attention (True)."""
+    config = getattr(module, "config", None)
+    switch = getattr(module, "set_attn_implementation", None)
+    if "on meta tensors" not in str(error) or getattr(config, "_attn_implementation", None) != "sdpa" or switch is None:
+        return False
+    switch("eager")
+    return True
 
 
 def kv_tokens(s: Settings) -> int:

@@ -209,3 +209,22 @@ def test_the_dtype_default_is_said_with_its_source(llama_config, tmp_path):
         data = json.loads(run(*args, "--format", "json").stdout)
         assert data["config"]["dtype"] == dtype and data["config"]["dtype_source"] == source
         assert any(f"dtype {dtype} ({source})" in note for note in data["notes"])
+
+
+MARIAN = dict(d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4,
+              encoder_ffn_dim=64, decoder_ffn_dim=64, vocab_size=100, pad_token_id=0, decoder_start_token_id=0)
+
+
+@pytest.mark.parametrize("mode", ["forward", "train"])
+def test_marian_from_its_config_counts_as_its_module_form_does(tmp_path, mode):
+    """Marian's SDPA mask preparation calls .item(), which meta cannot answer: --config counts it as the
+    module form does, and says how."""
+    path = tmp_path / "config.json"
+    transformers.MarianConfig(**MARIAN, architectures=["MarianMTModel"]).to_json_file(path)
+    by_config = run("--config", str(path), "--mode", mode, "--format", "json")
+    assert by_config.exit_code == 0, by_config.output
+    init = ",".join(f"{k}={v}" for k, v in MARIAN.items())
+    by_init = json.loads(run("transformers:MarianMTModel", "--init", init, "--mode", mode, "--format", "json").stdout)
+    data = json.loads(by_config.stdout)
+    assert data["total"]["flops"] == by_init["total"]["flops"] and data["total"]["params"] == by_init["total"]["params"]
+    assert any(".item()" in note for note in data["notes"])
