@@ -1,0 +1,50 @@
+"""Modern anatomy recognised with closed forms: q/k-norm attention, shared + routed experts (transformers classes
+built from small configs on meta; each recognised row's formula equals the measured count)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from shapecheck.counting.tree import Settings, model_report
+
+transformers = pytest.importorskip("transformers")
+
+T = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4, vocab_size=128)
+
+
+def report(cls: str, config, mode: str = "forward"):
+    with torch.device("meta"):
+        model = getattr(transformers, cls)(config)
+    return model, model_report(model, cls, Settings(batch=2, seq_len=16, mode=mode, fold=False))
+
+
+@pytest.mark.parametrize("cls, config", [
+    ("Qwen3ForCausalLM", lambda: transformers.Qwen3Config(**T, num_key_value_heads=2, head_dim=16)),
+    ("CohereForCausalLM", lambda: transformers.CohereConfig(**T, num_key_value_heads=2, use_qk_norm=True)),
+])
+@pytest.mark.parametrize("mode", ["forward", "train"])
+def test_qk_norm_attention_is_one_attention_row_with_its_norm_gains(cls, config, mode):
+    model, r = report(cls, config(), mode)
+    rows = {row.path: row for row in r.rows}
+    attention = rows["model.layers.0.self_attn"]
+    assert attention.kind == "attention" and "qk_norm" in attention.params_formula
+    norms = sum(p.numel() for name, p in model.model.layers[0].self_attn.named_parameters() if "norm" in name)
+    assert attention.detail.endswith(f"qk_norm={norms}") and norms > 0
+    assert r.agrees, [(x.path, x.expected_params, x.params, x.expected_flops, x.flops) for x in r.rows if not x.agrees]
+
+
+def test_shared_and_routed_experts_count_every_tokens_shared_expert():
+    config = transformers.DeepseekV3Config(
+        **T, num_key_value_heads=4, q_lora_rank=32, kv_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=8,
+        v_head_dim=16, n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1, moe_intermediate_size=32,
+        first_k_dense_replace=1, n_group=1, topk_group=1)
+    model, r = report("DeepseekV3ForCausalLM", config)
+    moe = next(row for row in r.rows if row.kind == "moe")
+    assert "d_shared=32" in moe.detail and moe.agrees
+    shared = sum(p.numel() for p in model.model.layers[1].mlp.shared_experts.parameters())
+    routed = sum(p.numel() for p in model.model.layers[1].mlp.experts.parameters())
+    assert moe.params == shared + routed + sum(p.numel() for p in model.model.layers[1].mlp.gate.parameters())
+    per_token = 2 * (2 * 3 * 64 * 32) + 2 * 64 * 4 + 2 * 3 * 64 * 32  # k=2 routed SwiGLUs, the router, the shared one
+    assert moe.flops == 2 * 16 * per_token  # batch 2 × 16 tokens
+    assert r.agrees
