@@ -48,3 +48,17 @@ def test_shared_and_routed_experts_count_every_tokens_shared_expert():
     per_token = 2 * (2 * 3 * 64 * 32) + 2 * 64 * 4 + 2 * 3 * 64 * 32  # k=2 routed SwiGLUs, the router, the shared one
     assert moe.flops == 2 * 16 * per_token  # batch 2 × 16 tokens
     assert r.agrees
+
+
+@pytest.mark.parametrize("cls, config, path", [
+    ("Phi3ForCausalLM", lambda: transformers.Phi3Config(**T, num_key_value_heads=2, pad_token_id=0),
+     "model.layers.0.self_attn"),  # one qkv_proj for q, k and v of grouped heads
+    ("MptForCausalLM", lambda: transformers.MptConfig(d_model=64, n_heads=4, n_layers=2, vocab_size=128,
+                                                     max_seq_len=64), "transformer.blocks.0.attn"),  # Wqkv, ALiBi
+])
+@pytest.mark.parametrize("mode", ["forward", "train"])
+def test_packed_qkv_attention_is_recognised(cls, config, path, mode):
+    _, r = report(cls, config(), mode)
+    row = next(row for row in r.rows if row.path == path)
+    assert row.kind == "attention" and row.expected_flops == row.flops
+    assert r.agrees, [(x.path, x.expected_flops, x.flops) for x in r.rows if not x.agrees]
