@@ -168,6 +168,11 @@ def _moe(model: nn.Module, router: Match, matches: list[Match]) -> Iterator[tupl
     if shared and all(m.info["gated"] == shared[0].info["gated"] for m in shared):
         sizes["d_shared"] = sum(m.info["d_ff"] for m in shared)
         flags["shared"] = "gated_mlp" if shared[0].info["gated"] else "mlp"
+        gates = [m.parts["linear"] for m in inside if m.kind == "linear" and m is not router
+                 and "linear" in m.parts and m.parts["linear"].d_in == sizes["d_model"]]
+        if gates:  # Qwen2-MoE's shared_expert_gate: a d_model → 1 Linear scaling the shared expert's output
+            sizes["d_gate"] = sum(g.d_out for g in gates)
+            flags["gate_bias"] = any(g.has_bias for g in gates)
     yield block, Part("moe", sizes, flags)
 
 

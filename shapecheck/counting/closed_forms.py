@@ -28,8 +28,8 @@ import sympy
 from shapecheck.counting.anatomy import Part
 
 B, S, S_k = sympy.symbols("B S S_k", positive=True, integer=True)
-d_model, h, h_kv, d_head, d_ff, E, k, d_in, d_out, rows, buckets, qk_norm, d_shared = sympy.symbols(
-    "d_model h h_kv d_head d_ff E k d_in d_out rows buckets qk_norm d_shared", positive=True, integer=True
+d_model, h, h_kv, d_head, d_ff, E, k, d_in, d_out, rows, buckets, qk_norm, d_shared, d_gate = sympy.symbols(
+    "d_model h h_kv d_head d_ff E k d_in d_out rows buckets qk_norm d_shared d_gate", positive=True, integer=True
 )
 ZERO = sympy.Integer(0)
 
@@ -82,6 +82,9 @@ def _moe(part: Part) -> Form:
     if part.flags.get("shared"):
         shared_params, shared_flops = _ffn(part.flags["shared"] == "gated_mlp", False)
         shared_params, shared_flops = shared_params.subs(d_ff, d_shared), shared_flops.subs(d_ff, d_shared)
+    if "gate_bias" in part.flags:  # a Linear gating the shared experts (Qwen2-MoE), d_model → d_gate
+        gate_params, gate_flops = _linear(d_model, d_gate, part.flags["gate_bias"])
+        shared_params, shared_flops = shared_params + gate_params, shared_flops + gate_flops
     return Form(E * expert_params + router + shared_params, k * expert_params + router + shared_params,
                 k * expert_flops + 2 * B * S * d_model * E + shared_flops)
 
@@ -125,7 +128,8 @@ def form(part: Part) -> Form:
 def values(part: Part, batch: int, seq: int, keys: int) -> dict[sympy.Symbol, int]:
     """The symbol values of ``part`` at ``batch`` × ``seq`` query tokens attending to ``keys`` keys."""
     names = {"d_model": d_model, "h": h, "h_kv": h_kv, "d_head": d_head, "d_ff": d_ff, "E": E, "k": k,
-             "d_in": d_in, "d_out": d_out, "rows": rows, "buckets": buckets, "qk_norm": qk_norm, "d_shared": d_shared}
+             "d_in": d_in, "d_out": d_out, "rows": rows, "buckets": buckets, "qk_norm": qk_norm, "d_shared": d_shared,
+             "d_gate": d_gate}
     found = {names[key]: value for key, value in part.sizes.items() if key in names}
     return {**found, B: batch, S: seq, S_k: keys}
 

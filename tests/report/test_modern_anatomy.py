@@ -62,3 +62,14 @@ def test_packed_qkv_attention_is_recognised(cls, config, path, mode):
     row = next(row for row in r.rows if row.path == path)
     assert row.kind == "attention" and row.expected_flops == row.flops
     assert r.agrees, [(x.path, x.expected_flops, x.flops) for x in r.rows if not x.agrees]
+
+
+@pytest.mark.parametrize("mode", ["forward", "train"])
+def test_qwen2_moe_shared_expert_and_its_gate(mode):
+    config = transformers.Qwen2MoeConfig(**T, num_key_value_heads=2, num_experts=4, num_experts_per_tok=2,
+                                         moe_intermediate_size=32, shared_expert_intermediate_size=48)
+    model, r = report("Qwen2MoeForCausalLM", config, mode)
+    moe = next(row for row in r.rows if row.kind == "moe")
+    assert "d_shared=48" in moe.detail and "d_gate=1" in moe.detail
+    assert moe.params == sum(p.numel() for p in model.model.layers[0].mlp.parameters())
+    assert r.agrees, [(x.path, x.expected_flops, x.flops) for x in r.rows if not x.agrees]
