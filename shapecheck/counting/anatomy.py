@@ -130,12 +130,15 @@ def _attention(model: nn.Module, match: Match, matches: list[Match] = ()) -> Ite
     sizes.update({"buckets": info["buckets"]} if "buckets" in info else {})
     bias = {role: p.has_bias for role, p in inside.items()}
     projected = {id(p) for projection in inside.values() for _, p in projection.params} | tables
-    held = {id(p): p for p in (model.get_submodule(path) if path else model).parameters()}
-    qk_norm = sum(p.numel() for i, p in held.items() if i not in projected)  # q/k norm gains: parameters, no matmul
-    if qk_norm:
-        sizes["qk_norm"] = qk_norm
+    home_module = model.get_submodule(path) if path else model
+    norms = {id(p) for sub in home_module.modules() if "norm" in type(sub).__name__.lower() for p in sub.parameters()}
+    extra = {id(p): p for p in home_module.parameters() if id(p) not in projected}
+    qk_norm = sum(p.numel() for i, p in extra.items() if i in norms)  # q/k norm gains: parameters, no matmul
+    table = sum(p.numel() for i, p in extra.items() if i not in norms)  # Swin's relative-position bias table
+    sizes.update({"qk_norm": qk_norm} if qk_norm else {})
+    sizes.update({"table": table} if table else {})
     yield path, Part("attention", sizes, {"bias": bias, "window": info.get("window"), "relative": "buckets" in info,
-                                          "qk_norm": bool(qk_norm)})
+                                          "qk_norm": bool(qk_norm), "table": bool(table)})
     for role, projection in parts.items():
         if role not in inside:
             yield from _linear(model, _join(match.path, projection.name), projection)

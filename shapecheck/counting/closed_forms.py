@@ -28,8 +28,8 @@ import sympy
 from shapecheck.counting.anatomy import Part
 
 B, S, S_k = sympy.symbols("B S S_k", positive=True, integer=True)
-d_model, h, h_kv, d_head, d_ff, E, k, d_in, d_out, rows, buckets, qk_norm, d_shared, d_gate = sympy.symbols(
-    "d_model h h_kv d_head d_ff E k d_in d_out rows buckets qk_norm d_shared d_gate", positive=True, integer=True
+d_model, h, h_kv, d_head, d_ff, E, k, d_in, d_out, rows, buckets, qk_norm, d_shared, d_gate, table = sympy.symbols(
+    "d_model h h_kv d_head d_ff E k d_in d_out rows buckets qk_norm d_shared d_gate table", positive=True, integer=True
 )
 ZERO = sympy.Integer(0)
 
@@ -62,6 +62,8 @@ def _attention(part: Part) -> Form:
         params += buckets * h  # T5's relative position bias table: a gather, no matmul
     if part.flags.get("qk_norm"):
         params += qk_norm  # q/k norm gains (Qwen3, Olmo2, Gemma3, Cohere): elementwise, no matmul
+    if part.flags.get("table"):
+        params += table  # a relative-position bias table held by the block (Swin, Liu et al. 2021 §3.2): a gather
     if not part.flags.get("grouped", True):  # as many key/value heads as query heads: h_kv = h
         params, flops = params.subs(h_kv, h), flops.subs(h_kv, h)
     return Form(params, params, flops + core, core)
@@ -105,7 +107,8 @@ def _form(key: tuple) -> Form:
     if kind == "attention":
         sizes = {} if flags["out"] is None else {"d_out": 1 if flags["out"] else 2, "d_model": 1}
         return _attention(Part(kind, sizes, {"bias": dict(flags["bias"]), "relative": flags.get("relative"),
-                                             "grouped": flags["grouped"], "qk_norm": flags.get("qk_norm")}))
+                                             "grouped": flags["grouped"], "qk_norm": flags.get("qk_norm"),
+                                             "table": flags.get("table")}))
     if kind in ("mlp", "gated_mlp"):
         params, flops = _ffn(kind == "gated_mlp", flags["bias"])
         return Form(params, params, flops)
@@ -129,7 +132,7 @@ def values(part: Part, batch: int, seq: int, keys: int) -> dict[sympy.Symbol, in
     """The symbol values of ``part`` at ``batch`` × ``seq`` query tokens attending to ``keys`` keys."""
     names = {"d_model": d_model, "h": h, "h_kv": h_kv, "d_head": d_head, "d_ff": d_ff, "E": E, "k": k,
              "d_in": d_in, "d_out": d_out, "rows": rows, "buckets": buckets, "qk_norm": qk_norm, "d_shared": d_shared,
-             "d_gate": d_gate}
+             "d_gate": d_gate, "table": table}
     found = {names[key]: value for key, value in part.sizes.items() if key in names}
     return {**found, B: batch, S: seq, S_k: keys}
 

@@ -73,3 +73,13 @@ def test_qwen2_moe_shared_expert_and_its_gate(mode):
     assert "d_shared=48" in moe.detail and "d_gate=1" in moe.detail
     assert moe.params == sum(p.numel() for p in model.model.layers[0].mlp.parameters())
     assert r.agrees, [(x.path, x.expected_flops, x.flops) for x in r.rows if not x.agrees]
+
+
+def test_swin_relative_position_table_is_a_parameter_of_its_attention_form():
+    config = transformers.SwinConfig(image_size=32, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[2, 4],
+                                     window_size=4)
+    model, r = report("SwinModel", config)
+    row = next(row for row in r.rows if row.kind == "attention")
+    table = next(p for n, p in model.encoder.layers[0].blocks[0].attention.named_parameters() if "relative" in n)
+    assert row.detail.endswith(f"table={table.numel()}") and "qk_norm" not in row.detail
+    assert r.agrees
