@@ -83,3 +83,26 @@ def test_swin_relative_position_table_is_a_parameter_of_its_attention_form():
     table = next(p for n, p in model.encoder.layers[0].blocks[0].attention.named_parameters() if "relative" in n)
     assert row.detail.endswith(f"table={table.numel()}") and "qk_norm" not in row.detail
     assert r.agrees
+
+
+class MetaFeedForward(torch.nn.Module):
+    """Meta's Llama reference naming: w1 (gate), w2 (down), w3 (up), declared in that order."""
+
+    def __init__(self, dim: int = 32, hidden: int = 80) -> None:
+        super().__init__()
+        self.w1 = torch.nn.Linear(dim, hidden, bias=False)
+        self.w2 = torch.nn.Linear(hidden, dim, bias=False)
+        self.w3 = torch.nn.Linear(dim, hidden, bias=False)
+
+    def forward(self, x):
+        return self.w2(torch.nn.functional.silu(self.w1(x)) * self.w3(x))  # (batch, seq, dim)
+
+
+@pytest.mark.parametrize("mode", ["forward", "train"])
+def test_meta_style_swiglu_w1_w2_w3_is_a_gated_mlp(mode):
+    with torch.device("meta"):
+        block = torch.nn.Sequential(MetaFeedForward(), torch.nn.Linear(32, 10))
+    r = model_report(block, "meta", Settings(batch=2, seq_len=8, mode=mode))
+    rows = {row.path: row for row in r.rows}
+    assert rows["0"].kind == "gated_mlp" and rows["0"].detail == "d_model=32 d_ff=80"
+    assert rows["1"].kind == "linear" and r.agrees
