@@ -164,7 +164,20 @@ def _encoder_layer(src: Any, embed_dim: int, *args: Any, **kwargs: Any) -> dict[
     return _summed(layer(batch, seq) for batch, seq in token_groups(src))
 
 
+def _grouped_mm(a: Any, b: Any, *_: Any, **__: Any) -> dict[str, int]:
+    """``aten._grouped_mm`` (MoE kernels: one product per expert over its tokens), 2 FLOPs per multiply-add.
+
+    2d×2d (groups along K), 2d×3d (along M), 3d×3d (a batch of groups): every row of ``a`` meets every column of
+    ``b`` of its group, 2·numel(a)·N; 3d×2d (groups along N): each group's M×K block meets its own N_g columns,
+    2·M·K·N_total.
+    """
+    a_shape, b_shape = tuple(a.shape), tuple(b.shape)
+    rows = math.prod(a_shape) // (a_shape[0] if len(a_shape) == 3 and len(b_shape) == 2 else 1)
+    return {"matmul": 2 * rows * b_shape[-1]}
+
+
 _FORMULA_BY_NAME: dict[str, Callable[..., dict[str, int]]] = {
+    "_grouped_mm": _grouped_mm,
     "_scaled_dot_product_flash_attention_for_cpu": _sdpa,
     "_scaled_dot_product_flash_attention": _sdpa,
     "_scaled_dot_product_efficient_attention": _sdpa,

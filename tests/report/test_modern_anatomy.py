@@ -106,3 +106,25 @@ def test_meta_style_swiglu_w1_w2_w3_is_a_gated_mlp(mode):
     rows = {row.path: row for row in r.rows}
     assert rows["0"].kind == "gated_mlp" and rows["0"].detail == "d_model=32 d_ff=80"
     assert rows["1"].kind == "linear" and r.agrees
+
+
+def test_grouped_mm_counts_as_the_per_expert_products_forward_and_backward():
+    """``aten._grouped_mm`` (MoE kernels) against the same products written per group, under FlopCounterMode."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from shapecheck.counting import flop_counter_mapping
+
+    G, K, N, ends = 4, 16, 24, [3, 8, 8, 20]
+    a, b = torch.randn(20, K, requires_grad=True), torch.randn(G, K, N, requires_grad=True)
+
+    def counted(run) -> int:
+        with FlopCounterMode(display=False, custom_mapping=flop_counter_mapping()) as counter:
+            run().pow(2).sum().backward()  # a contiguous gradient, as a loss gives
+        return counter.get_total_flops()
+
+    grouped = counted(lambda: torch._grouped_mm(a, b, offs=torch.tensor(ends, dtype=torch.int32)))
+    starts = [0, *ends[:-1]]
+    looped = counted(lambda: torch.cat([a[s:e] @ b[g] for g, (s, e) in enumerate(zip(starts, ends))]))
+    assert grouped == looped == 3 * 2 * 20 * K * N
+    batched = torch.randn(G, 5, K)
+    assert counted(lambda: torch._grouped_mm(batched, b)) == 3 * 2 * G * 5 * K * N - 2 * G * 5 * K * N  # no dA
