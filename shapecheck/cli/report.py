@@ -115,6 +115,8 @@ def register(app: typer.Typer) -> None:
 def _check_combinations(length, settings, output_format: str, plot: bool, plot_file: Optional[str], fvcore: bool) -> None:
     if isinstance(length, str) and settings.mode != "forward":
         usage_error(f"--seq-len {length} (a polynomial in {length}) applies to --mode forward; give a number with --mode {settings.mode}")
+    if settings.attention_kernel and settings.mode != "train":
+        usage_error(f"--attention-kernel picks what a training step saves; it applies to --mode train, not --mode {settings.mode}")
     if isinstance(length, str) and fvcore:
         usage_error(f"--fvcore runs fvcore at one length; give a number, not --seq-len {length}")
     if plot and output_format in ("json", "csv"):

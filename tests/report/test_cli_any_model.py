@@ -135,6 +135,9 @@ def _unknown_architecture(tmp_path):
     (None, ["--preset", "llama-2-7b", "--init", "a=1"], "--init sets a TARGET's constructor arguments"),
     (None, [DECODER, "--mode", "sideways"], "--mode 'sideways' is not one of: forward, train, decode"),
     (None, [DECODER, "--context", "0"], "--context must be a positive integer, got 0"),
+    (None, [DECODER, "--attention-kernel", "flash"], "--attention-kernel picks what a training step saves"),
+    (None, [DECODER, "--mode", "train", "--attention-kernel", "fast"], "--attention-kernel 'fast' is not one of"),
+    (None, [DECODER, "--device", "tpu"], "--device 'tpu' is not one of: cpu, cuda"),
     (None, ["nofile.py:Model"], "nofile.py"),
     (None, ["tests/report/test_cli_any_model.py:Failing"], "its forward pass fails on meta in --mode forward"),
 ])
