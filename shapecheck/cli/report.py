@@ -101,7 +101,8 @@ def register(app: typer.Typer) -> None:
             config = resolve_config(model, preset, seq_len=seq_len, impl=impl, **sizes)
             module, name, feed = build(config)
             described = config.described()
-        result = replace(_report(module, name, settings, feed, length, fvcore, dtype), sizes=described)
+        published = PRESETS[preset].dtype if preset in PRESETS else None
+        result = replace(_report(module, name, settings, feed, length, fvcore, dtype, published), sizes=described)
         typer.echo(render(result, output_format, strict), nl=False)
         if plot:
             typer.echo(chart(module, settings.batch), nl=False)
@@ -126,12 +127,12 @@ def _check_combinations(length, settings, output_format: str, plot: bool, plot_f
         _require_matplotlib()
 
 
-def _report(module, name: str, settings, feed, length, fvcore: bool, dtype: Optional[str]):
-    """The report in ``--dtype``, else the config's, else float32."""
+def _report(module, name: str, settings, feed, length, fvcore: bool, dtype: Optional[str], published: Optional[str] = None):
+    """The report in ``--dtype``, else the config's (a preset's: its published config's), else float32."""
     from shapecheck.counting.hf import config_dtype
     from shapecheck.counting.symbolic import report_at
 
-    declared = config_dtype(module)
+    declared = config_dtype(module) or published
     source = "--dtype" if dtype else "the config's torch_dtype" if declared else "the default: no dtype in the config"
     settings = replace(settings, dtype=dtype or declared or "float32", dtype_source=source)
     return report_at(module, name, settings, length, feed, fvcore)

@@ -231,3 +231,17 @@ def test_marian_from_its_config_counts_as_its_module_form_does(tmp_path, mode):
     data = json.loads(by_config.stdout)
     assert data["total"]["flops"] == by_init["total"]["flops"] and data["total"]["params"] == by_init["total"]["params"]
     assert any(".item()" in note for note in data["notes"])
+
+
+def test_a_preset_and_its_published_config_default_to_the_same_dtype(tmp_path):
+    """One rule: the config's torch_dtype, else float32; a preset carries its published config's."""
+    from shapecheck.catalog.presets import PUBLISHED_DTYPES, QWEN2_0_5B
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**QWEN2_0_5B, "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2",
+                                "torch_dtype": PUBLISHED_DTYPES["qwen2-0.5b"]}))
+    by_config = json.loads(run("--config", str(path), "--seq-len", "16", "--format", "json").stdout)
+    by_preset = json.loads(run("--preset", "qwen2-0.5b", "--seq-len", "16", "--format", "json").stdout)
+    assert by_config["config"]["dtype"] == by_preset["config"]["dtype"] == "bfloat16"
+    assert by_config["memory"]["weights"] == by_preset["memory"]["weights"]
+    assert by_config["memory"]["kv_cache"] == by_preset["memory"]["kv_cache"]
