@@ -82,7 +82,7 @@ def _planned(module: nn.Module) -> Optional[Inputs]:
     return Inputs((), plan.call(plan.examples({"batch": BATCH, "seq": SEQ, "seq_q": SEQ, "seq_k": SEQ})))
 
 
-def image_shape(module: nn.Module) -> Optional[tuple[int, int, int]]:
+def _image(module: nn.Module) -> Optional[tuple[int, int, int]]:
     """(channels, height, width) when the first layer that reads the input is a 2-d convolution (a patch or stem
     embedding: timm's ViT, Swin, DeiT, a CNN), sized by the model's declared image size, else 4 kernels wide."""
     first = next((m for m in module.modules() if isinstance(m, (nn.Conv2d, nn.Linear, nn.Embedding))), None)
@@ -110,7 +110,7 @@ def synthesize(module: nn.Module, generator: Optional[torch.Generator] = None) -
     if not required:
         raise UsageError(f"{type(module).__name__}.forward takes no argument to feed; pass inputs=")
     kwargs: dict[str, Any] = {}
-    image = image_shape(module)
+    image = _image(module)
     for i, param in enumerate(required):
         if i == 0 and image is not None and not _wants_ids(param, module):
             kwargs[param.name] = torch.randn(BATCH, *image, generator=generator)  # (batch, channels, height, width)

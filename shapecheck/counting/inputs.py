@@ -14,7 +14,6 @@ from typing import Any, Optional
 import torch
 from torch import nn
 
-from shapecheck.auditing.inputs import image_shape
 from shapecheck.auditing.projections import as_projection, is_linear
 from shapecheck.errors import UsageError
 from shapecheck.target import forward_parameters
@@ -60,9 +59,6 @@ def make_inputs(module: nn.Module, batch: int, seq: int, device: str, grad: bool
         size = getattr(config, "image_size", 224)
         channels = getattr(config, "num_channels", 3)
         return (), {"pixel_values": torch.zeros(batch, channels, size, size, device=dev, requires_grad=grad)}
-    image = None if takes_tokens(module) else image_shape(module)
-    if image is not None:  # a patch or stem convolution reads the input first (timm's ViT, Swin, DeiT)
-        return (torch.zeros(batch, *image, device=dev, requires_grad=grad),), {}
     if takes_tokens(module):
         ids = torch.zeros(batch, seq, dtype=torch.long, device=dev)
         kwargs: dict[str, Any] = {}

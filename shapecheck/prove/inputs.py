@@ -254,9 +254,6 @@ def _argument(module: nn.Module, param: inspect.Parameter, hint: object, static:
         axes = tuple(_axis(d, static, where, spec.text) for d in spec.dims)
     elif shaped is not None:
         axes = shaped
-    elif (image := _image_argument(module, param)) is not None:
-        axes = ("batch", *image)  # (batch, channels, height, width): a patch or stem convolution reads it
-        shaped = axes
     elif param.name in KNOWN_ARGUMENTS:
         axes = tuple(a if a in DYNAMIC_AXES else _static(a, static, where) for a in KNOWN_ARGUMENTS[param.name][0])
     else:
@@ -264,14 +261,6 @@ def _argument(module: nn.Module, param: inspect.Parameter, hint: object, static:
                          f"or pass other arguments with --inputs")
     kind = "float" if shaped is not None else _kind(spec, param.name)
     return Argument(param.name, axes, kind, param.default is inspect.Parameter.empty)
-
-
-def _image_argument(module: nn.Module, param: inspect.Parameter) -> Optional[tuple[int, int, int]]:
-    """The image a model whose first layer is a 2-d convolution takes as its first argument (timm's ViT, Swin)."""
-    from shapecheck.auditing.inputs import image_shape
-
-    first = next(iter(_forward_parameters(module)), None)
-    return image_shape(module) if param.name == first and param.name not in ("input_ids", "pixel_values") else None
 
 
 def _axis(dim: object, static: dict[str, int], where: str, text: str) -> Axis:
