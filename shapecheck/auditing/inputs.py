@@ -82,20 +82,6 @@ def _planned(module: nn.Module) -> Optional[Inputs]:
     return Inputs((), plan.call(plan.examples({"batch": BATCH, "seq": SEQ, "seq_q": SEQ, "seq_k": SEQ})))
 
 
-def _image(module: nn.Module) -> Optional[tuple[int, int, int]]:
-    """(channels, height, width) when the first layer that reads the input is a 2-d convolution (a patch or stem
-    embedding: timm's ViT, Swin, DeiT, a CNN), sized by the model's declared image size, else 4 kernels wide."""
-    first = next((m for m in module.modules() if isinstance(m, (nn.Conv2d, nn.Linear, nn.Embedding))), None)
-    if not isinstance(first, nn.Conv2d):
-        return None
-    for sub in module.modules():
-        size = getattr(sub, "img_size", None) or getattr(sub, "image_size", None)
-        if isinstance(size, int) or (isinstance(size, (tuple, list)) and len(size) == 2):
-            height, width = (size, size) if isinstance(size, int) else size
-            return first.in_channels, int(height), int(width)
-    return first.in_channels, 4 * first.kernel_size[0], 4 * first.kernel_size[1]
-
-
 def synthesize(module: nn.Module, generator: Optional[torch.Generator] = None) -> Inputs:
     """Arguments for one forward pass; raises UsageError when the signature asks for what it cannot make."""
     generator = generator or torch.Generator().manual_seed(0)
@@ -110,11 +96,8 @@ def synthesize(module: nn.Module, generator: Optional[torch.Generator] = None) -
     if not required:
         raise UsageError(f"{type(module).__name__}.forward takes no argument to feed; pass inputs=")
     kwargs: dict[str, Any] = {}
-    image = _image(module)
-    for i, param in enumerate(required):
-        if i == 0 and image is not None and not _wants_ids(param, module):
-            kwargs[param.name] = torch.randn(BATCH, *image, generator=generator)  # (batch, channels, height, width)
-        elif _wants_ids(param, module):
+    for param in required:
+        if _wants_ids(param, module):
             kwargs[param.name] = torch.randint(0, _rows(module), (BATCH, SEQ), generator=generator)
         else:
             width = getattr(module, WIDTH_ATTRS.get(param.name, ""), None) or _width(module)
