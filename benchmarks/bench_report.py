@@ -153,8 +153,11 @@ def llama_rows(report: list[str], repeat: int, peers: bool = True) -> list[tuple
     rows.append(("report --preset llama-2-70b (json)", wall, rss,
                  f"params={preset['params']:,} flops={preset['flops']:,} (equal to the config's: "
                  f"{preset['params'] == data['total']['params'] and preset['flops'] == ours})"))
+    config_wall = rows[0][1]
     wall, rss, _ = timed([PY, "-c", "import torch, transformers"], repeat)
-    rows.append(('python -c "import torch, transformers" (floor)', wall, rss, ""))
+    rows.append(('python -c "import torch, transformers" (floor)', wall, rss,
+                 f"70B config / floor: {config_wall[0] / wall[0]:.2f}× (medians), {config_wall[1] / wall[1]:.2f}× "
+                 "(minima); goal ≤ 1.5×"))
     wall, rss, _ = timed([PY, "-c", "import torch, transformers; transformers.LlamaForCausalLM"], repeat)
     rows.append(("the same + resolving LlamaForCausalLM (lazy import)", wall, rss, ""))
     for peer, module in PEER_MODULES.items() if peers else ():

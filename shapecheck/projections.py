@@ -62,6 +62,8 @@ STYLES: tuple[Style, ...] = (
     Style("q/k/v_proj_weight + out_proj (packed, kdim/vdim)", ("q_proj_weight", "k_proj_weight", "v_proj_weight"), ("out_proj",), bias="in_proj_bias"),
     Style("c_attn + c_proj (fused)", ("c_attn",), ("c_proj",)),
     Style("qkv + proj (fused)", ("qkv",), ("proj", "out_proj")),
+    Style("qkv_proj + o_proj (fused, Phi-3)", ("qkv_proj",), ("o_proj",)),
+    Style("Wqkv + out_proj (fused, MPT)", ("Wqkv",), ("out_proj",)),
     Style("query_key_value + dense (fused)", ("query_key_value",), ("dense",), fused="interleaved"),
     Style("to_q/to_k/to_v + to_out", ("to_q", "to_k", "to_v"), ("to_out",)),
     Style("to_qkv + to_out (fused, einops code)", ("to_qkv",), ("to_out",)),

@@ -201,9 +201,13 @@ def _free_linears(module: nn.Module, claimed: set[int]) -> list[tuple[str, Proje
 def _feed_forward(path: str, module: nn.Module, claimed: set[int]) -> Iterator[Match]:
     """d_model -> d_ff (-> gate) -> d_model triples or pairs inside ``module`` (d_ff != d_model)."""
     linears = [proj for _, proj in _free_linears(module, claimed)]
-    for i, down in enumerate(linears):  # the up projections come before the down one, in module order
-        ups = [u for u in linears[:i] if u.d_in == down.d_out and u.d_out == down.d_in and u.d_in != u.d_out]
-        ups = [u for u in ups if not _taken(u, claimed)][-2:]
+    fits = lambda u, down: u.d_in == down.d_out and u.d_out == down.d_in and u.d_in != u.d_out  # noqa: E731
+    for i, down in enumerate(linears):  # the up projections come before the down one, in module order ...
+        ups = [u for u in linears[:i] if fits(u, down) and not _taken(u, claimed)][-2:]
+        after = linears[i + 1] if i + 1 < len(linears) else None
+        if len(ups) == 1 and after is not None and fits(after, down) and not _taken(after, claimed) \
+                and after.has_bias == ups[0].has_bias and not any(fits(after, d) for d in linears[i + 2:]):
+            ups.append(after)  # ... or, Meta's w1/w2/w3 (Touvron et al. 2023), gate, down, then up
         if not ups or _taken(down, claimed):
             continue
         gated = len(ups) == 2 and ups[0].has_bias == ups[1].has_bias

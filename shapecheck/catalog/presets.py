@@ -22,6 +22,7 @@ class Preset:
     kind: str  # a key of KINDS
     values: Callable[[], dict[str, Any]]  # d_model, heads, layers, d_ff, vocab, max_seq, ...
     source: str = ""
+    dtype: Optional[str] = None  # the published config.json's torch_dtype (report's default element type)
 
     @property
     def family(self) -> str:
@@ -83,6 +84,10 @@ QWEN2_0_5B = dict(vocab_size=151936, hidden_size=896, num_hidden_layers=24, num_
 LLM_CONFIGS = {"llama-2-7b": LLAMA_2_7B, "llama-2-13b": LLAMA_2_13B, "llama-2-70b": LLAMA_2_70B,
                "llama-3-8b": LLAMA_3_8B, "mistral-7b": MISTRAL_7B, "mixtral-8x7b": MIXTRAL_8X7B,
                "qwen2-0.5b": QWEN2_0_5B}
+# Their config.json's "torch_dtype": the element type a --config of the same file defaults to.
+PUBLISHED_DTYPES = {"llama-2-7b": "float16", "llama-2-13b": "float16", "llama-2-70b": "float16",
+                    "llama-3-8b": "bfloat16", "mistral-7b": "bfloat16", "mixtral-8x7b": "bfloat16",
+                    "qwen2-0.5b": "bfloat16"}
 _SOURCES = {"llama-2-7b": "Touvron et al. 2023, Llama 2 7B", "llama-2-13b": "Touvron et al. 2023, Llama 2 13B",
             "llama-2-70b": "Touvron et al. 2023, Llama 2 70B (GQA, 8 kv heads)",
             "llama-3-8b": "Meta 2024, Llama 3 8B", "mistral-7b": "Jiang et al. 2023, Mistral 7B v0.1 (window 4096)",
@@ -102,7 +107,8 @@ PRESETS: dict[str, Preset] = {
         Preset("gpt2-xl", "gpt", lambda: _gpt2("gpt2-xl"), "Radford et al. 2019, 1.5B"),
         Preset("transformer-base", "encoder-decoder", lambda: _transformer("base"), "Vaswani et al. 2017, Table 3 base"),
         Preset("transformer-big", "encoder-decoder", lambda: _transformer("big"), "Vaswani et al. 2017, Table 3 big"),
-        *(Preset(name, "llama", _llama(**config, qkv_bias=name.startswith("qwen2")), _SOURCES[name])
+        *(Preset(name, "llama", _llama(**config, qkv_bias=name.startswith("qwen2")), _SOURCES[name],
+                 PUBLISHED_DTYPES[name])
           for name, config in LLM_CONFIGS.items()),
     )
 }

@@ -16,6 +16,7 @@ import typer
 from shapecheck.catalog import KINDS, PRESETS
 from shapecheck.cli import options
 from shapecheck.cli.common import EXIT_FINDINGS, usage_error
+from shapecheck.counting.kernels import DEVICES, KERNELS
 from shapecheck.counting.memory import DTYPES
 from shapecheck.counting.per_token import PEAK_TFLOPS
 from shapecheck.counting.tree import MODES, Settings
@@ -36,14 +37,15 @@ def register(app: typer.Typer) -> None:
         target: Optional[str] = typer.Argument(None, metavar="TARGET", help="file.py:Name, package.module:Name, or transformers:ClassName with --config."),
         config_file: Optional[str] = options.text("--config", metavar="FILE", help="A transformers config.json (local; no hub access); the class from its 'architectures' unless TARGET names it."),
         mode: str = options.choice("--mode", choices=MODES, default="forward", help="forward, train (forward + backward), or decode (one token against a KV cache)."),
-        context: int = options.positive("--context", default=2048, help="decode: tokens in the KV cache; also sizes the kv_cache memory."),
+        context: int = options.positive("--context", default=2048, help="decode: tokens in the KV cache (kv_cache memory in decode; forward and train size it by --seq-len)."),
         dtype: Optional[str] = options.choice("--dtype", choices=DTYPE_NAMES, help="Element type for memory (default: the config's, else float32)."),
         depth: Optional[int] = options.positive("--depth", minimum=0, help="Rows down to this depth of the module tree (default: all)."),
         recompute: bool = options.flag("--recompute", help="train: activation recomputation (one more forward)."),
         causal_flops: str = options.choice("--causal-flops", choices=("full", "half"), default="full", help="Causal attention: the full S×S scores, or the half flash kernels compute."),
         tokens_per_second: Optional[int] = options.positive("--tokens-per-second", help="Measured training throughput, for MFU."),
         peak_tflops: Optional[int] = options.positive("--peak-tflops", help="The device's dense peak in TFLOPS, for MFU."),
-        device_name: Optional[str] = options.choice("--device", choices=tuple(PEAK_TFLOPS), help="A device whose published dense peak gives MFU."),
+        device_name: Optional[str] = options.choice("--device", choices=(*DEVICES, *PEAK_TFLOPS), help="Where it runs: cpu (default) or cuda, which pick the attention kernel; a GPU by name is cuda with its published dense peak for MFU."),
+        attention_kernel: Optional[str] = options.choice("--attention-kernel", choices=KERNELS, help="train: the SDPA kernel whose saved tensors make the activations (default: what torch picks on --device)."),
         init: Optional[dict] = options.init(),
         heads: Optional[int] = options.heads("Attention heads h (default 8; a TARGET's or preset's own)."),
         d_model: Optional[int] = options.d_model("Model width (default 512; a TARGET's or preset's own)."),
@@ -77,7 +79,8 @@ def register(app: typer.Typer) -> None:
                             context=context, dtype=dtype or "float32", depth=depth, recompute=recompute,
                             causal_flops=causal_flops, tokens_per_second=tokens_per_second,
                             peak_tflops=float(peak_tflops) if peak_tflops else PEAK_TFLOPS.get(device_name or ""),
-                            fold=not all_layers)
+                            fold=not all_layers, device="cpu" if device_name in (None, "cpu") else "cuda",
+                            attention_kernel=attention_kernel)
         _check_combinations(length, settings, output_format, plot, plot_file, fvcore)
         if target is not None or config_file is not None:
             catalog = dict(model=model, preset=preset, layers=layers, d_ff=d_ff, d_k=d_k, d_v=d_v, vocab=vocab,
@@ -104,8 +107,9 @@ def register(app: typer.Typer) -> None:
             config = resolve_config(model, preset, seq_len=seq_len, impl=impl, **sizes)
             module, name, feed = build(config)
             described = config.described()
+        published = PRESETS[preset].dtype if preset in PRESETS else None
         with user_code():
-            result = replace(_report(module, name, settings, feed, length, fvcore, dtype), sizes=described)
+            result = replace(_report(module, name, settings, feed, length, fvcore, dtype, published), sizes=described)
         typer.echo(render(result, output_format, strict), nl=False)
         if plot:
             typer.echo(chart(module, settings.batch), nl=False)
@@ -119,6 +123,8 @@ def register(app: typer.Typer) -> None:
 def _check_combinations(length, settings, output_format: str, plot: bool, plot_file: Optional[str], fvcore: bool) -> None:
     if isinstance(length, str) and settings.mode != "forward":
         usage_error(f"--seq-len {length} (a polynomial in {length}) applies to --mode forward; give a number with --mode {settings.mode}")
+    if settings.attention_kernel and settings.mode != "train":
+        usage_error(f"--attention-kernel picks what a training step saves; it applies to --mode train, not --mode {settings.mode}")
     if isinstance(length, str) and fvcore:
         usage_error(f"--fvcore runs fvcore at one length; give a number, not --seq-len {length}")
     if plot and output_format in ("json", "csv"):
@@ -128,12 +134,14 @@ def _check_combinations(length, settings, output_format: str, plot: bool, plot_f
         _require_matplotlib()
 
 
-def _report(module, name: str, settings, feed, length, fvcore: bool, dtype: Optional[str]):
-    """The report in ``--dtype``, else the config's, else float32."""
+def _report(module, name: str, settings, feed, length, fvcore: bool, dtype: Optional[str], published: Optional[str] = None):
+    """The report in ``--dtype``, else the config's (a preset's: its published config's), else float32."""
     from shapecheck.counting.hf import config_dtype
     from shapecheck.counting.symbolic import report_at
 
-    settings = replace(settings, dtype=dtype or config_dtype(module) or "float32")
+    declared = config_dtype(module) or published
+    source = "--dtype" if dtype else "the config's torch_dtype" if declared else "the default: no dtype in the config"
+    settings = replace(settings, dtype=dtype or declared or "float32", dtype_source=source)
     return report_at(module, name, settings, length, feed, fvcore)
 
 

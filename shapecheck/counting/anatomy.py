@@ -99,7 +99,12 @@ def _packed(model: nn.Module, match: Match) -> Optional[tuple[str, Part]]:
     return match.path, Part("attention", sizes, {"bias": bias, "window": info.get("window"), "relative": False})
 
 
-def _attention(model: nn.Module, match: Match) -> Iterator[tuple[str, Part]]:
+def _norms_inside(match: Match, matches: list[Match]) -> set[int]:
+    """Parameters of the norms audit recognised inside an attention block (q/k norms: Qwen3, Olmo2, Gemma3)."""
+    return {id(p) for m in matches if m.kind == "norm" and m.path.startswith(match.path + ".") for _, p in m.params}
+
+
+def _attention(model: nn.Module, match: Match, matches: list[Match] = ()) -> Iterator[tuple[str, Part]]:
     info, parts = match.info, match.parts
     if "qkv" in parts and (packed := _packed(model, match)) is not None:
         yield packed
@@ -111,7 +116,8 @@ def _attention(model: nn.Module, match: Match) -> Iterator[tuple[str, Part]]:
         yield from _split(model, match)
         return
     table = getattr(match.module, "relative_attention_bias", None)
-    allowed = _ids(match.all_params()) | ({id(p) for p in table.parameters()} if "buckets" in info else set())
+    tables = {id(p) for p in table.parameters()} if "buckets" in info else set()
+    allowed = _ids(match.all_params()) | tables | _norms_inside(match, matches)
     home = _attention_home(model, match, allowed)
     if home is None:
         yield from _split(model, match)
@@ -123,7 +129,16 @@ def _attention(model: nn.Module, match: Match) -> Iterator[tuple[str, Part]]:
         sizes["d_out"] = inside["o"].d_out
     sizes.update({"buckets": info["buckets"]} if "buckets" in info else {})
     bias = {role: p.has_bias for role, p in inside.items()}
-    yield path, Part("attention", sizes, {"bias": bias, "window": info.get("window"), "relative": "buckets" in info})
+    projected = {id(p) for projection in inside.values() for _, p in projection.params} | tables
+    home_module = model.get_submodule(path) if path else model
+    norms = {id(p) for sub in home_module.modules() if "norm" in type(sub).__name__.lower() for p in sub.parameters()}
+    extra = {id(p): p for p in home_module.parameters() if id(p) not in projected}
+    qk_norm = sum(p.numel() for i, p in extra.items() if i in norms)  # q/k norm gains: parameters, no matmul
+    table = sum(p.numel() for i, p in extra.items() if i not in norms)  # Swin's relative-position bias table
+    sizes.update({"qk_norm": qk_norm} if qk_norm else {})
+    sizes.update({"table": table} if table else {})
+    yield path, Part("attention", sizes, {"bias": bias, "window": info.get("window"), "relative": "buckets" in info,
+                                          "qk_norm": bool(qk_norm), "table": bool(table)})
     for role, projection in parts.items():
         if role not in inside:
             yield from _linear(model, _join(match.path, projection.name), projection)
@@ -151,12 +166,22 @@ def _moe(model: nn.Module, router: Match, matches: list[Match]) -> Iterator[tupl
         return
     first = experts[0].info
     sizes = {"d_model": first["d_model"], "d_ff": first["d_ff"], "E": router.info["experts"], "k": k}
-    yield block, Part("moe", sizes, {"expert": "gated_mlp" if first["gated"] else "mlp"})
+    flags = {"expert": "gated_mlp" if first["gated"] else "mlp", "shared": None}
+    shared = [m for m in inside if m.kind == "feed_forward" and m not in experts]  # every token visits these
+    if shared and all(m.info["gated"] == shared[0].info["gated"] for m in shared):
+        sizes["d_shared"] = sum(m.info["d_ff"] for m in shared)
+        flags["shared"] = "gated_mlp" if shared[0].info["gated"] else "mlp"
+        gates = [m.parts["linear"] for m in inside if m.kind == "linear" and m is not router
+                 and "linear" in m.parts and m.parts["linear"].d_in == sizes["d_model"]]
+        if gates:  # Qwen2-MoE's shared_expert_gate: a d_model → 1 Linear scaling the shared expert's output
+            sizes["d_gate"] = sum(g.d_out for g in gates)
+            flags["gate_bias"] = any(g.has_bias for g in gates)
+    yield block, Part("moe", sizes, flags)
 
 
 def _one(model: nn.Module, match: Match, matches: list[Match]) -> Iterator[tuple[str, Part]]:
     if match.kind == "attention":
-        yield from _attention(model, match)
+        yield from _attention(model, match, matches)
     elif match.kind == "feed_forward":
         yield from _feed_forward(model, match)
     elif match.kind == "moe_router":

@@ -28,8 +28,8 @@ import sympy
 from shapecheck.counting.anatomy import Part
 
 B, S, S_k = sympy.symbols("B S S_k", positive=True, integer=True)
-d_model, h, h_kv, d_head, d_ff, E, k, d_in, d_out, rows, buckets = sympy.symbols(
-    "d_model h h_kv d_head d_ff E k d_in d_out rows buckets", positive=True, integer=True
+d_model, h, h_kv, d_head, d_ff, E, k, d_in, d_out, rows, buckets, qk_norm, d_shared, d_gate, table = sympy.symbols(
+    "d_model h h_kv d_head d_ff E k d_in d_out rows buckets qk_norm d_shared d_gate table", positive=True, integer=True
 )
 ZERO = sympy.Integer(0)
 
@@ -60,6 +60,10 @@ def _attention(part: Part) -> Form:
     core = 2 * (2 * B * h * S * S_k * d_head)
     if part.flags.get("relative"):
         params += buckets * h  # T5's relative position bias table: a gather, no matmul
+    if part.flags.get("qk_norm"):
+        params += qk_norm  # q/k norm gains (Qwen3, Olmo2, Gemma3, Cohere): elementwise, no matmul
+    if part.flags.get("table"):
+        params += table  # a relative-position bias table held by the block (Swin, Liu et al. 2021 §3.2): a gather
     if not part.flags.get("grouped", True):  # as many key/value heads as query heads: h_kv = h
         params, flops = params.subs(h_kv, h), flops.subs(h_kv, h)
     return Form(params, params, flops + core, core)
@@ -72,10 +76,19 @@ def _ffn(gated: bool, bias: bool) -> tuple[sympy.Expr, sympy.Expr]:
 
 
 def _moe(part: Part) -> Form:
+    """Routed experts (k of E per token) and, where present, shared experts every token visits (DeepSeek-V2/V3,
+    Qwen2-MoE: Dai et al. 2024, DeepSeekMoE, section 3.2), of total width d_shared."""
     expert_params, expert_flops = _ffn(part.flags["expert"] == "gated_mlp", False)
     router = E * d_model
-    return Form(E * expert_params + router, k * expert_params + router,
-                k * expert_flops + 2 * B * S * d_model * E)
+    shared_params, shared_flops = ZERO, ZERO
+    if part.flags.get("shared"):
+        shared_params, shared_flops = _ffn(part.flags["shared"] == "gated_mlp", False)
+        shared_params, shared_flops = shared_params.subs(d_ff, d_shared), shared_flops.subs(d_ff, d_shared)
+    if "gate_bias" in part.flags:  # a Linear gating the shared experts (Qwen2-MoE), d_model → d_gate
+        gate_params, gate_flops = _linear(d_model, d_gate, part.flags["gate_bias"])
+        shared_params, shared_flops = shared_params + gate_params, shared_flops + gate_flops
+    return Form(E * expert_params + router + shared_params, k * expert_params + router + shared_params,
+                k * expert_flops + 2 * B * S * d_model * E + shared_flops)
 
 
 def _key(part: Part) -> tuple:
@@ -94,7 +107,8 @@ def _form(key: tuple) -> Form:
     if kind == "attention":
         sizes = {} if flags["out"] is None else {"d_out": 1 if flags["out"] else 2, "d_model": 1}
         return _attention(Part(kind, sizes, {"bias": dict(flags["bias"]), "relative": flags.get("relative"),
-                                             "grouped": flags["grouped"]}))
+                                             "grouped": flags["grouped"], "qk_norm": flags.get("qk_norm"),
+                                             "table": flags.get("table")}))
     if kind in ("mlp", "gated_mlp"):
         params, flops = _ffn(kind == "gated_mlp", flags["bias"])
         return Form(params, params, flops)
@@ -117,7 +131,8 @@ def form(part: Part) -> Form:
 def values(part: Part, batch: int, seq: int, keys: int) -> dict[sympy.Symbol, int]:
     """The symbol values of ``part`` at ``batch`` × ``seq`` query tokens attending to ``keys`` keys."""
     names = {"d_model": d_model, "h": h, "h_kv": h_kv, "d_head": d_head, "d_ff": d_ff, "E": E, "k": k,
-             "d_in": d_in, "d_out": d_out, "rows": rows, "buckets": buckets}
+             "d_in": d_in, "d_out": d_out, "rows": rows, "buckets": buckets, "qk_norm": qk_norm, "d_shared": d_shared,
+             "d_gate": d_gate, "table": table}
     found = {names[key]: value for key, value in part.sizes.items() if key in names}
     return {**found, B: batch, S: seq, S_k: keys}
 

@@ -26,6 +26,7 @@ and ``av`` in turn, as the explicit path computes QKᵀ then softmax·V.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import math
 import sys
@@ -163,7 +164,20 @@ def _encoder_layer(src: Any, embed_dim: int, *args: Any, **kwargs: Any) -> dict[
     return _summed(layer(batch, seq) for batch, seq in token_groups(src))
 
 
+def _grouped_mm(a: Any, b: Any, *_: Any, **__: Any) -> dict[str, int]:
+    """``aten._grouped_mm`` (MoE kernels: one product per expert over its tokens), 2 FLOPs per multiply-add.
+
+    2d×2d (groups along K), 2d×3d (along M), 3d×3d (a batch of groups): every row of ``a`` meets every column of
+    ``b`` of its group, 2·numel(a)·N; 3d×2d (groups along N): each group's M×K block meets its own N_g columns,
+    2·M·K·N_total.
+    """
+    a_shape, b_shape = tuple(a.shape), tuple(b.shape)
+    rows = math.prod(a_shape) // (a_shape[0] if len(a_shape) == 3 and len(b_shape) == 2 else 1)
+    return {"matmul": 2 * rows * b_shape[-1]}
+
+
 _FORMULA_BY_NAME: dict[str, Callable[..., dict[str, int]]] = {
+    "_grouped_mm": _grouped_mm,
     "_scaled_dot_product_flash_attention_for_cpu": _sdpa,
     "_scaled_dot_product_flash_attention": _sdpa,
     "_scaled_dot_product_efficient_attention": _sdpa,
@@ -284,7 +298,13 @@ class DispatchCount:
 
 
 class _ModuleStack:
-    """The innermost module running now, by its qualified name under ``root`` ("" for root)."""
+    """The innermost module running now, by its qualified name under ``root`` ("" for root).
+
+    In a backward pass no module runs: an op belongs to the module whose forward created the autograd node
+    being executed. Autograd numbers nodes in creation order (``sequence_nr``), so each change of the stack
+    is logged with the number the next node gets, and a node's owner is the innermost module at the last
+    change before it was created (a decision from the graph, not from hooks on the backward pass).
+    """
 
     def __init__(self, root: nn.Module) -> None:
         self.names: dict[int, str] = {}
@@ -292,17 +312,36 @@ class _ModuleStack:
             self.names.setdefault(id(module), name)
         self.stack: list[str] = []
         self.handles: list[Any] = []
+        self.changes: tuple[list[int], list[str]] = ([], [])  # (next sequence_nr, innermost module from then on)
 
     @property
     def owner(self) -> str:
-        return self.stack[-1] if self.stack else ""
+        if self.stack:
+            return self.stack[-1]
+        node = torch._C._current_autograd_node()
+        return self._created_in(node._sequence_nr()) if node is not None else ""
+
+    def _created_in(self, sequence_nr: int) -> str:
+        at = bisect.bisect_right(self.changes[0], sequence_nr) - 1
+        return self.changes[1][at] if at >= 0 else ""
+
+    def _log(self) -> None:
+        sequence_nr = torch._C._autograd._get_sequence_nr()
+        numbers, owners = self.changes
+        if numbers and numbers[-1] == sequence_nr:  # no node created since the last change
+            owners[-1] = self.stack[-1] if self.stack else ""
+        else:
+            numbers.append(sequence_nr)
+            owners.append(self.stack[-1] if self.stack else "")
 
     def _enter(self, module: nn.Module, *_: Any) -> None:
         self.stack.append(self.names.get(id(module), self.owner))
+        self._log()
 
     def _leave(self, *_: Any) -> None:
         if self.stack:
             self.stack.pop()
+        self._log()
 
     def __enter__(self) -> "_ModuleStack":
         self.handles = [

@@ -35,5 +35,16 @@ def signature_feed(module: nn.Module) -> Feed:
 
 def kind_feed(kind: Any, sizes: Any) -> Feed:
     """A catalogue kind's own inputs and run (``shapecheck.catalog.KINDS``)."""
-    return Feed(lambda batch, seq, device, grad: (kind.inputs(sizes, batch, seq, torch.device(device)), {}),
-                lambda module, args, kwargs: kind.run(module, args))
+    def inputs(batch: int, seq: int, device: str, grad: bool) -> tuple[tuple, dict]:
+        args = kind.inputs(sizes, batch, seq, torch.device(device))
+        return tuple(_trainable(a) if grad else a for a in args), {}
+
+    return Feed(inputs, lambda module, args, kwargs: kind.run(module, args))
+
+
+def _trainable(value: Any) -> Any:
+    """Hidden states a stack is fed in training come from a trained embedding: they need a gradient, so the
+    first layer's input projections compute dX as every other layer's do (token ids stay as they are)."""
+    if isinstance(value, torch.Tensor) and value.is_floating_point() and not value.requires_grad:
+        return value.detach().requires_grad_(True)
+    return value

@@ -97,6 +97,41 @@ def output_tensor(out: Any) -> torch.Tensor:
     raise UsageError(f"the model's forward returned {type(out).__name__} with no floating-point tensor to differentiate")
 
 
+def _floating(out: Any, found: dict[int, torch.Tensor], depth: int = 0) -> None:
+    if isinstance(out, torch.Tensor):
+        if out.is_floating_point() and out.requires_grad:
+            found.setdefault(id(out), out)
+    elif depth < 4 and isinstance(out, dict):
+        for item in out.values():
+            _floating(item, found, depth + 1)
+    elif depth < 4 and isinstance(out, (tuple, list)):
+        for item in out:
+            _floating(item, found, depth + 1)
+
+
+def outputs(out: Any) -> list[torch.Tensor]:
+    """Every floating-point tensor the forward returned that a loss can differentiate (each once)."""
+    found: dict[int, torch.Tensor] = {}
+    _floating(out, found)
+    return list(found.values())
+
+
+def training_loss(out: Any) -> torch.Tensor:
+    """A scalar whose backward reaches every part the forward used: the sum of every floating-point output.
+
+    A model trained on one output alone leaves parts without a backward (BERT's pooler when only the last
+    hidden state is differentiated); a training step trains what the model returns (BERT's pooler feeds
+    next-sentence prediction), so every returned tensor takes part, as a formula of 3 × forward assumes.
+    """
+    found = outputs(out)
+    if not found:
+        return output_tensor(out).float().sum()
+    loss = found[0].float().sum()
+    for tensor in found[1:]:
+        loss = loss + tensor.float().sum()
+    return loss
+
+
 def runner(module: nn.Module, batch: int, seq: int, device: str, grad: bool = False) -> Callable[[], Any]:
     args, kwargs = make_inputs(module, batch, seq, device, grad)
     return lambda: module(*args, **kwargs)

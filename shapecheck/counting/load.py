@@ -13,11 +13,9 @@ from shapecheck.errors import UsageError
 def load_model(target: Optional[str], config: Optional[str], *, init: Optional[dict[str, Any]] = None,
                sizes: Optional[dict[str, int]] = None) -> tuple[nn.Module, str]:
     """The module built on the meta device and a label for it; every failure is one ``UsageError`` line."""
-    if init and (target is None or target.startswith(hf.PREFIX)):
+    if init and (target is None or config is not None):
         raise UsageError("--init sets a TARGET's constructor arguments; a config file or preset fixes its own")
-    if target and target.startswith(hf.PREFIX):
-        if config is None:
-            raise UsageError(f"{target} needs --config path/to/config.json (no hub access is attempted)")
+    if target and target.startswith(hf.PREFIX) and config is not None:
         return hf.build(config, target[len(hf.PREFIX):] or None)
     if target is None:
         if config is None:
@@ -25,6 +23,7 @@ def load_model(target: Optional[str], config: Optional[str], *, init: Optional[d
         return hf.build(config)
     if config is not None:
         raise UsageError(f"--config applies to transformers models; {target} is built from its own constructor")
+    # transformers:ClassName without --config is a TARGET like any other: its config from --init (audit, prove)
     from shapecheck.target import construct_on_meta_or_cpu, load_target, map_arguments
 
     loaded = load_target(target)

@@ -1,9 +1,9 @@
 """Measured values per module of any model: parameters (shared tensors once), FLOPs per mode, saved activations.
 
 - forward: ``dispatch.count_flops`` (our formulas for every attention op), each op to the innermost module.
-- train: ``FlopCounterMode`` with ``flop_counter_mapping()`` over forward + backward of ``output.sum()``,
-  per module subtree (its module tracker follows the backward pass); activations are the tensors autograd
-  saves for backward (``saved_tensors_hooks``), deduplicated by storage, parameters excluded.
+- train: the dispatch counter over forward + backward of ``training_loss`` (the sum of every floating-point
+  output), each backward op to the module whose forward created its autograd node; activations are the
+  tensors autograd saves for backward (``saved_tensors_hooks``), deduplicated by storage, parameters excluded.
 - decode: one token (seq_q = 1) counted with the dispatch counter; the attention scores and values parts,
   counted against one key, are scaled to the ``keys`` a cache of that length gives (seq_q = 1: linear in keys).
 """
@@ -19,8 +19,8 @@ from typing import Any, Optional
 import torch
 from torch import nn
 
-from shapecheck.counting.dispatch import DispatchCount, count_flops, flop_counter_mapping
-from shapecheck.counting.inputs import output_tensor
+from shapecheck.counting.dispatch import DispatchCount, FlopDispatchMode, _ModuleStack, count_flops
+from shapecheck.counting.inputs import outputs, training_loss
 from shapecheck.counting.repeats import count_with_repeats
 
 
@@ -55,6 +55,8 @@ class Measured:
     subtree_flops: bool  # True when ``flops`` already holds subtree totals
     uncounted: list[dict[str, Any]] = field(default_factory=list)
     activations: Optional[int] = None  # bytes saved for backward (train only)
+    kernel: Optional[str] = None  # the attention kernel the training step ran (train only; "eager": no SDPA call)
+    output_numel: int = 0  # elements of the largest floating-point output (train only: the logits of a LM)
 
     def at(self, path: str) -> int:
         if self.subtree_flops:
@@ -117,14 +119,29 @@ class _Saved:
         return sum(nbytes for _, nbytes in self.storages.values())
 
 
+def _under(mode: Optional[Any], function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` run inside the torch function ``mode`` (entered only where it is not active already:
+    the backward pass, where a checkpoint recomputes, does not carry the forward's function modes)."""
+    from torch.overrides import _get_current_function_mode_stack
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        if mode is None or any(m is mode for m in _get_current_function_mode_stack()):
+            return function(*args, **kwargs)
+        with mode:
+            return function(*args, **kwargs)
+
+    return run
+
+
 @contextlib.contextmanager
-def recomputed(layers: Iterable[nn.Module]) -> Iterator[None]:
-    """Each of ``layers`` runs under ``torch.utils.checkpoint`` (full activation recomputation) while inside."""
+def recomputed(layers: Iterable[nn.Module], mode: Optional[Any] = None) -> Iterator[None]:
+    """Each of ``layers`` runs under ``torch.utils.checkpoint`` (full activation recomputation) while inside,
+    its forward and its recomputation inside the torch function ``mode`` when given."""
     from torch.utils.checkpoint import checkpoint
 
     layers = list(layers)
     for layer in layers:
-        plain = layer.forward
+        plain = _under(mode, layer.forward)
         layer.forward = lambda *a, _plain=plain, **k: checkpoint(_plain, *a, use_reentrant=False, **k)
     try:
         yield
@@ -133,19 +150,23 @@ def recomputed(layers: Iterable[nn.Module]) -> Iterator[None]:
             del layer.forward
 
 
-def train(module: nn.Module, run: Callable[[], Any], recompute: Iterable[nn.Module] = ()) -> Measured:
-    """Forward + backward; ``recompute``: layers checkpointed, so their forward runs again in backward."""
-    from torch.utils.flop_counter import FlopCounterMode
+def train(module: nn.Module, run: Callable[[], Any], recompute: Iterable[nn.Module] = (), device: str = "cpu",
+          kernel: Optional[str] = None) -> Measured:
+    """Forward + backward; ``recompute``: layers checkpointed, so their forward runs again in backward.
+
+    Each backward op is counted at the module whose forward created the autograd node it runs for
+    (``dispatch._ModuleStack``), so a row holds its own backward and nothing of the layers before it.
+    SDPA calls run the kernel torch picks on ``device`` (or ``kernel``), so the saved activations are that
+    kernel's (``kernels.Routed``).
+    """
+    from shapecheck.counting.kernels import Routed
 
     saved = _Saved(module)
-    counter = FlopCounterMode(display=False, custom_mapping=flop_counter_mapping())
-    with counter, recomputed(recompute):
-        with torch.autograd.graph.saved_tensors_hooks(saved.pack, lambda t: t):
-            loss = output_tensor(run()).float().sum()
-        loss.backward()
-    root = type(module).__name__
-    flops = {"": counter.get_total_flops()}
-    for name, ops in counter.get_flop_counts().items():
-        if name.startswith(root + "."):
-            flops[name[len(root) + 1:]] = sum(ops.values())
-    return Measured(flops, True, [], saved.bytes)
+    routed = Routed(device, kernel)
+    with _ModuleStack(module) as modules, FlopDispatchMode(modules, fast_meta=False) as mode, \
+            recomputed(recompute, routed):  # a recomputed layer calls the same kernel again
+        with torch.autograd.graph.saved_tensors_hooks(saved.pack, lambda t: t), routed:
+            out = run()
+        largest = max((t.numel() for t in outputs(out)), default=0)
+        training_loss(out).backward()
+    return Measured(_innermost(mode.count, lambda _: 1), False, [], saved.bytes, routed.kernel(), largest)

@@ -7,6 +7,8 @@
   2018; the 16 bytes/parameter of Rajbhandari et al. 2020, ZeRO, section 3.1, with weights and gradients).
 - activations: the tensors saved for backward, measured (``measure.train``); Korthikanti et al. 2022
   (section 4.1, eq. 1) estimate s·b·h·(34 + 5·a·s/h) bytes per layer for 16-bit GPT layers without recomputation.
+- train_peak: weights + gradients + optimizer + activations + the largest transient (the logits and their
+  float32 copy for the loss), the figure to hold against ``torch.cuda.max_memory_allocated``.
 - kv_cache: keys and values of every attention layer for ``context`` tokens: 2·h_kv·d_head per layer per token.
 """
 
@@ -39,7 +41,18 @@ def korthikanti(seq: int, batch: int, d_model: int, heads: int, layers: int) -> 
     return layers * (seq * batch * d_model * 34 + 5 * heads * seq * seq * batch)
 
 
-def memory(params: int, trainable: int, dtype: str, activations: Optional[int], kv: int) -> dict[str, Optional[int]]:
+def transient_bytes(output_numel: int, dtype: str) -> int:
+    """The largest output (a language model's logits) in ``dtype`` and its float32 copy for the loss."""
+    return output_numel * itemsize(dtype) + (output_numel * 4 if itemsize(dtype) != 4 else 0)
+
+
+def memory(params: int, trainable: int, dtype: str, activations: Optional[int], kv: int,
+           output_numel: int = 0) -> dict[str, Optional[int]]:
+    """Bytes of each kind; ``train_peak`` (train only): weights, gradients, optimizer state, activations and
+    the largest transient, comparable with ``torch.cuda.max_memory_allocated`` over one training step."""
     size = itemsize(dtype)
-    return {"weights": params * size, "gradients": trainable * size, "optimizer": optimizer_bytes(trainable, dtype),
-            "activations": activations, "kv_cache": kv}
+    found = {"weights": params * size, "gradients": trainable * size, "optimizer": optimizer_bytes(trainable, dtype),
+             "activations": activations, "kv_cache": kv}
+    found["train_peak"] = None if activations is None else (
+        found["weights"] + found["gradients"] + found["optimizer"] + activations + transient_bytes(output_numel, dtype))
+    return found

@@ -43,6 +43,9 @@ class Settings:
     tokens_per_second: Optional[float] = None
     peak_tflops: Optional[float] = None
     fold: bool = True  # identical layers of a ModuleList fold into one row after the first
+    device: str = "cpu"  # where the user runs it: cpu or cuda (picks the SDPA kernel, hence activations)
+    attention_kernel: Optional[str] = None  # an SDPA kernel forced by --attention-kernel (kernels.KERNELS)
+    dtype_source: str = "the default, float32"  # where ``dtype`` came from: --dtype, the config, the default
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,7 @@ class ModelReport:
     notes: list[str] = field(default_factory=list)
     crossover: dict[str, Any] = field(default_factory=dict)  # where the S² terms overtake the S-linear ones
     sizes: dict[str, Any] = field(default_factory=dict)  # a built-in model's sizes (d_model, heads, ...), for the record
+    kernel: dict[str, Any] = field(default_factory=dict)  # train: the attention kernel assumed and what it saves
 
     @property
     def agrees(self) -> bool:
@@ -193,7 +197,8 @@ def _measure(module: nn.Module, parts: dict[str, Part], s: Settings, feed: Feed)
     with routed(moe):
         if s.mode == "train":
             layers = _stacked_layers(module) if s.recompute else []
-            return measure.train(module, feed.runner(module, s.batch, s.seq_len, device, grad=True), layers)
+            return measure.train(module, feed.runner(module, s.batch, s.seq_len, device, grad=True), layers,
+                                 s.device, s.attention_kernel)
         if s.mode == "decode":
             return measure.decode(module, feed.runner(module, s.batch, 1, device), _attention_keys(parts, s), not moe)
         attention = [p for p, part in parts.items() if part.kind == "attention"]
@@ -234,9 +239,20 @@ def model_report(module: nn.Module, name: str, s: Settings, feed: Optional[Feed]
     feed = feed or signature_feed(module)
     parts = recognised(module)
     params = measure.owners(module)
+    fallback: list[str] = []
     with input_shapes(module, parts) as shapes:
         try:
-            measured = _measure(module, parts, s, feed)
+            try:
+                measured = _measure(module, parts, s, feed)
+            except RuntimeError as error:
+                if not _eager_instead(module, error):
+                    raise
+                fallback.append("attention: transformers' SDPA mask preparation reads tensor values (.item()), "
+                                "which the meta device cannot give; counted with the class's eager attention "
+                                "(the same matmul FLOPs; activations keep the S×S probabilities unless "
+                                "--attention-kernel says otherwise)")
+                shapes.clear()
+                measured = _measure(module, parts, s, feed)
         except UsageError:
             raise
         except Exception as error:  # noqa: BLE001 - the user's forward raises anything
@@ -252,12 +268,16 @@ def model_report(module: nn.Module, name: str, s: Settings, feed: Optional[Feed]
     tokens = s.batch * (1 if s.mode == "decode" else s.seq_len)
     flops = measured.at("")
     attention = [part for part in parts.values() if part.kind == "attention"]
-    kv = memory.kv_cache_bytes([a.sizes["h_kv"] * a.sizes["d_head"] for a in attention], s.context, s.batch, s.dtype)
+    cached = kv_tokens(s)
+    kv = memory.kv_cache_bytes([a.sizes["h_kv"] * a.sizes["d_head"] for a in attention], cached, s.batch, s.dtype)
     trainable = sum(p.numel() for p in {id(p): p for p in module.parameters() if p.requires_grad}.values())
     total = {"params": total_params, "active_params": _active(module, parts, total_params), "flops": flops,
              "macs": flops // 2, "flops_per_token": flops // tokens, "tokens": tokens}
-    per_token = _per_token(module, parts, s, total_params, flops // tokens)
-    notes = _notes(parts, s) + tied_notes(module)
+    per_token = _per_token(module, parts, s, total_params, flops // tokens, measured.kernel)
+    notes = _notes(parts, s) + tied_notes(module) + fallback
+    notes.append(f"defaults: dtype {s.dtype} ({s.dtype_source}); kv_cache holds {cached} tokens per sequence "
+                 + ("(--context, the cache decode attends to)" if s.mode == "decode" else
+                    f"(--seq-len in --mode {s.mode}; --mode decode sizes it by --context)"))
     unused = [p for p, _ in entries if p in parts and p not in shapes]
     if unused:
         notes.append("not called as modules, so not compared with their formulas (their parent uses the weights "
@@ -269,9 +289,45 @@ def model_report(module: nn.Module, name: str, s: Settings, feed: Optional[Feed]
                      f"s·b·h·(34 + 5·a·s/h) per layer): {estimate:,} bytes; measured: {measured.activations:,}")
     if fvcore:
         rows = with_fvcore(module, feed, s, rows, notes)
-    return ModelReport(name, s, rows, total, memory.memory(total_params, trainable, s.dtype, measured.activations, kv),
+    kernel = _kernel(measured, s)
+    if kernel:
+        notes.append(f"memory: attention kernel assumed: {kernel['name']} ({kernel['source']}); it saves "
+                     f"{kernel['saves']}; train_peak = weights + gradients + optimizer + activations + the "
+                     "largest output (the logits) and its float32 copy for the loss")
+    return ModelReport(name, s, rows, total,
+                       memory.memory(total_params, trainable, s.dtype, measured.activations, kv, measured.output_numel),
                        per_token, _uncounted(measured.uncounted), notes,
-                       cf.crossovers(parts, layers) if s.mode == "forward" else {})
+                       cf.crossovers(parts, layers) if s.mode == "forward" else {}, kernel=kernel)
+
+
+def _eager_instead(module: nn.Module, error: RuntimeError) -> bool:
+    """A transformers model on meta whose SDPA path read a tensor's value: switched to eager attention (True)."""
+    config = getattr(module, "config", None)
+    switch = getattr(module, "set_attn_implementation", None)
+    if "on meta tensors" not in str(error) or getattr(config, "_attn_implementation", None) != "sdpa" or switch is None:
+        return False
+    switch("eager")
+    return True
+
+
+def kv_tokens(s: Settings) -> int:
+    """Tokens the KV cache holds: the context asked about (--context in decode, the sequence otherwise)."""
+    return s.context if s.mode == "decode" else s.seq_len
+
+
+def _kernel(measured: measure.Measured, s: Settings) -> dict[str, Any]:
+    """The kernel the training step's activations assume, and why (train only)."""
+    from shapecheck.counting.kernels import SAVES
+
+    if measured.kernel is None:
+        return {}
+    if measured.kernel == "eager":
+        source = "the model computes softmax(QKᵀ) itself, no SDPA call"
+    elif s.attention_kernel:
+        source = "--attention-kernel"
+    else:
+        source = f"what torch picks for the model's SDPA calls on --device {s.device}"
+    return {"name": measured.kernel, "device": s.device, "source": source, "saves": SAVES[measured.kernel]}
 
 
 def with_fvcore(module: nn.Module, feed: Feed, s: Settings, rows: list[Row], notes: list[str]) -> list[Row]:
@@ -312,7 +368,8 @@ def _uncounted(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [e for e in entries if e["op"].split(".")[-1].rstrip("_") not in ROUTING_OPS]
 
 
-def _per_token(module: nn.Module, parts: dict[str, Part], s: Settings, total: int, measured: int) -> dict[str, Any]:
+def _per_token(module: nn.Module, parts: dict[str, Part], s: Settings, total: int, measured: int,
+               kernel: Optional[str] = None) -> dict[str, Any]:
     attention = [p for p in parts.values() if p.kind == "attention"]
     embeddings = [p for p in parts.values() if p.kind == "embedding"]
     n = _non_embedding(module, parts, total)
@@ -328,26 +385,56 @@ def _per_token(module: nn.Module, parts: dict[str, Part], s: Settings, total: in
         core = sum(cf.evaluate(cf.form(p).core, cf.values(p, 1, s.seq_len, s.seq_len)) for p in attention)
         result["measured_causal_half"] = measured - (core // 2) * (3 if s.mode == "train" else 1) // s.seq_len
     if s.tokens_per_second and s.peak_tflops:
-        train_per_token = measured if s.mode == "train" else 3 * measured
-        result["mfu"] = mfu(train_per_token, s.tokens_per_second, s.peak_tflops)
+        result["utilisation"] = utilisation(attention, s, measured, kernel)
+        result["mfu"] = result["utilisation"]["mfu"]
     return result
+
+
+FUSED_RESCORE = ("cpu_flash", "flash", "efficient", "cudnn")
+
+
+def utilisation(attention: list[Part], s: Settings, measured: int, kernel: Optional[str]) -> dict[str, Any]:
+    """MFU from the FLOPs of the mode measured, and HFU beside it (what the hardware runs, recomputation included).
+
+    Model FLOPs (Chowdhery et al. 2022, App. B): forward, decode (one token against its cache) or train
+    (forward + backward) per token, as measured in that mode. Hardware FLOPs add what kernels recompute: a fused
+    attention kernel's backward (flash, memory-efficient, cuDNN, CPU flash) computes QKᵀ again, one more
+    S×S_k product per attention (Dao et al. 2022, Algorithm 4); --recompute's second forward is in the
+    measured count already, so MFU is not separated from it there.
+    """
+    rescore = 0
+    if s.mode == "train" and kernel in FUSED_RESCORE:
+        rescore = sum(cf.evaluate(cf.form(p).core, cf.values(p, 1, s.seq_len, s.seq_len)) for p in attention) // 2
+        rescore //= s.seq_len
+    hardware = measured + rescore
+    conventions = {
+        "mfu": f"model FLOPs of --mode {s.mode} per token × tokens/s / peak (Chowdhery et al. 2022, App. B)"
+               + ("; --recompute: the measured FLOPs include the recomputed forward" if s.recompute else ""),
+        "hfu": "hardware FLOPs: model FLOPs plus the scores a fused attention backward recomputes (one QKᵀ per "
+               "attention layer)" + ("" if rescore or s.mode != "train" else f"; kernel {kernel}: none recomputed"),
+    }
+    return {"mode": s.mode, "flops_per_token": measured, "hardware_flops_per_token": hardware,
+            "tokens_per_second": s.tokens_per_second, "peak_tflops": s.peak_tflops, "kernel": kernel,
+            "mfu": mfu(measured, s.tokens_per_second, s.peak_tflops),
+            "hfu": mfu(hardware, s.tokens_per_second, s.peak_tflops), "conventions": conventions}
 
 
 def _notes(parts: dict[str, Part], s: Settings) -> list[str]:
     notes = ["flops: matmul FLOPs, 2 per multiply-add (macs = flops / 2), measured on the meta device; "
              "parameters shared between modules are counted once, in the first module that holds them"]
     if s.mode == "train":
-        notes.append("train: forward + backward of output.sum() counted by FlopCounterMode with shapecheck's "
-                     "attention formulas; a formula's value is 3 × its forward (backward = dX + dW)"
+        notes.append("train: forward + backward of the sum of every floating-point output (a model's inputs "
+                     "of hidden states need a gradient, as after a trained embedding), counted with shapecheck's "
+                     "formulas, each backward op at the module whose forward created its autograd node; a "
+                     "formula's value is 3 × its forward (backward = dX + dW)"
                      + ("; --recompute: each layer runs under torch.utils.checkpoint (non-reentrant) and saves only "
                         "its input; its forward runs again in backward, stopping once the saved tensors are rebuilt "
                         "(a layer's last matmul is not rerun), so the total is below the 4 × forward convention; "
                         "formulas show the 4 × convention, rows are not compared" if s.recompute else ""))
         notes.append("memory: activations are the tensors autograd saves for backward, measured on meta "
-                     "(deduplicated by storage, weights excluded); optimizer: Adam, two float32 moments "
-                     "(8 bytes/param) + a float32 master copy (4) when the dtype is 16-bit; on meta, "
-                     "scaled_dot_product_attention takes its math path and saves the S×S probabilities, "
-                     "where a flash kernel saves O(S) per head")
+                     "(deduplicated by storage, weights excluded) with each SDPA call run by the kernel assumed; "
+                     "optimizer: Adam, two float32 moments (8 bytes/param) + a float32 master copy (4) when the "
+                     "dtype is 16-bit")
     else:
         notes.append("memory: activations are measured with --mode train (null here)")
     if s.mode == "decode":

@@ -9,7 +9,8 @@ the annotations on symbolic shapes while it traces) with ``batch`` and the
 sequence axes dynamic. The program's size symbols are named after the axes;
 its ranges, equalities, specialisations and assertions become constraints; the
 return annotation is compared with the symbolic output shape; bounds from
-position tables, causal masks and rotary caches are confirmed by running at N
+position tables, causal masks, rotary caches, ALiBi biases and position tensors built
+in forward are confirmed by running at N
 and N + 1 (``bounds.py``); and the program is run at both ends of every range
 next to eager ``forward`` to catch silent specialisation (``checking.py``).
 """

@@ -6,9 +6,13 @@ Export sees a bound only when the code slices a table by the length (BERT's
 bound, and crashes one token past it. So the candidates come from the module
 tree too: every learned position table (its rows, less the offsets 0-2 that
 RoBERTa, OPT and BART add), every square causal-mask buffer (GPT-2's and
-nanoGPT's ``bias[:, :, :T, :T]``), every fixed rotary cache, and export's own
-range. A candidate N is a bound only when the exported program runs at N and
-eager ``forward`` fails at N + 1 and N + 2; ``N`` is the largest length that runs.
+nanoGPT's ``bias[:, :, :T, :T]``), every fixed rotary cache or ALiBi bias buffer,
+every position tensor ``forward`` builds for a fixed number of positions whatever
+the length (``traced``: an ``arange`` of the same size at two lengths, as MPT's
+ALiBi bias for ``max_seq_len`` positions or a rotary cache built to a maximum
+length), and export's own range. A candidate N is a bound only when the exported
+program runs at N and eager ``forward`` fails at N + 1 and N + 2; ``N`` is the
+largest length that runs.
 """
 
 from __future__ import annotations
@@ -19,12 +23,13 @@ from typing import Optional
 
 import torch
 from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from shapecheck.prove.inputs import InputPlan
 
 SEQUENCE_AXES = ("seq", "seq_q", "seq_k")
 POSITION_WORDS = ("pos", "wpe")
-CACHE_WORDS = ("cos", "sin", "freqs", "rotary", "rope")
+CACHE_WORDS = ("cos", "sin", "freqs", "rotary", "rope", "alibi")
 MASK_WORDS = ("bias", "mask", "causal", "tril")
 OFFSETS = (0, 1, 2)  # rows a position table reserves before the first position (padding_idx + 1 for RoBERTa)
 
@@ -72,16 +77,52 @@ def _buffers(model: nn.Module) -> Iterator[Candidate]:
         if square and any(w in last for w in MASK_WORDS):
             yield Candidate(int(buffer.shape[-1]), f"causal mask {path} ({buffer.shape[-1]}×{buffer.shape[-1]})")
         elif any(w in last for w in CACHE_WORDS):
-            rows = int(buffer.shape[0] if buffer.dim() == 2 else buffer.shape[-2])
-            yield Candidate(rows, f"rotary cache {path} ({rows} positions)")
+            rows = _position_buffer_rows(buffer)
+            kind = "ALiBi bias" if "alibi" in last else "rotary cache"
+            yield Candidate(rows, f"{kind} {path} ({rows} positions)")
 
 
-def candidates(model: nn.Module, exported_upper: Optional[int]) -> list[Candidate]:
+def _position_buffer_rows(buffer: torch.Tensor) -> int:
+    """Positions a cache buffer holds: rows of a (positions, width) table, else its last axis (ALiBi's (h, 1, N))."""
+    return int(buffer.shape[0] if buffer.dim() == 2 else buffer.shape[-1] if buffer.shape[-2] == 1 else buffer.shape[-2])
+
+
+class _Aranges(TorchDispatchMode):
+    """The length of every ``arange`` a forward builds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lengths: set[int] = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
+        out = func(*args, **(kwargs or {}))
+        if func.overloadpacket is torch.ops.aten.arange and isinstance(out, torch.Tensor) and out.dim() == 1:
+            self.lengths.add(int(out.numel()))
+        return out
+
+
+def traced(run: Callable[[int], None], lengths: tuple[int, int] = (2, 3)) -> list[Candidate]:
+    """Position tensors ``forward`` builds for a fixed number of positions: an ``arange`` of the same length
+    at two sequence lengths, longer than both (``run(n)`` runs forward at length n)."""
+    seen = []
+    for n in lengths:
+        mode = _Aranges()
+        try:
+            with mode:
+                run(n)
+        except Exception:  # noqa: BLE001 - the user's forward may fail at a small length: no candidates from it
+            return []
+        seen.append(mode.lengths)
+    fixed = set.intersection(*seen) if seen else set()
+    return [Candidate(n, f"position tensor of {n} built in forward") for n in sorted(fixed) if n > max(lengths)]
+
+
+def candidates(model: nn.Module, exported_upper: Optional[int], built: list[Candidate] = ()) -> list[Candidate]:
     """Every candidate bound, largest first, one per size (the first source found names it)."""
     found: dict[int, list[str]] = {}
     if exported_upper is not None:
         found[exported_upper] = ["export's range"]
-    for candidate in list(_tables(model)) + list(_buffers(model)):
+    for candidate in list(_tables(model)) + list(_buffers(model)) + list(built):
         if candidate.size >= 1 and candidate.source not in found.setdefault(candidate.size, []):
             found[candidate.size].append(candidate.source)
     return [Candidate(size, " / ".join(found[size])) for size in sorted(found, reverse=True)]

@@ -14,7 +14,7 @@ from typing import Optional
 
 from torch import nn
 
-from shapecheck.prove.bounds import Bound, candidates, confirm, sequence_axes
+from shapecheck.prove.bounds import Bound, candidates, confirm, sequence_axes, traced
 from shapecheck.prove.constraints import bounds as range_bounds
 from shapecheck.prove.export import Exported
 from shapecheck.prove.inputs import InputPlan
@@ -32,6 +32,9 @@ class Checked:
     interrupted: bool = False
 
 
+PAST_TABLE_LIMIT = 8192  # sampling goes one past a position table up to this length (a larger one: the cap)
+
+
 def _exported_upper(exported: Exported, naming: Naming, axis: str) -> Optional[int]:
     symbol = naming.symbol_of(axis)
     ranges = exported.program.range_constraints
@@ -39,12 +42,15 @@ def _exported_upper(exported: Exported, naming: Naming, axis: str) -> Optional[i
 
 
 def _find_bounds(module: nn.Module, program: nn.Module, exported: Exported, plan: InputPlan, naming: Naming,
-                 free: list[str], progress: Progress, runs: dict[tuple, Sample]) -> list[Bound]:
-    """Each sequence axis's confirmed bound; the runs at the top are kept in ``runs`` (the top sample reuses them)."""
+                 free: list[str], progress: Progress, runs: dict[tuple, Sample], largest: dict[str, int]) -> list[Bound]:
+    """Each sequence axis's confirmed bound; the runs at the top are kept in ``runs`` (the top sample reuses them);
+    ``largest`` gets the largest position table, buffer or built position tensor of each axis."""
     found = []
     base = {a: 1 for a in free}
     for axis in sequence_axes(plan, free):
-        options = candidates(module, _exported_upper(exported, naming, axis))
+        built = traced(lambda n, axis=axis: module(**plan.call(plan.examples({**base, axis: n}))))
+        largest[axis] = max((c.size for c in candidates(module, None, built)), default=0)
+        options = candidates(module, _exported_upper(exported, naming, axis), built)
         if options:
             progress(f"confirming the bound on {axis} ({', '.join(str(c.size) for c in options[:3])} ...)")
 
@@ -80,9 +86,14 @@ def check(module: nn.Module, exported: Exported, plan: InputPlan, naming: Naming
     ranges = spans(plan, naming, exported.program.range_constraints, caps)
     try:
         runs: dict[tuple, Sample] = {}  # the top runs of the bound search, by sizes
-        result.bounds = _find_bounds(module, program, exported, plan, naming, list(ranges), progress, runs)
+        largest: dict[str, int] = {}
+        result.bounds = _find_bounds(module, program, exported, plan, naming, list(ranges), progress, runs, largest)
         tops = {b.axis: b.size for b in result.bounds}
         ranges = {a: (low, min(high, tops.get(a, high))) for a, (low, high) in ranges.items()}
+        for axis, size in largest.items():  # no bound confirmed: the top sample goes one past the largest table
+            upper = _exported_upper(exported, naming, axis)
+            if axis not in tops and ranges[axis][1] <= size < PAST_TABLE_LIMIT:
+                ranges[axis] = (ranges[axis][0], size + 1 if upper is None else min(size + 1, upper))
         for number, (kind, sizes) in enumerate(choose_sizes(ranges, tops, naming, count=count, seed=seed, caps=caps), 1):
             progress(f"sample {number}: " + ", ".join(f"{k}={v}" for k, v in sizes.items()))
             past_cap = any(sizes.get(a, 0) > (caps or {}).get(a, DEFAULT_CAPS.get(a, 32)) for a in tops)

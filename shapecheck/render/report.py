@@ -57,7 +57,8 @@ def as_dict(report: ModelReport) -> dict[str, Any]:
     rows = [{**asdict(r), "agrees": r.agrees if r.expected_params is not None else None} for r in report.rows]
     return {"config": {"model": report.name, **report.sizes, **asdict(report.settings)}, "rows": rows,
             "total": {**report.total, "per_token": report.per_token}, "memory": report.memory,
-            "crossover": report.crossover, "uncounted": report.uncounted, "notes": report.notes}
+            "kernel": report.kernel or None, "crossover": report.crossover, "uncounted": report.uncounted,
+            "notes": report.notes}
 
 
 def _header(report: ModelReport) -> list[str]:
@@ -82,11 +83,16 @@ def _footer(report: ModelReport) -> list[str]:
     lines = [f"total: params {t['params']:,} (active {t['active_params']:,}); FLOPs {show(t['flops'])}"
              f"{per_token}; MACs {show(t['macs'])}"]
     if m:
-        lines.append("memory: " + ", ".join(f"{k} {human_bytes(v)}" for k, v in m.items()))
+        lines.append("memory: " + ", ".join(f"{k} {human_bytes(v)}" for k, v in m.items()
+                                            if v is not None or k != "train_peak"))
     for name, entry in report.per_token.get("estimates", {}).items():
         lines.append(f"per token, {name}: forward {entry['forward']:,}, train {entry['train']:,} ({entry['convention']})")
-    if "mfu" in report.per_token:
-        lines.append(f"MFU: {100 * report.per_token['mfu']:.1f}%")
+    if "utilisation" in report.per_token:
+        u = report.per_token["utilisation"]
+        lines.append(f"MFU: {100 * u['mfu']:.1f}% ({u['mode']}: {u['flops_per_token']:,} FLOPs/token × "
+                     f"{u['tokens_per_second']:,} tokens/s over a {u['peak_tflops']:g} TFLOPS peak); "
+                     f"HFU: {100 * u['hfu']:.1f}% ({u['hardware_flops_per_token']:,} hardware FLOPs/token)")
+        lines.extend(f"note: {name.upper()}: {text}" for name, text in u["conventions"].items())
     lines += crossover_lines(report)
     lines += [f"uncounted: {e['op']}: {e['calls']} calls" for e in report.uncounted] or ["uncounted: none"]
     return lines + [f"note: {n}" for n in report.notes]

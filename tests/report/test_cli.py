@@ -6,6 +6,7 @@ import csv
 import importlib.util
 import io
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -31,6 +32,21 @@ def test_the_readme_command_works_with_the_paper_defaults():
     assert "S = 3072" in output  # whole-layer crossover, 6·d_model
     assert "layers.0.self_attn (attention, d_model=512 h=8 h_kv=8 d_head=64" in output
     assert "✓" in output and "✗" not in output
+
+
+LLAMA_CONFIG = str(Path(__file__).parent / "configs" / "llama-tiny.json")
+
+
+@pytest.mark.parametrize("args", [[], ["--preset", "bert-base"], ["--config", LLAMA_CONFIG, "--all-layers"]],
+                         ids=["default-encoder", "bert-base", "llama-config-all-layers"])
+def test_train_mode_agrees_on_correct_models(args):
+    """Training FLOPs equal 3 × forward row by row: the first layer's inputs need a gradient as in training,
+    every output is trained (BERT's pooler), and a layer's backward stays in that layer."""
+    result = run(*args, "--mode", "train", "--format", "json")
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)["rows"]
+    compared = [r for r in rows if r["expected_flops"] is not None]
+    assert len(compared) >= 4 and all(r["flops"] == r["expected_flops"] for r in compared)
 
 
 def test_json_follows_the_schema_and_rows_add_up():

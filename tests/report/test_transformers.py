@@ -7,7 +7,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from shapecheck.counting import flop_counter_mapping
-from shapecheck.counting.inputs import make_inputs, output_tensor
+from shapecheck.counting.inputs import make_inputs, training_loss
 from shapecheck.counting.tree import Settings, model_report
 
 transformers = pytest.importorskip("transformers")
@@ -43,7 +43,7 @@ def flop_counter(model, train: bool = False) -> int:
     with FlopCounterMode(display=False, custom_mapping=flop_counter_mapping()) as counter:
         out = model(*args, **kwargs)
         if train:
-            output_tensor(out).float().sum().backward()
+            training_loss(out).backward()
     return counter.get_total_flops()
 
 
@@ -73,6 +73,17 @@ def test_train_equals_the_counted_backward_three_times_forward(name):
     if name == "llama":  # no position or token-type gathers before the first matmul: exactly 3 ×, less the rotary
         table = _rotary_table_flops(model, forward)  # table, which has no backward (a matmul in transformers 5.17)
         assert train.total["flops"] - table == 3 * (forward.total["flops"] - table)
+
+
+@pytest.mark.parametrize("name", ["llama", "gpt2", "bert", "t5"])
+def test_train_rows_of_every_layer_agree_with_their_formulas(name):
+    """Each backward op belongs to the module whose forward made its autograd node: layer 1's attention holds
+    its own backward, not layer 0's too (FlopCounterMode's tracker gave it both), and every part is trained."""
+    model = build(name)
+    report = model_report(model, name, Settings(batch=B, seq_len=S, mode="train", fold=False))
+    assert report.agrees, [(r.path, r.expected_flops, r.flops) for r in report.rows if not r.agrees]
+    layers = [r for r in report.rows if r.kind == "attention"]
+    assert len(layers) >= 2 and all(r.expected_flops is not None for r in layers)
 
 
 def test_recognised_rows_cover_gqa_and_gated_mlp():

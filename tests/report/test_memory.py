@@ -1,0 +1,80 @@
+"""Activation memory by attention kernel: the report's figure against the bytes autograd really saves in a
+CPU forward of transformers models (saved-tensor hooks, each storage once, weights left out)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from shapecheck.counting.inputs import make_inputs
+from shapecheck.counting.memory import transient_bytes
+from shapecheck.counting.tree import Settings, model_report
+
+transformers = pytest.importorskip("transformers")
+
+B, S = 2, 64
+TINY = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, vocab_size=128)
+CONFIGS = {
+    "llama": lambda impl: transformers.LlamaConfig(**TINY, num_key_value_heads=2, attn_implementation=impl),
+    "bert": lambda impl: transformers.BertConfig(**TINY, max_position_embeddings=128, attn_implementation=impl),
+    "bert-no-dropout": lambda impl: transformers.BertConfig(**TINY, max_position_embeddings=128, attn_implementation=impl,
+                                                           attention_probs_dropout_prob=0.0),
+}
+CLASSES = {"llama": "LlamaForCausalLM", "bert": "BertModel", "bert-no-dropout": "BertModel"}
+
+
+def build(name: str, impl: str, device: str):
+    torch.manual_seed(0)
+    with torch.device(device):
+        return getattr(transformers, CLASSES[name])(CONFIGS[name](impl))
+
+
+def saved_on_cpu(model) -> int:
+    """Bytes of the distinct storages autograd saves in one real CPU training forward, parameters excluded."""
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    storages: dict[int, int] = {}
+
+    def pack(tensor):
+        storage = tensor.untyped_storage()
+        if storage.data_ptr() not in params:
+            storages.setdefault(storage.data_ptr(), storage.nbytes())
+        return tensor
+
+    args, kwargs = make_inputs(model, B, S, "cpu")
+    model.train()
+    keep = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: keep.append(t) or pack(t), lambda t: t):
+        model(*args, **kwargs)
+    return sum(storages.values())
+
+
+@pytest.mark.parametrize("impl", ["sdpa", "eager"])
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_activations_equal_what_autograd_saves_on_cpu(name, impl):
+    report = model_report(build(name, impl, "meta"), name, Settings(batch=B, seq_len=S, mode="train", device="cpu"))
+    assert report.memory["activations"] == saved_on_cpu(build(name, impl, "cpu"))
+    expected = "eager" if impl == "eager" else ("math" if name == "bert" else "cpu_flash")  # CPU flash: no dropout
+    assert report.kernel["name"] == expected
+
+
+def test_fused_kernels_keep_no_score_matrix_and_the_math_kernel_does():
+    """At twice the length the math kernel's activations grow by the S×S probabilities, the fused ones linearly."""
+    def activations(kernel: str, seq: int) -> int:
+        s = Settings(batch=1, seq_len=seq, mode="train", device="cuda", dtype="bfloat16", attention_kernel=kernel)
+        return model_report(build("llama", "sdpa", "meta"), "llama", s).memory["activations"]
+
+    layers, heads, bf16 = TINY["num_hidden_layers"], TINY["num_attention_heads"], 2
+    scores = layers * heads * (128**2 - 2 * 64**2) * bf16  # the probabilities' growth beyond linear
+    for kernel in ("flash", "efficient", "cpu_flash"):
+        assert abs(activations(kernel, 128) - 2 * activations(kernel, 64)) < 1024  # a few constant seeds
+    assert activations("math", 128) - 2 * activations("math", 64) >= scores
+
+
+def test_train_peak_adds_the_logits_and_their_float32_copy():
+    s = Settings(batch=B, seq_len=S, mode="train", dtype="bfloat16")
+    report = model_report(build("llama", "sdpa", "meta"), "llama", s)
+    m = report.memory
+    logits = B * S * TINY["vocab_size"]
+    assert transient_bytes(logits, "bfloat16") == logits * (2 + 4)
+    assert m["train_peak"] == m["weights"] + m["gradients"] + m["optimizer"] + m["activations"] + logits * 6
+    assert model_report(build("llama", "sdpa", "meta"), "llama", Settings(batch=B, seq_len=S)).memory["train_peak"] is None

@@ -1,0 +1,130 @@
+"""Modern anatomy recognised with closed forms: q/k-norm attention, shared + routed experts (transformers classes
+built from small configs on meta; each recognised row's formula equals the measured count)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from shapecheck.counting.tree import Settings, model_report
+
+transformers = pytest.importorskip("transformers")
+
+T = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4, vocab_size=128)
+
+
+def report(cls: str, config, mode: str = "forward"):
+    with torch.device("meta"):
+        model = getattr(transformers, cls)(config)
+    return model, model_report(model, cls, Settings(batch=2, seq_len=16, mode=mode, fold=False))
+
+
+@pytest.mark.parametrize("cls, config", [
+    ("Qwen3ForCausalLM", lambda: transformers.Qwen3Config(**T, num_key_value_heads=2, head_dim=16)),
+    ("CohereForCausalLM", lambda: transformers.CohereConfig(**T, num_key_value_heads=2, use_qk_norm=True)),
+])
+@pytest.mark.parametrize("mode", ["forward", "train"])
+def test_qk_norm_attention_is_one_attention_row_with_its_norm_gains(cls, config, mode):
+    model, r = report(cls, config(), mode)
+    rows = {row.path: row for row in r.rows}
+    attention = rows["model.layers.0.self_attn"]
+    assert attention.kind == "attention" and "qk_norm" in attention.params_formula
+    norms = sum(p.numel() for name, p in model.model.layers[0].self_attn.named_parameters() if "norm" in name)
+    assert attention.detail.endswith(f"qk_norm={norms}") and norms > 0
+    assert r.agrees, [(x.path, x.expected_params, x.params, x.expected_flops, x.flops) for x in r.rows if not x.agrees]
+
+
+def test_shared_and_routed_experts_count_every_tokens_shared_expert():
+    config = transformers.DeepseekV3Config(
+        **T, num_key_value_heads=4, q_lora_rank=32, kv_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=8,
+        v_head_dim=16, n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1, moe_intermediate_size=32,
+        first_k_dense_replace=1, n_group=1, topk_group=1)
+    model, r = report("DeepseekV3ForCausalLM", config)
+    moe = next(row for row in r.rows if row.kind == "moe")
+    assert "d_shared=32" in moe.detail and moe.agrees
+    shared = sum(p.numel() for p in model.model.layers[1].mlp.shared_experts.parameters())
+    routed = sum(p.numel() for p in model.model.layers[1].mlp.experts.parameters())
+    assert moe.params == shared + routed + sum(p.numel() for p in model.model.layers[1].mlp.gate.parameters())
+    per_token = 2 * (2 * 3 * 64 * 32) + 2 * 64 * 4 + 2 * 3 * 64 * 32  # k=2 routed SwiGLUs, the router, the shared one
+    assert moe.flops == 2 * 16 * per_token  # batch 2 × 16 tokens
+    assert r.agrees
+
+
+@pytest.mark.parametrize("cls, config, path", [
+    ("Phi3ForCausalLM", lambda: transformers.Phi3Config(**T, num_key_value_heads=2, pad_token_id=0),
+     "model.layers.0.self_attn"),  # one qkv_proj for q, k and v of grouped heads
+    ("MptForCausalLM", lambda: transformers.MptConfig(d_model=64, n_heads=4, n_layers=2, vocab_size=128,
+                                                     max_seq_len=64), "transformer.blocks.0.attn"),  # Wqkv, ALiBi
+])
+@pytest.mark.parametrize("mode", ["forward", "train"])
+def test_packed_qkv_attention_is_recognised(cls, config, path, mode):
+    _, r = report(cls, config(), mode)
+    row = next(row for row in r.rows if row.path == path)
+    assert row.kind == "attention" and row.expected_flops == row.flops
+    assert r.agrees, [(x.path, x.expected_flops, x.flops) for x in r.rows if not x.agrees]
+
+
+@pytest.mark.parametrize("mode", ["forward", "train"])
+def test_qwen2_moe_shared_expert_and_its_gate(mode):
+    config = transformers.Qwen2MoeConfig(**T, num_key_value_heads=2, num_experts=4, num_experts_per_tok=2,
+                                         moe_intermediate_size=32, shared_expert_intermediate_size=48)
+    model, r = report("Qwen2MoeForCausalLM", config, mode)
+    moe = next(row for row in r.rows if row.kind == "moe")
+    assert "d_shared=48" in moe.detail and "d_gate=1" in moe.detail
+    assert moe.params == sum(p.numel() for p in model.model.layers[0].mlp.parameters())
+    assert r.agrees, [(x.path, x.expected_flops, x.flops) for x in r.rows if not x.agrees]
+
+
+def test_swin_relative_position_table_is_a_parameter_of_its_attention_form():
+    config = transformers.SwinConfig(image_size=32, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[2, 4],
+                                     window_size=4)
+    model, r = report("SwinModel", config)
+    row = next(row for row in r.rows if row.kind == "attention")
+    table = next(p for n, p in model.encoder.layers[0].blocks[0].attention.named_parameters() if "relative" in n)
+    assert row.detail.endswith(f"table={table.numel()}") and "qk_norm" not in row.detail
+    assert r.agrees
+
+
+class MetaFeedForward(torch.nn.Module):
+    """Meta's Llama reference naming: w1 (gate), w2 (down), w3 (up), declared in that order."""
+
+    def __init__(self, dim: int = 32, hidden: int = 80) -> None:
+        super().__init__()
+        self.w1 = torch.nn.Linear(dim, hidden, bias=False)
+        self.w2 = torch.nn.Linear(hidden, dim, bias=False)
+        self.w3 = torch.nn.Linear(dim, hidden, bias=False)
+
+    def forward(self, x):
+        return self.w2(torch.nn.functional.silu(self.w1(x)) * self.w3(x))  # (batch, seq, dim)
+
+
+@pytest.mark.parametrize("mode", ["forward", "train"])
+def test_meta_style_swiglu_w1_w2_w3_is_a_gated_mlp(mode):
+    with torch.device("meta"):
+        block = torch.nn.Sequential(MetaFeedForward(), torch.nn.Linear(32, 10))
+    r = model_report(block, "meta", Settings(batch=2, seq_len=8, mode=mode))
+    rows = {row.path: row for row in r.rows}
+    assert rows["0"].kind == "gated_mlp" and rows["0"].detail == "d_model=32 d_ff=80"
+    assert rows["1"].kind == "linear" and r.agrees
+
+
+def test_grouped_mm_counts_as_the_per_expert_products_forward_and_backward():
+    """``aten._grouped_mm`` (MoE kernels) against the same products written per group, under FlopCounterMode."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from shapecheck.counting import flop_counter_mapping
+
+    G, K, N, ends = 4, 16, 24, [3, 8, 8, 20]
+    a, b = torch.randn(20, K, requires_grad=True), torch.randn(G, K, N, requires_grad=True)
+
+    def counted(run) -> int:
+        with FlopCounterMode(display=False, custom_mapping=flop_counter_mapping()) as counter:
+            run().pow(2).sum().backward()  # a contiguous gradient, as a loss gives
+        return counter.get_total_flops()
+
+    grouped = counted(lambda: torch._grouped_mm(a, b, offs=torch.tensor(ends, dtype=torch.int32)))
+    starts = [0, *ends[:-1]]
+    looped = counted(lambda: torch.cat([a[s:e] @ b[g] for g, (s, e) in enumerate(zip(starts, ends))]))
+    assert grouped == looped == 3 * 2 * 20 * K * N
+    batched = torch.randn(G, 5, K)
+    assert counted(lambda: torch._grouped_mm(batched, b)) == 3 * 2 * G * 5 * K * N - 2 * G * 5 * K * N  # no dA
