@@ -433,6 +433,49 @@ def low_precision(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
     return None
 
 
+HALF_DTYPES = (torch.float16, torch.bfloat16)
+_PLATFORM = ("not implemented for 'Half'", "not implemented for 'BFloat16'")  # CPU kernels missing: the platform, not the module
+
+
+def half_precision_masks(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
+    """float16 / bfloat16 under stress: large logits, left padding (with the module's own causal mask: summed masks) and
+    fully masked items give finite outputs wherever float32 on the same inputs does."""
+    dtype = draw(st.sampled_from(HALF_DTYPES), "dtype")
+    large = draw(st.sampled_from([8.0, 32.0]), "input_scale")  # scores grow with its square
+    keep = None
+    if s.has_mask:  # item i hides its first pads[i] keys; seq_k hides them all
+        pads = draw(st.lists(st.integers(0, case.shape.seq_k), min_size=case.shape.batch, max_size=case.shape.batch), "left_pads")
+        keep = torch.arange(case.shape.seq_k)[None, :] >= torch.tensor(pads)[:, None]  # (batch, seq_k)
+        draw(st.just(describe_mask(keep)), "mask")  # the counterexample shows the mask used
+    query, key, value = (t.to(dtype) for t in random_inputs(case.shape, case.seed, cross=s.conv.cross))
+    query, key, value = query * large, key * large, value
+    module = s.fresh_copy(case.shape).to(dtype)
+    try:
+        half = s.run(module, case, query=query, key=key, value=value, keep=keep, use_mask=keep is not None).output
+    except (RuntimeError, NotImplementedError) as error:
+        if any(text in str(error) for text in _PLATFORM):
+            raise Skip(f"the module cannot run in {str(dtype).replace('torch.', '')} on this device: {str(error)[:120]}") from None
+        raise
+    full = s.run(s.module(case.shape), case, query=query.float(), key=key.float(), value=value.float(), keep=keep,
+                 use_mask=keep is not None).output
+    bad = ~torch.isfinite(half) & torch.isfinite(full)
+    if s.options.masked_rows == "nan" and keep is not None:  # NaN declared for rows that see no key: judge the others only
+        bad = bad & _visible_rows(keep, _causal_flag(s), case.shape.batch, case.shape.seq_q, case.shape.seq_k)[..., None]
+    if bad.any():
+        at = [int(i) for i in bad.nonzero()[0][:2]]
+        what = "NaN" if torch.isnan(half[tuple(at)]).any() else "inf"
+        return (f"{str(dtype).replace('torch.', '')} output is {what} at [batch {at[0]}, position {at[1]}] where float32 is finite "
+                f"(inputs ×{large:g}, key mask {describe_mask(keep)})")
+    return None
+
+
+def describe_mask(keep: Optional[Tensor]) -> str:
+    """'none' or rows of 1 (visible) / 0 (masked) keys per batch item: '110/011'."""
+    if keep is None:
+        return "none"
+    return "/".join("".join("1" if v else "0" for v in row) for row in keep.tolist())
+
+
 PROPERTIES: tuple[Property, ...] = (
     Property("output_shape", output_shape, _always, "output is (batch, seq_q, d_model), finite"),
     Property("deterministic_eval", deterministic_eval, _always, "eval mode is deterministic (built with dropout > 0)"),
@@ -445,6 +488,8 @@ PROPERTIES: tuple[Property, ...] = (
     Property("gradients", gradients, _always, "every parameter gets a finite gradient", mask=True),
     Property("fully_masked_rows", fully_masked_rows, _needs_mask, "a row with every key masked: policy kept, no NaN leaks", mask=True, fully_masked=True, min_batch=2, warning=True),
     Property("low_precision", low_precision, _always, "float16 / bfloat16 outputs stay finite", mask=True),
+    Property("half_precision_masks", half_precision_masks, _always,
+             "float16 / bfloat16 with large logits, left padding and fully masked items: finite where float32 is", min_seq=2),
     Property("input_dependence", degenerate.input_dependence, _always, "the output changes with the input and is not the input itself",
              min_seq=2),
     Property("content_weights", degenerate.content_weights, _always, "weights depend on query-key content (not uniform over keys)",
