@@ -22,16 +22,21 @@ def _result(cls: str, **options):
     return report.results[0]
 
 
-def test_summed_finfo_masks_turn_float16_rows_nan_and_are_caught():
-    found = _result("Attention")
+def test_summed_finfo_masks_turn_float16_rows_nan_and_fail_with_strict():
+    found = _result("Attention", strict=True)
     assert found.status == "failed" and "where float32 is finite" in found.message, found.message
     assert found.counterexample["dtype"] == "float16" and "0" in found.counterexample["mask"]  # a padded, half-precision case
     assert "finfo" in found.hint and "clamp" in found.hint
 
 
+def test_by_default_a_nan_row_with_no_visible_key_is_a_warning_as_fully_masked_rows_has_it():
+    found = _result("Attention")
+    assert found.status == "warning" and "no visible key" in found.message and "--strict" in found.message
+
+
 @pytest.mark.parametrize("cls", ["Fixed", "Sdpa"])
 def test_clamped_masks_and_sdpa_pass(cls):
-    found = _result(cls)
+    found = _result(cls, strict=True)
     assert found.status == "passed", (found.message, found.counterexample)
 
 
