@@ -26,7 +26,8 @@ from shapecheck.testing.compare import diff
 from shapecheck.testing.positions import describe
 from shapecheck.vocabulary import MASK_TEXT, PADDING_MASKS
 
-_SHAPE_TEXT = {"b1ts": "(batch, 1, seq_q, seq_k)", "b11s": "(batch, 1, 1, seq_k)", "bs": "(batch, seq_k)", "bts": "(batch, seq_q, seq_k)"}
+_SHAPE_TEXT = {"b1ts": "(batch, 1, seq_q, seq_k)", "b11s": "(batch, 1, 1, seq_k)", "bs": "(batch, seq_k)", "bts": "(batch, seq_q, seq_k)",
+               "ts": "(seq_q, seq_k), one per call: items with other masks run one by one"}
 _KINDS: tuple[MaskKind, ...] = ("keep", "ignore", "additive", "keep_float")
 
 
