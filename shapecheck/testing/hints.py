@@ -32,7 +32,8 @@ _BY_PROPERTY = {
     "negative score, is -inf and a row with no visible key turns NaN; clamp the summed mask at finfo.min or masked_fill once",
     "kv_cache": "with a cache the queries are the last positions: the causal mask must be built for (seq_q, past + seq_q) "
     "with the queries offset by the cache length, and rotary positions must start at the cache length",
-    "rotary": "rotary must depend on relative positions only: rotate q and k (not v) with the same cos/sin, in one layout",
+    "rotary": "positions must enter as relative ones only: rotate q and k (not v) with the same cos/sin, in one layout; "
+    "add an ALiBi or relative bias to the scores (never multiply)",
     "positions_matter": "the positional input never reaches the scores: rotated q/k computed but not used, "
     "or rotary applied along the head axis instead of the sequence",
     "grouped_heads": "each kv head serves heads // kv_heads consecutive query heads: repeat_interleave over the head axis "

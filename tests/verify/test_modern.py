@@ -30,7 +30,8 @@ CAUGHT_BY = {
     "rotary_result_dropped": {"reference", "positions_matter"},  # order-blind: causal, cache and shifts all hold
     "qk_norm_key_skipped": {"reference"},  # the reference applies the module's own q_norm / k_norm
     "packed_qkv_per_head": {"reference"},  # one Linear packed per head: read by head counts
-    "mask_2d_weak_fill": {"padding", "constant_values"},  # only reachable through torch's 2-D (seq_q, seq_k) attn_mask
+    "mask_2d_weak_fill": {"padding", "constant_values"},
+    "alibi_multiplied": {"rotary"},  # the offset shift covers ALiBi and relative-bias inputs as well as rotary  # only reachable through torch's 2-D (seq_q, seq_k) attn_mask
 }
 
 
