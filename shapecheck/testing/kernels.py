@@ -30,11 +30,11 @@ def _rows_in(module: nn.Module, weight: Tensor) -> Optional[tuple[str, slice]]:
     """(name of the Linear holding ``weight``, the output rows it occupies there), or None (a copy, a Conv1D)."""
     for name, sub in module.named_modules():
         own = getattr(sub, "weight", None)
-        if not isinstance(sub, nn.Linear) or own is None or own.dim() != 2 or weight.dim() != 2 or own.size(1) != weight.size(1):
+        if not isinstance(sub, nn.Linear) or own is None or weight.dim() != 2 or weight.stride() != own.stride():
             continue
-        for start in range(0, own.size(0) - weight.size(0) + 1):
-            if own[start] is not None and own.data_ptr() + start * own.stride(0) * own.element_size() == weight.data_ptr():
-                return name, slice(start, start + weight.size(0))
+        offset, rest = divmod(weight.data_ptr() - own.data_ptr(), own.stride(0) * own.element_size())
+        if rest == 0 and 0 <= offset <= own.size(0) - weight.size(0) and weight.size(1) == own.size(1):
+            return name, slice(offset, offset + weight.size(0))
     return None
 
 
