@@ -436,7 +436,7 @@ def assign(fields: list[tuple[str, Any]], sizes: Sizes, init: dict[str, Any], *,
     for name, default in fields:
         role = roles.get(name)
         if name in init:
-            out.values[name], out.sources[name] = init.pop(name), "init"
+            out.values[name], out.sources[name] = _as_dtype(name, init.pop(name), default), "init"
         elif role is None or (value := _role_value(role, full, default)) is None:
             if default is _EMPTY:
                 out.missing.append(name)
@@ -447,6 +447,16 @@ def assign(fields: list[tuple[str, Any]], sizes: Sizes, init: dict[str, Any], *,
             if not _same(value, default):
                 out.replaced[name] = default
     return out
+
+
+def _as_dtype(name: str, value: Any, default: Any) -> Any:
+    """``--init dtype=float32``: a dtype's name given to a parameter whose default is a torch dtype, or named ``*dtype``."""
+    if not isinstance(value, str) or not (isinstance(default, torch.dtype) or name.endswith("dtype")):
+        return value
+    found = getattr(torch, value.removeprefix("torch."), None)
+    if not isinstance(found, torch.dtype):
+        raise UsageError(f"--init {name}={value}: not a torch dtype (float32, float16, bfloat16, float64 ...)")
+    return found
 
 
 def _overrides(role: str, sizes: Sizes, keep_defaults: bool, explicit: Collection[str]) -> bool:
@@ -492,6 +502,30 @@ class RoleAnswers:
 
     def __setattr__(self, name: str, value: Any) -> None:
         self._init[name] = value
+
+    def __getitem__(self, name: str) -> Any:  # a dict config (``cfg["emb_dim"]``): keys answered by role, as attributes are
+        try:
+            return self.__getattr__(name)
+        except AttributeError:
+            raise KeyError(name) from None
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        self._init[name] = value
+
+    def __contains__(self, name: object) -> bool:
+        try:
+            self.__getattr__(str(name))
+        except AttributeError:
+            return False
+        return True
+
+    def get(self, name: str, default: Any = None) -> Any:
+        try:
+            return self.__getattr__(name)
+        except AttributeError:
+            if name in self.unanswered:
+                self.unanswered.remove(name)  # the constructor has its own default
+            return default
 
     def __repr__(self) -> str:
         return "RoleAnswers(" + ", ".join(f"{k}={v!r}" for k, v in self.answered.items()) + ")"

@@ -101,7 +101,7 @@ def parse_choice(text: Any, choices: Sequence[str], aliases: Optional[dict[str, 
 def parse_pairs(text: Any, value: Callable[[str], Any]) -> dict[str, Any]:
     """``'a=1,b=x'`` -> ``{'a': value('1'), 'b': value('x')}``; a malformed item raises ``BadParameter``."""
     result: dict[str, Any] = {}
-    for item in str(text).split(","):
+    for item in _top_level(str(text)):
         if not item.strip():
             continue
         name, sep, raw = item.partition("=")
@@ -127,9 +127,22 @@ def split_selection(values: Optional[Iterable[str]]) -> tuple[str, ...]:
     return tuple(item.strip() for value in values or () for item in value.split(",") if item.strip())
 
 
+def _top_level(text: str) -> list[str]:
+    """``'a=[1,2],b=3'`` -> ``['a=[1,2]', 'b=3']``: split at commas outside brackets."""
+    items, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        depth += (char in "[(") - (char in "])")
+        if char == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+    return items + [text[start:]]
+
+
 def parse_value(text: str) -> Any:
-    """``'8'`` -> 8, ``'0.1'`` -> 0.1, ``'true'`` -> True, ``'none'`` -> None, anything else the string."""
+    """``'8'`` -> 8, ``'0.1'`` -> 0.1, ``'true'`` -> True, ``'none'`` -> None, ``'[2,2]'`` -> [2, 2], anything else the string."""
     lowered = text.strip().lower()
+    if lowered.startswith("[") and lowered.endswith("]"):
+        return [parse_value(item) for item in _top_level(text.strip()[1:-1]) if item.strip()]
     if lowered in ("true", "false"):
         return lowered == "true"
     if lowered == "none":
@@ -251,7 +264,7 @@ def heads(help: str = "Attention heads h (default: the constructor's or preset's
 
 
 def init() -> Any:
-    return pairs("--init", help="Constructor arguments by name, 'name=value,...' (ints, floats, true/false, none, text).")
+    return pairs("--init", help="Constructor arguments by name, 'name=value,...' (ints, floats, true/false, none, [lists], dtype names, text).")
 
 
 def preset(names: Sequence[str]) -> Any:

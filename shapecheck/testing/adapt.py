@@ -29,7 +29,7 @@ from shapecheck.vocabulary import CONSTRUCTOR_ROLES, FORWARD_ROLES, MASK_CONVENT
 MaskKind = Literal["keep", "ignore", "additive", "keep_float"]
 MaskOption = Literal["auto", "keep", "ignore", "additive", "keep_float", "none"]
 Layout = Literal["batch-first", "seq-first"]
-MASK_SHAPES = ("b1ts", "b11s", "bs", "bts")  # tried in this order by the probe
+MASK_SHAPES = ("b1ts", "b11s", "bs", "bts", "ts")  # tried in this order by the probe; "ts": torch's 2-D (seq_q, seq_k) attn_mask
 POSITIONAL_ROLES = ("positions", "cache_position", "rotary", "alibi", "position_bias")
 SUPPLIED_ROLES = POSITIONAL_ROLES + ("residual", "start_pos")  # built for each call
 OFF_ROLES = {"use_cache": False, "cache": None, "head_mask": None, "encoder_mask": None}  # caches off, no extra masks
@@ -226,6 +226,8 @@ def mask_tensor(keep: Tensor, kind: MaskKind, shape: str, seq_q: int, dtype: tor
         return value  # (batch, seq_q, seq_k)
     if shape == "b11s":
         return value[:, None, :1]  # (batch, 1, 1, seq_k)
+    if shape == "ts":
+        return value[0]  # (seq_q, seq_k): one mask for the batch (``call`` runs items whose masks differ one by one)
     return value[:, 0]  # (batch, seq_k)
 
 
@@ -351,6 +353,11 @@ def call(
 
     ``positions`` (1-D, default ``arange(seq_q)``) are the query tokens' positions for every positional input.
     """
+    if keep is not None and conv.mask_shape == "ts" and conv.mask_name is not None and keep.size(0) > 1 and not bool((keep == keep[:1]).all()):
+        parts = [call(module, conv, query[i:i + 1], None if key is None else key[i:i + 1], None if value is None else value[i:i + 1],
+                      keep=keep[i:i + 1], causal=causal, weights=weights, positions=positions, sizes=sizes) for i in range(keep.size(0))]
+        found = [p.weights for p in parts]
+        return Outcome(torch.cat([p.output for p in parts]), None if any(w is None for w in found) else torch.cat(found))  # type: ignore[misc]
     kwargs = arguments(module, conv, query, key, value, keep=keep, causal=causal, weights=weights, positions=positions, sizes=sizes)
     result = module(**kwargs)
     return read_outcome(result, conv.batch_first, query.size(1), (key if key is not None else query).size(1))

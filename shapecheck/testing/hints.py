@@ -28,9 +28,12 @@ _BY_PROPERTY = {
     "fully_masked_rows": "a -inf fill with a plain softmax makes NaN rows and gradients: use finfo(dtype).min "
     "or zero rows with no visible key",
     "low_precision": "a fill value such as -1e9 overflows float16: use torch.finfo(scores.dtype).min",
+    "half_precision_masks": "masks summed in half precision overflow: finfo(dtype).min added twice (causal + padding), or to a "
+    "negative score, is -inf and a row with no visible key turns NaN; clamp the summed mask at finfo.min or masked_fill once",
     "kv_cache": "with a cache the queries are the last positions: the causal mask must be built for (seq_q, past + seq_q) "
     "with the queries offset by the cache length, and rotary positions must start at the cache length",
-    "rotary": "rotary must depend on relative positions only: rotate q and k (not v) with the same cos/sin, in one layout",
+    "rotary": "positions must enter as relative ones only: rotate q and k (not v) with the same cos/sin, in one layout; "
+    "add an ALiBi or relative bias to the scores (never multiply)",
     "positions_matter": "the positional input never reaches the scores: rotated q/k computed but not used, "
     "or rotary applied along the head axis instead of the sequence",
     "grouped_heads": "each kv head serves heads // kv_heads consecutive query heads: repeat_interleave over the head axis "
@@ -57,7 +60,7 @@ def hint(name: str, counterexample: dict[str, Any], reason: str, passed: frozens
     if name == "reference" and "it matches the scale" in reason:
         return "the softmax scale: scores are scaled by " + reason.rsplit("it matches the scale ", 1)[1].removesuffix(" instead") + \
             " where 1/√d_k (the head size) is expected: set the scale from the head size, after the head split"
-    if "NaN" in reason:
+    if "NaN" in reason and name != "half_precision_masks":
         return "NaN in the output: a -inf fill on a row with no visible key, or an overflow; " + general
     if name == "permutation" and _identity(counterexample):
         return "fails with the identity permutation: the output depends on something besides the tokens (state, randomness)"

@@ -72,12 +72,18 @@ def rotary(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
     base = s.run(module, case, use_mask=False).output
     shifted = s.run(module, case, use_mask=False, positions=torch.arange(seq) + offset).output
     found = diff(shifted, base)
-    return f"positions shifted by {offset} changed the output (rotary should depend only on relative positions): {found}" if found else None
+    return (f"positions shifted by {offset} changed the output ({s.conv.positional} should depend only on relative positions): {found}"
+            if found else None)
+
+
+RELATIVE = ("rotary", "alibi", "position_bias")  # positional inputs that encode relative positions only
 
 
 def _rotary_applies(s: Subject) -> Optional[str]:
-    if s.conv.positional != "rotary":
-        return "the module takes no rotary input (position_embeddings, freqs_cis, rotary_pos_emb)"
+    if s.conv.positional not in RELATIVE:
+        return "the module takes no relative positional input (rotary position_embeddings, freqs_cis, ALiBi, relative bias)"
+    if s.conv.cross and s.conv.positional != "rotary":
+        return "cross-attention: key positions are not moved with the queries'"
     return None
 
 

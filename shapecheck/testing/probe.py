@@ -22,10 +22,12 @@ from shapecheck.testing.adapt import (
     MASK_SHAPES, Convention, Layout, MaskKind, MaskOption, Outcome, Sizes, arguments, call, forward_parameters, read_signature,
     takes_transformers_masks, window_of,
 )
+from shapecheck.testing.compare import diff
 from shapecheck.testing.positions import describe
 from shapecheck.vocabulary import MASK_TEXT, PADDING_MASKS
 
-_SHAPE_TEXT = {"b1ts": "(batch, 1, seq_q, seq_k)", "b11s": "(batch, 1, 1, seq_k)", "bs": "(batch, seq_k)", "bts": "(batch, seq_q, seq_k)"}
+_SHAPE_TEXT = {"b1ts": "(batch, 1, seq_q, seq_k)", "b11s": "(batch, 1, 1, seq_k)", "bs": "(batch, seq_k)", "bts": "(batch, seq_q, seq_k)",
+               "ts": "(seq_q, seq_k), one per call: items with other masks run one by one"}
 _KINDS: tuple[MaskKind, ...] = ("keep", "ignore", "additive", "keep_float")
 
 
@@ -259,3 +261,23 @@ def _probe_weights(module: nn.Module, conv: Convention, query: Tensor, key: Tens
     if isinstance(out, str) or out.weights is None:
         return replace(conv, notes=conv.notes + ("weights: not returned",))
     return replace(conv, returns_weights=True, notes=conv.notes + (f"weights: returned, shape {tuple(out.weights.shape)}",))
+
+
+def unnormalised(module: nn.Module, conv: Convention, d_model: int, sizes: Sizes) -> Optional[str]:
+    """Why the module's weights do not sum to 1, from its own answers, or None (they do, or no call decided it).
+
+    With one query and one key, weights summing to 1 give the key's value through the value and output projections, an
+    affine function of the key: f(x) + f(-x) = 2 f(0). ReLU, sigmoid and unnormalised linear kernels weigh it by q·k."""
+    token = torch.randn(2, 1, d_model, generator=torch.Generator().manual_seed(11))  # (batch, 1, d_model)
+
+    def run(key: Tensor) -> Optional[Tensor]:
+        out = attempt(module, conv, token if conv.cross else key, key, sizes=sizes)
+        return None if isinstance(out, str) or not torch.isfinite(out.output).all() else out.output
+
+    one, minus, zero = run(token), run(-token), run(token * 0)
+    if one is None or minus is None or zero is None:
+        return None  # calls that fail decide nothing
+    if diff(one + minus, 2 * zero) is None:
+        return None
+    return ("with one key the output is not affine in it: its weight is not 1 (ReLU, sigmoid or unnormalised attention), "
+            "or the module does more than attention (a norm of its input)")

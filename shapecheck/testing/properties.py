@@ -16,7 +16,7 @@ import torch
 from hypothesis import strategies as st
 from torch import Tensor
 
-from shapecheck.testing import degenerate, modern
+from shapecheck.testing import degenerate, kernels, modern
 from shapecheck.testing.adapt import Sizes, supply, window_of
 from shapecheck.testing.compare import Draw, Skip, diff as _diff
 from shapecheck.testing.strategies import AttentionCase, AttentionShape, random_inputs
@@ -223,6 +223,8 @@ def weights_normalised(s: Subject, case: AttentionCase, draw: Draw) -> Optional[
 
 
 def _weights_applies(s: Subject) -> Optional[str]:
+    if s.unnormalised:
+        return f"not normalised attention: {s.unnormalised}"
     return None if s.conv.returns_weights else "the module returns no attention weights"
 
 
@@ -290,6 +292,39 @@ def _reference(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
         raise Skip(f"{proj.pattern}: no packing the reference knows (stacked, per head) explains the output: no reference verdict")
     found = f"; it matches the scale {explained} instead" if explained else ""
     return f"differs from the float64 reference ({proj.pattern}{', scale ' + format(scale, '.4g') if scale else ''}): {diff}{found}"
+
+
+def not_softmax(s: Subject) -> Optional[str]:
+    """Why the module's behaviour shows it is no softmax attention (unnormalised weights, or scores whose per-query
+    constant matters: a linear kernel, asked at 2 heads of size 4+, seq 4), or None. Softmax over the queries is a bug
+    and is left to the reference to fail. Asked once per subject."""
+    if not hasattr(s, "_not_softmax"):
+        s._not_softmax = _not_softmax(s)  # type: ignore[attr-defined]
+    return s._not_softmax  # type: ignore[attr-defined]
+
+
+def _not_softmax(s: Subject) -> Optional[str]:
+    if s.unnormalised:
+        return f"not softmax attention ({s.unnormalised}): the softmax reference does not apply"
+    if s.internal_positions or s.conv.positional:
+        return None  # positions between the projection and the scores: a shift is no per-query constant there
+    m = s.d_head_multiple * max(1, 4 // s.d_head_multiple)
+    shape = AttentionShape(2, m, 2 * m, 2, 4, 5 if s.conv.cross else 4, (2 if s.grouped else None))
+    query, key, value = random_inputs(shape, 3, cross=s.conv.cross)
+    case = AttentionCase(shape, query, key, key if s.conv.memory_name else value, None, 3)
+    module = s.module(shape)
+    candidates = s.projection_candidates(module)
+    if len(candidates) != 1 or PACKED in candidates[0].pattern or candidates[0].q_norm is not None:
+        return None  # a packing read in several layouts, or a norm before the scores: no shift of the keys alone
+    proj = candidates[0]
+    try:
+        axis = kernels.softmax_axis(module, proj, lambda twin: s.run(twin, case, use_mask=False).output)
+    except Exception:  # noqa: BLE001 - a call the shift cannot drive decides nothing; the reference runs as before
+        return None
+    if axis == "neither":
+        return ("not softmax attention: one vector added to every key changed the output, and softmax ignores a constant "
+                "per query (a linear or other kernel): the softmax reference does not apply")
+    return None
 
 
 def _other_scales(shape: AttentionShape) -> tuple[tuple[str, float], ...]:
@@ -362,6 +397,8 @@ def _visible_rows(keep: Optional[Tensor], is_causal: bool, batch: int, seq_q: in
 def _reference_applies(s: Subject) -> Optional[str]:
     if not s.uses_reference:
         return s.reference_note
+    if not_softmax(s):
+        return not_softmax(s)
     if s.conv.positional in ("alibi", "position_bias", "positions"):
         return f"the module takes {s.conv.positional.replace('_', ' ')} inputs the float64 reference does not model"
     return None
@@ -433,6 +470,54 @@ def low_precision(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
     return None
 
 
+HALF_DTYPES = (torch.float16, torch.bfloat16)
+_PLATFORM = ("not implemented for 'Half'", "not implemented for 'BFloat16'")  # CPU kernels missing: the platform, not the module
+
+
+def half_precision_masks(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
+    """float16 / bfloat16 under stress: large logits, left padding (with the module's own causal mask: summed masks) and
+    fully masked items give finite outputs wherever float32 on the same inputs does."""
+    dtype = draw(st.sampled_from(HALF_DTYPES), "dtype")
+    large = draw(st.sampled_from([8.0, 32.0]), "input_scale")  # scores grow with its square
+    keep = None
+    if s.has_mask:  # item i hides its first pads[i] keys; seq_k hides them all
+        pads = draw(st.lists(st.integers(0, case.shape.seq_k), min_size=case.shape.batch, max_size=case.shape.batch), "left_pads")
+        keep = torch.arange(case.shape.seq_k)[None, :] >= torch.tensor(pads)[:, None]  # (batch, seq_k)
+        draw(st.just(describe_mask(keep)), "mask")  # the counterexample shows the mask used
+    query, key, value = (t.to(dtype) for t in random_inputs(case.shape, case.seed, cross=s.conv.cross))
+    query, key, value = query * large, key * large, value
+    module = s.fresh_copy(case.shape).to(dtype)
+    try:
+        half = s.run(module, case, query=query, key=key, value=value, keep=keep, use_mask=keep is not None).output
+    except (RuntimeError, NotImplementedError) as error:
+        if any(text in str(error) for text in _PLATFORM):
+            raise Skip(f"the module cannot run in {str(dtype).replace('torch.', '')} on this device: {str(error)[:120]}") from None
+        raise
+    full = s.run(s.module(case.shape), case, query=query.float(), key=key.float(), value=value.float(), keep=keep,
+                 use_mask=keep is not None).output
+    bad = (~torch.isfinite(half) & torch.isfinite(full)).any(dim=-1)  # (batch, seq_q)
+    seen = torch.ones_like(bad) if keep is None else _visible_rows(keep, _causal_flag(s), case.shape.batch, case.shape.seq_q,
+                                                                  case.shape.seq_k)
+    if s.options.masked_rows == "nan":  # NaN declared for rows that see no key: judge the others only
+        bad = bad & seen
+    if not bad.any():
+        return None
+    at = [int(i) for i in (bad & seen if (bad & seen).any() else bad).nonzero()[0]]
+    what = "NaN" if torch.isnan(half[at[0], at[1]]).any() else "inf"
+    found = (f"{str(dtype).replace('torch.', '')} output is {what} at [batch {at[0]}, position {at[1]}] where float32 is finite "
+             f"(inputs ×{large:g}, key mask {describe_mask(keep)})")
+    if bool(seen[at[0], at[1]]) or s.options.strict:
+        return found
+    return f"{WARNING}{found}, a row with no visible key (fails with --strict, as fully_masked_rows does)"
+
+
+def describe_mask(keep: Optional[Tensor]) -> str:
+    """'none' or rows of 1 (visible) / 0 (masked) keys per batch item: '110/011'."""
+    if keep is None:
+        return "none"
+    return "/".join("".join("1" if v else "0" for v in row) for row in keep.tolist())
+
+
 PROPERTIES: tuple[Property, ...] = (
     Property("output_shape", output_shape, _always, "output is (batch, seq_q, d_model), finite"),
     Property("deterministic_eval", deterministic_eval, _always, "eval mode is deterministic (built with dropout > 0)"),
@@ -445,6 +530,11 @@ PROPERTIES: tuple[Property, ...] = (
     Property("gradients", gradients, _always, "every parameter gets a finite gradient", mask=True),
     Property("fully_masked_rows", fully_masked_rows, _needs_mask, "a row with every key masked: policy kept, no NaN leaks", mask=True, fully_masked=True, min_batch=2, warning=True),
     Property("low_precision", low_precision, _always, "float16 / bfloat16 outputs stay finite", mask=True),
+    Property("half_precision_masks", half_precision_masks, _always,
+             "float16 / bfloat16 with large logits, left padding and fully masked items: finite where float32 is", min_seq=2),
+    Property("constant_values", kernels.constant_values, kernels._normalised_applies,
+             "every visible key the same token: each query gets that token's output alone", mask=True),
+    Property("one_key", kernels.one_key, kernels._one_key_applies, "a single key: every query gets its value through the projections"),
     Property("input_dependence", degenerate.input_dependence, _always, "the output changes with the input and is not the input itself",
              min_seq=2),
     Property("content_weights", degenerate.content_weights, _always, "weights depend on query-key content (not uniform over keys)",

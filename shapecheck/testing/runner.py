@@ -24,7 +24,7 @@ from hypothesis.reporting import with_reporter
 from shapecheck.errors import UsageError, first_line
 from shapecheck.testing.compare import Skip
 from shapecheck.testing.hints import hint
-from shapecheck.testing.properties import PROPERTIES, PROPERTY_NAMES, WARNING, Property
+from shapecheck.testing.properties import PROPERTIES, PROPERTY_NAMES, WARNING, Property, describe_mask
 from shapecheck.testing.strategies import AttentionCase, attention_cases
 from shapecheck.target import Target
 from shapecheck.testing.models import ModelSubject, model_properties, takes_token_ids
@@ -102,13 +102,6 @@ class VerifyReport:
 
 class _Failed(Exception):
     """Raised inside the hypothesis test so it shrinks; carries the reason."""
-
-
-def describe_mask(keep: Optional[torch.Tensor]) -> str:
-    """'none' or rows of 1 (visible) / 0 (masked) keys per batch item: '110/011'."""
-    if keep is None:
-        return "none"
-    return "/".join("".join("1" if v else "0" for v in row) for row in keep.tolist())
 
 
 def counterexample(case: Any, extras: dict[str, Any], has_mask: bool = True) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from shapecheck.testing.adapt import (
     Convention, Layout, MaskOption, Outcome, Sizes, arguments, call, forward_parameters, module_size, read_outcome,
 )
 from shapecheck.vocabulary import pick
-from shapecheck.testing.probe import attempt, discover, first_line
+from shapecheck.testing.probe import attempt, discover, first_line, unnormalised
 from shapecheck.testing.strategies import AttentionCase, AttentionShape
 from shapecheck.testing.dataflow import trace_roles
 from shapecheck.testing.weights import (
@@ -96,6 +96,9 @@ class Subject:
             self.notes += (f"positions: encoded by the module itself ({self.internal_positions}); "
                            "the reference tries the standard RoPE in both layouts, else says it cannot judge",)
         self.notes += _scale_note(probe, options.scale)
+        self.unnormalised = unnormalised(probe, self.conv, self.probe_shape.d_model, Sizes(self.probe_shape.heads, self.probe_shape.d_head))
+        if self.unnormalised:
+            self.notes += (f"kernel: not normalised attention: {self.unnormalised}",)
         self.reference_note = _reference_note(proj, extra)
 
     def _runnable(self, multiple: int) -> tuple[int, nn.Module, Convention]:

@@ -30,6 +30,8 @@ CAUGHT_BY = {
     "rotary_result_dropped": {"reference", "positions_matter"},  # order-blind: causal, cache and shifts all hold
     "qk_norm_key_skipped": {"reference"},  # the reference applies the module's own q_norm / k_norm
     "packed_qkv_per_head": {"reference"},  # one Linear packed per head: read by head counts
+    "mask_2d_weak_fill": {"padding", "constant_values"},
+    "alibi_multiplied": {"rotary"},  # the offset shift covers ALiBi and relative-bias inputs as well as rotary  # only reachable through torch's 2-D (seq_q, seq_k) attn_mask
 }
 
 
@@ -124,3 +126,10 @@ def test_an_optional_mask_verify_cannot_build_is_dropped_not_refused():
     report = _verify("mask_of_lengths", "Fixed")
     assert report.passed and any("attention_mask refused every mask verify builds" in n for n in report.notes)
     assert {r.name: r.status for r in report.results}["reference"] == "passed"
+
+
+def test_torch_2d_attn_mask_shape_is_tried_when_3d_and_4d_are_refused():
+    report = _verify("mask_2d_weak_fill", "Fixed")
+    assert any("shape (seq_q, seq_k)" in n for n in report.notes), report.notes
+    statuses = {r.name: r.status for r in report.results}
+    assert statuses["padding"] == statuses["batch_independence"] == "passed"  # items with other masks run one by one
