@@ -21,7 +21,7 @@ from typer._click import exceptions as click_exceptions
 from typer.core import TyperGroup
 
 from shapecheck import __version__
-from shapecheck.cli.common import private_compile_caches, usage_error
+from shapecheck.cli.common import private_temporary_files, usage_error
 from shapecheck.errors import ShapecheckError
 
 # Subcommand modules, in the order ``shapecheck --help`` lists them.
@@ -140,9 +140,9 @@ def main() -> None:
     """
     asked = sys.argv[1] if len(sys.argv) > 1 else None
     if asked in USER_CODE_COMMANDS:
-        remove_caches = private_compile_caches()
-        if not _supervise(remove_caches):
-            atexit.register(remove_caches)
+        remove_temporary = private_temporary_files()
+        if not _supervise(remove_temporary):
+            atexit.register(remove_temporary)
     app = build_app((asked,) if asked in COMMANDS else COMMANDS)
     if asked != "report":
         try:

@@ -21,12 +21,17 @@ def usage_error(message: str) -> NoReturn:
 CACHE_VARIABLES = ("TORCHINDUCTOR_CACHE_DIR",)  # torch.compile/export's on-disk caches (Triton's live inside it)
 
 
-def private_compile_caches() -> Callable[[], None]:
-    """Point torch's compile caches at a fresh temporary directory (unless the user chose one) and return
-    the function that removes it, so no ``torchinductor_*`` is left in TMPDIR after a run."""
-    if any(name in os.environ for name in CACHE_VARIABLES):
-        return lambda: None
-    directory = tempfile.mkdtemp(prefix="shapecheck-cache-")
+def private_temporary_files() -> Callable[[], None]:
+    """Give the run a fresh temporary directory and return the function that removes it.
+
+    Everything the run puts in the temporary directory (torch's compile caches, verify's hypothesis
+    storage, files the user's module makes with ``tempfile``) lands inside it: ``TMPDIR`` and
+    ``tempfile.tempdir`` point there, and so do torch's compile caches unless the user chose where they
+    go. The supervising parent removes it once the run has ended, however it ended (``os._exit`` too),
+    so nothing is left in TMPDIR.
+    """
+    directory = tempfile.mkdtemp(prefix="shapecheck-run-")
+    os.environ["TMPDIR"] = tempfile.tempdir = directory
     for name in CACHE_VARIABLES:
-        os.environ[name] = directory
+        os.environ.setdefault(name, directory)
     return lambda: shutil.rmtree(directory, ignore_errors=True)

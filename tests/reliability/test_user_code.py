@@ -77,6 +77,7 @@ def test_what_the_module_prints_goes_to_stderr(workdir, monkeypatch, command):
 @pytest.mark.parametrize("command, target, how", [
     ("audit", "exits.py:OsExitInForward", "os._exit(0)"),
     ("report", "os_exit_at_import.py:Attention", "os._exit(3)"),
+    ("verify", "exits.py:OsExitInForward", "os._exit(0)"),  # verify's scratch storage was open when it ended
 ])
 def test_os_exit_cannot_end_the_run_without_a_verdict(workdir, command, target, how):
     before = snapshot(workdir)
@@ -85,6 +86,7 @@ def test_os_exit_cannot_end_the_run_without_a_verdict(workdir, command, target, 
     assert done.stderr.strip().splitlines()[-1] == (
         f"shapecheck: error: the module ended the process ({how}) before a report was made; nothing was checked")
     assert snapshot(workdir) == before
+    assert not list((workdir.parent / "tmp").iterdir()), "the run left files in TMPDIR"
 
 
 def test_fd_level_prints_and_a_fork_give_one_valid_report(workdir):
