@@ -26,7 +26,7 @@ from shapecheck.errors import ShapecheckError, first_line
 def _tensors(value: Any) -> Iterator[Tensor]:
     """Floating tensors in a forward's output: tensors, tuples, lists, dicts, dataclasses (ModelOutput)."""
     if isinstance(value, Tensor):
-        if value.is_floating_point() and value.requires_grad:
+        if value.is_floating_point():
             yield value
     elif isinstance(value, dict):
         for item in value.values():
@@ -57,9 +57,12 @@ def unused_parameters(probe: nn.Module, inputs: Inputs) -> list[str]:
             param.requires_grad_(True)
         probe.eval()
         with torch.enable_grad():
-            outputs = list(_tensors(probe(*inputs.args, **inputs.kwargs)))
-            if not outputs:
-                raise ValueError("forward returned no floating tensor that depends on the parameters")
+            floating = list(_tensors(probe(*inputs.args, **inputs.kwargs)))
+            if not floating:
+                raise ValueError("forward returned no floating-point tensor")
+            outputs = [out for out in floating if out.requires_grad]
+            if not outputs:  # an output that no parameter reaches (zeros, the input itself): every parameter is dead
+                return [name for name, _ in named]
             grads = torch.autograd.grad(_loss(outputs), [p for _, p in named], allow_unused=True)
     finally:
         for (_, param), flag in zip(named, flags):

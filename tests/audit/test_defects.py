@@ -105,3 +105,23 @@ def test_meta_module_needs_a_probe_for_liveness(planted):
     assert verdict(clean).startswith("parameters accounted for; liveness not checked (") and "meta" in verdict(clean)
     probed = audit(big, probe=planted.UnusedExtraLinear(D, 2))
     assert {p.name: p.numel for p in probed.dead} == {"extra.weight": 512 * 512, "extra.bias": 512}  # sizes of the big one
+
+
+class _IgnoresItsInput(MultiHeadAttention):
+    """Weights that are there, but an output no parameter reaches (zeros of the input's shape)."""
+
+    def forward(self, query, key=None, value=None, **_):  # type: ignore[override]
+        return torch.zeros_like(query)
+
+
+class _ReturnsItsInput(MultiHeadAttention):
+    def forward(self, query, key=None, value=None, **_):  # type: ignore[override]
+        return query
+
+
+def test_an_output_no_parameter_reaches_makes_every_parameter_dead():
+    for module in (_IgnoresItsInput(D, 2), _ReturnsItsInput(D, 2)):
+        result = audit(module)
+        assert result.liveness.ran, result.liveness.detail
+        assert {p.name for p in result.dead} == {name for name, _ in module.named_parameters()}
+        assert result.clean is False
