@@ -286,6 +286,14 @@ class ComputedUnused(Message):
     args = ("name", "call", "line")
 
 
+class MaskSumOverflowsHalf(Message):
+    code, name, severity = "SC131", "mask-sum-overflows-half", "warning"
+    template = ("{0} adds two additive masks that each hold finfo({1}).min, with no clamp: in float16 the sum "
+                "overflows to -inf, and a row both mask gives NaN after the softmax")
+    hint = ("clamp the sum (torch.clamp({0}, min=torch.finfo({1}).min)), or combine the boolean masks and fill once")
+    args = ("sum", "dtype")
+
+
 RULES: tuple[type[Message], ...] = (
     FileNotParsed, EmptyFile, AnalysisStopped, SoftmaxAxis, UnscaledScores, WidthScaledScores,
     MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, MaskedFillDiscarded,
@@ -293,7 +301,7 @@ RULES: tuple[type[Message], ...] = (
     SdpaDropoutAlwaysOn, DropoutModuleAsProbability, ScaledAfterSoftmax, MaskAfterSoftmax, FillDoesNotMask,
     LayerInForward, FillOverflowsHalf, PaddingMaskOnQueries, HeadsScaledScores, UntemperedCosineScores,
     HalfScaledScores, MaskedMasksIntersected, FusedLayout, ResultDiscarded, CausalWithCache, RotaryTwice,
-    ComputedUnused,
+    ComputedUnused, MaskSumOverflowsHalf,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules about memory layout: they hold whatever the code means, so they are reported inside followed helpers too.
