@@ -294,6 +294,15 @@ class MaskSumOverflowsHalf(Message):
     args = ("sum", "dtype")
 
 
+class RotaryOnHeads(Message):
+    code, name = "SC132", "rotary-on-heads"
+    template = ("{0} gives the rotary embedding the heads axis as its positions ({1}): the rotation follows the "
+                "head index, not the token's position")
+    hint = ("give it the sequence axis: after the transpose to [batch, heads, seq, d_head] that is shape[-2] "
+            "(or seq_dim=-2)")
+    args = ("call", "argument")
+
+
 RULES: tuple[type[Message], ...] = (
     FileNotParsed, EmptyFile, AnalysisStopped, SoftmaxAxis, UnscaledScores, WidthScaledScores,
     MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, MaskedFillDiscarded,
@@ -301,7 +310,7 @@ RULES: tuple[type[Message], ...] = (
     SdpaDropoutAlwaysOn, DropoutModuleAsProbability, ScaledAfterSoftmax, MaskAfterSoftmax, FillDoesNotMask,
     LayerInForward, FillOverflowsHalf, PaddingMaskOnQueries, HeadsScaledScores, UntemperedCosineScores,
     HalfScaledScores, MaskedMasksIntersected, FusedLayout, ResultDiscarded, CausalWithCache, RotaryTwice,
-    ComputedUnused, MaskSumOverflowsHalf,
+    ComputedUnused, MaskSumOverflowsHalf, RotaryOnHeads,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules about memory layout: they hold whatever the code means, so they are reported inside followed helpers too.
