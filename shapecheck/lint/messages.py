@@ -303,6 +303,14 @@ class RotaryOnHeads(Message):
     args = ("call", "argument")
 
 
+class BiasInMaskDtype(Message):
+    code, name, severity = "SC133", "bias-in-mask-dtype", "warning"
+    template = ("{0} turns '{1}' into an additive bias in {1}.dtype, the mask's own (bool or int) dtype, not the "
+                "activations'")
+    hint = "pass the dtype of the tensor the bias is added to (the queries or hidden states): {2}(..., x.dtype)"
+    args = ("call", "mask", "callee")
+
+
 RULES: tuple[type[Message], ...] = (
     FileNotParsed, EmptyFile, AnalysisStopped, SoftmaxAxis, UnscaledScores, WidthScaledScores,
     MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, MaskedFillDiscarded,
@@ -310,7 +318,7 @@ RULES: tuple[type[Message], ...] = (
     SdpaDropoutAlwaysOn, DropoutModuleAsProbability, ScaledAfterSoftmax, MaskAfterSoftmax, FillDoesNotMask,
     LayerInForward, FillOverflowsHalf, PaddingMaskOnQueries, HeadsScaledScores, UntemperedCosineScores,
     HalfScaledScores, MaskedMasksIntersected, FusedLayout, ResultDiscarded, CausalWithCache, RotaryTwice,
-    ComputedUnused, MaskSumOverflowsHalf, RotaryOnHeads,
+    ComputedUnused, MaskSumOverflowsHalf, RotaryOnHeads, BiasInMaskDtype,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules about memory layout: they hold whatever the code means, so they are reported inside followed helpers too.

@@ -1,7 +1,7 @@
 """Masks: discarded or misnamed masked_fill (SC107, SC108), conventions (SC109), masking after the softmax
 (SC117), fill values that do not mask (SC118), large literal fills with no dtype guard (SC120), a key padding mask
 laid on the query axis (SC121), two masking masks joined with '&' (SC125), two additive masks holding
-finfo(dtype).min summed with no clamp (SC131).
+finfo(dtype).min summed with no clamp (SC131), a mask turned into a bias in its own dtype (SC133).
 
 The convention rules read a mask's polarity (``shapecheck.lint.polarity``: declared, documented, a public API's
 name, or a builder in the function) and the positions it fills; where the polarity is unknown they stay silent.
@@ -337,3 +337,30 @@ def _finfo_min(node: ast.expr) -> Optional[str]:
             dtype = ast.unparse(sub.value.args[0])
             return "float32" if re.search(r"float32|float64|torch\.float$|torch\.double", dtype) else dtype
     return None
+
+
+_TO_BIAS = re.compile(r"bias|additive|expand_mask|extended_attention_mask|to_float_mask", re.I)
+
+
+@on(ev.FunctionDone)
+def bias_in_mask_dtype(scope: Scope, e: ev.FunctionDone) -> None:
+    """``mask_to_bias(memory_mask, memory_mask.dtype)``: a call that turns a mask into an additive bias (its name
+    says so) given, as the bias's dtype, the dtype of the very mask it converts (bool or int), so the bias is
+    never in the activations' dtype."""
+    func = scope.func
+    if func is None or scope.following or not any(_TO_BIAS.search(c) for c in scope.callees.get(id(func.node), ())):
+        return
+    key = f"bias_dtype:{id(func.node)}"
+    if key in scope.memo:
+        return
+    scope.memo[key] = True
+    for node in ast.walk(func.node):
+        if not isinstance(node, ast.Call) or not _TO_BIAS.search(_callee(node)) or not node.args:
+            continue
+        mask = node.args[0]
+        if not isinstance(mask, ast.Name) or "mask" not in mask.id.lower():
+            continue
+        for arg in [*node.args[1:], *(kw.value for kw in node.keywords if kw.arg in (None, "dtype"))]:
+            if isinstance(arg, ast.Attribute) and arg.attr == "dtype" and isinstance(arg.value, ast.Name) \
+                    and arg.value.id == mask.id:
+                scope.report(msg.BiasInMaskDtype, arg, f"{_callee(node)}(...)", mask.id, _callee(node))
