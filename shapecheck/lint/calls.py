@@ -93,8 +93,8 @@ class Calls(Evaluator):
         """A rotary call given the heads axis as its positions: a size of it, or a ``seq_dim=`` pointing at it."""
         heads_atoms = ("heads",)
         given = [*node.args, *(kw.value for kw in node.keywords if kw.arg not in _SEQ_AXIS)]
-        heads = tuple(sub for arg in given for sub in ast.walk(arg)
-                      if isinstance(sub, (ast.Name, ast.Subscript, ast.Call)) and _sized(self.values.get(id(sub)), heads_atoms))
+        heads = tuple(sub for arg in given for sub in ast.walk(arg) if isinstance(sub, (ast.Name, ast.Subscript, ast.Call))
+                      and _sized(self.values.get(id(sub)), heads_atoms))
         axis = None
         for kw in node.keywords:
             first = args[0] if args else None
