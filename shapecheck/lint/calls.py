@@ -67,6 +67,12 @@ class Calls(Evaluator):
             self.ev(kw.value)
         if self.func is not None and _ROTARY.search(called) and "norm" not in called.lower():
             self.rotary(node, args)
+        if len(node.args) + len(node.keywords) > 1 and isinstance(node.args[0] if node.args else None, ast.Name):
+            first = node.args[0].id  # type: ignore[union-attr]
+            for given in [*node.args[1:], *(kw.value for kw in node.keywords)]:
+                if isinstance(given, ast.Attribute) and given.attr == "dtype" and isinstance(given.value, ast.Name) \
+                        and given.value.id == first:
+                    self.emit(ev.OwnDtype(node, given))
         if isinstance(func, ast.Attribute) and func.attr in nm.FUSED_ATTENTION:  # self.flash_attn_func too
             return self.fused_attention(node, nm.dotted(func) or func.attr, func.attr, args)  # xops.memory_efficient_...
         if isinstance(func, ast.Attribute):

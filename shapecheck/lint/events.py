@@ -97,6 +97,14 @@ class Rotary:
 
 
 @dataclass(frozen=True)
+class OwnDtype:
+    """``f(m, ..., m.dtype)``: a call given the dtype of its own first argument (``dtype`` is that argument)."""
+
+    call: ast.Call
+    dtype: ast.Attribute
+
+
+@dataclass(frozen=True)
 class MaskAdded:
     """``tensor + mask``: an additive mask (a name with ``mask`` in it) added to a tensor."""
 

@@ -163,7 +163,8 @@ def class_info(node: ast.ClassDef) -> ClassInfo:
                 if found is not None:
                     split.add(found[0])
                     counts.add(found[1])
-                fed |= {ast.unparse(c.args[0]) for c in ast.walk(sub.value) if isinstance(c, ast.Call) and c.args
+                fed |= {ast.unparse(c.args[0]) for c in (ast.walk(sub.value) if isinstance(sub.value, ast.Call) else ())
+                        if isinstance(c, ast.Call) and c.args
                         and (nm.dotted(c.func) or "").split(".")[-1] == "Linear"
                         and isinstance(c.args[0], (ast.Name, ast.Attribute))}
     if counts or any(canonical(attr) == "heads" for attr in attrs):

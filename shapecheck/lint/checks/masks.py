@@ -342,25 +342,16 @@ def _finfo_min(node: ast.expr) -> Optional[str]:
 _TO_BIAS = re.compile(r"bias|additive|expand_mask|extended_attention_mask|to_float_mask", re.I)
 
 
-@on(ev.FunctionDone)
-def bias_in_mask_dtype(scope: Scope, e: ev.FunctionDone) -> None:
+@on(ev.OwnDtype)
+def bias_in_mask_dtype(scope: Scope, e: ev.OwnDtype) -> None:
     """``mask_to_bias(memory_mask, memory_mask.dtype)``: a call that turns a mask into an additive bias (its name
     says so) given, as the bias's dtype, the dtype of the very mask it converts (bool or int), so the bias is
     never in the activations' dtype."""
-    func = scope.func
-    if func is None or scope.following or not any(_TO_BIAS.search(c) for c in scope.callees.get(id(func.node), ())):
+    mask = e.dtype.value
+    callee = _callee(e.call)
+    if scope.following or not isinstance(mask, ast.Name) or "mask" not in mask.id.lower() \
+            or not _TO_BIAS.search(callee):
         return
-    key = f"bias_dtype:{id(func.node)}"
-    if key in scope.memo:
+    if e.call.keywords and any(kw.value is e.dtype and kw.arg not in (None, "dtype") for kw in e.call.keywords):
         return
-    scope.memo[key] = True
-    for node in ast.walk(func.node):
-        if not isinstance(node, ast.Call) or not _TO_BIAS.search(_callee(node)) or not node.args:
-            continue
-        mask = node.args[0]
-        if not isinstance(mask, ast.Name) or "mask" not in mask.id.lower():
-            continue
-        for arg in [*node.args[1:], *(kw.value for kw in node.keywords if kw.arg in (None, "dtype"))]:
-            if isinstance(arg, ast.Attribute) and arg.attr == "dtype" and isinstance(arg.value, ast.Name) \
-                    and arg.value.id == mask.id:
-                scope.report(msg.BiasInMaskDtype, arg, f"{_callee(node)}(...)", mask.id, _callee(node))
+    scope.report(msg.BiasInMaskDtype, e.dtype, f"{callee}(...)", mask.id, callee)
