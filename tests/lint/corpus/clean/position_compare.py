@@ -30,3 +30,13 @@ def window(scores, start, stop):
     outside = start > stop
     scores = scores.masked_fill(outside, float("-inf"))
     return torch.softmax(scores, dim=-1)
+
+
+def chosen_in_a_branch(scores, flip):
+    q_pos = torch.arange(scores.shape[-2])[:, None]
+    k_pos = torch.arange(scores.shape[-1])[None, :]
+    causal = q_pos >= k_pos
+    if flip:
+        causal = ~causal  # reassigned in a branch: the convention at the fill is not known, so nothing is said
+    scores = scores.masked_fill(causal, float("-inf"))
+    return torch.softmax(scores, dim=-1)
