@@ -29,6 +29,8 @@ _NEW_AXES = frozenset({"unsqueeze", "squeeze", "expand", "expand_as", "unflatten
 _AXIS_OPS = frozenset({"unbind", "select", "flatten", "movedim", "moveaxis"})
 _CAT = frozenset({"cat", "concat", "concatenate"})
 _EINOPS = frozenset({"rearrange", "repeat", "reduce"})
+_ROTARY = re.compile(r"rotary|rope|apply_rot|rotate_queries", re.I)
+_SEQ_AXIS = frozenset({"seq_dim", "seq_axis", "sequence_dim"})
 _SAME_SHAPE_HELPER = re.compile(r"mask|bias|rot|rope|alibi|softcap|soft_cap", re.I)
 
 
@@ -63,6 +65,14 @@ class Calls(Evaluator):
         args = [self.ev(a) for a in node.args]
         for kw in node.keywords:
             self.ev(kw.value)
+        if self.func is not None and _ROTARY.search(called) and "norm" not in called.lower():
+            self.rotary(node, args)
+        if len(node.args) + len(node.keywords) > 1 and isinstance(node.args[0] if node.args else None, ast.Name):
+            first = node.args[0].id  # type: ignore[union-attr]
+            for given in [*node.args[1:], *(kw.value for kw in node.keywords)]:
+                if isinstance(given, ast.Attribute) and given.attr == "dtype" and isinstance(given.value, ast.Name) \
+                        and given.value.id == first:
+                    self.emit(ev.OwnDtype(node, given))
         if isinstance(func, ast.Attribute) and func.attr in nm.FUSED_ATTENTION:  # self.flash_attn_func too
             return self.fused_attention(node, nm.dotted(func) or func.attr, func.attr, args)  # xops.memory_efficient_...
         if isinstance(func, ast.Attribute):
@@ -84,6 +94,24 @@ class Calls(Evaluator):
             return self.softmax(node, first, args[0] if args else None, nm.argument(func, 0, "dim"),
                                    bool(func.args or func.keywords))
         return None
+
+    def rotary(self, node: ast.Call, args: list[Optional[Value]]) -> None:
+        """A rotary call given the heads axis as its positions: a size of it, or a ``seq_dim=`` pointing at it."""
+        heads_atoms = ("heads",)
+        given = [*node.args, *(kw.value for kw in node.keywords if kw.arg not in _SEQ_AXIS)]
+        heads = tuple(sub for arg in given for sub in ast.walk(arg) if isinstance(sub, (ast.Name, ast.Subscript, ast.Call))
+                      and _sized(self.values.get(id(sub)), heads_atoms))
+        axis = None
+        for kw in node.keywords:
+            first = args[0] if args else None
+            if kw.arg in _SEQ_AXIS and isinstance(kw.value, (ast.Constant, ast.UnaryOp)) and isinstance(first, Tensor) \
+                    and first.axes is not None:
+                at = nm.int_value(kw.value)
+                if at is not None and -len(first.axes) <= at < len(first.axes) \
+                        and first.axes[at] is not None and first.axes[at].atoms == heads_atoms:
+                    axis = kw.value
+        if heads or axis is not None:
+            self.emit(ev.Rotary(node, heads[:1], axis))
 
     def fused_attention(self, node: ast.Call, shown: str, attr: str, args: list[Optional[Value]]) -> Tensor:
         """SDPA and flash-attn: the output has q's shape with v's last axis."""
@@ -409,6 +437,11 @@ class Calls(Evaluator):
                           role="scores", key_pos=len(axes) - 1)
         return Tensor(axes=tuple(axes), order=tuple(range(len(axes))), scale=base.scale, scale_at=base.scale_at,
                       role=role)
+
+
+def _sized(value: Optional[Value], atoms: tuple[str, ...]) -> bool:
+    """Whether ``value`` is the size of an axis labelled exactly ``atoms``."""
+    return isinstance(value, Dim) and value.label is not None and value.label.atoms == atoms
 
 
 def _axis(t: Tensor, i: Optional[int]) -> Optional[Label]:

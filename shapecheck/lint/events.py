@@ -86,6 +86,25 @@ class Construct:
 
 
 @dataclass(frozen=True)
+class Rotary:
+    """A call of a rotary embedding (``apply_rotary_pos_emb``, ``self.rotary_emb``); ``heads`` holds each argument
+    (or a part of one, ``cos[:q.shape[1]]``) whose tracked value is the size of the heads axis, ``axis`` a literal
+    ``seq_dim=`` that names the heads axis of the tensor given."""
+
+    call: ast.Call
+    heads: tuple[ast.expr, ...]
+    axis: Optional[ast.expr] = None
+
+
+@dataclass(frozen=True)
+class OwnDtype:
+    """``f(m, ..., m.dtype)``: a call given the dtype of its own first argument (``dtype`` is that argument)."""
+
+    call: ast.Call
+    dtype: ast.Attribute
+
+
+@dataclass(frozen=True)
 class MaskAdded:
     """``tensor + mask``: an additive mask (a name with ``mask`` in it) added to a tensor."""
 

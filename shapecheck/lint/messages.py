@@ -286,6 +286,31 @@ class ComputedUnused(Message):
     args = ("name", "call", "line")
 
 
+class MaskSumOverflowsHalf(Message):
+    code, name, severity = "SC131", "mask-sum-overflows-half", "warning"
+    template = ("{0} adds two additive masks that each hold finfo({1}).min, with no clamp: in float16 the sum "
+                "overflows to -inf, and a row both mask gives NaN after the softmax")
+    hint = ("clamp the sum (torch.clamp({0}, min=torch.finfo({1}).min)), or combine the boolean masks and fill once")
+    args = ("sum", "dtype")
+
+
+class RotaryOnHeads(Message):
+    code, name = "SC132", "rotary-on-heads"
+    template = ("{0} gives the rotary embedding the heads axis as its positions ({1}): the rotation follows the "
+                "head index, not the token's position")
+    hint = ("give it the sequence axis: after the transpose to [batch, heads, seq, d_head] that is shape[-2] "
+            "(or seq_dim=-2)")
+    args = ("call", "argument")
+
+
+class BiasInMaskDtype(Message):
+    code, name, severity = "SC133", "bias-in-mask-dtype", "warning"
+    template = ("{0} turns '{1}' into an additive bias in {1}.dtype, the mask's own (bool or int) dtype, not the "
+                "activations'")
+    hint = "pass the dtype of the tensor the bias is added to (the queries or hidden states): {2}(..., x.dtype)"
+    args = ("call", "mask", "callee")
+
+
 RULES: tuple[type[Message], ...] = (
     FileNotParsed, EmptyFile, AnalysisStopped, SoftmaxAxis, UnscaledScores, WidthScaledScores,
     MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, MaskedFillDiscarded,
@@ -293,7 +318,7 @@ RULES: tuple[type[Message], ...] = (
     SdpaDropoutAlwaysOn, DropoutModuleAsProbability, ScaledAfterSoftmax, MaskAfterSoftmax, FillDoesNotMask,
     LayerInForward, FillOverflowsHalf, PaddingMaskOnQueries, HeadsScaledScores, UntemperedCosineScores,
     HalfScaledScores, MaskedMasksIntersected, FusedLayout, ResultDiscarded, CausalWithCache, RotaryTwice,
-    ComputedUnused,
+    ComputedUnused, MaskSumOverflowsHalf, RotaryOnHeads, BiasInMaskDtype,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules about memory layout: they hold whatever the code means, so they are reported inside followed helpers too.

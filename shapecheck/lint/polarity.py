@@ -72,13 +72,16 @@ def polarity(scope: Scope, node: ast.expr, found: Optional[list[Combination]] = 
         return None
     again = lambda sub: polarity(scope, sub, found, depth + 1)  # noqa: E731
     if isinstance(node, ast.Name):
-        return _name(scope, node.id, found, depth)
+        return _name(scope, node.id, found, depth, getattr(node, "lineno", 0))
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Invert, ast.Not)):
         inner = again(node.operand)
         return inner.flipped() if inner else None
     if isinstance(node, ast.Subscript):
         return again(node.value)
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        causal = _positions(node)
+        if causal is not None:
+            return causal
         flip = _compare_flips(node.ops[0], node.comparators[0])
         inner = None if flip is None else again(node.left)
         return None if inner is None else (inner.flipped() if flip else inner)
@@ -105,6 +108,8 @@ def _call(scope: Scope, node: ast.Call, found: Optional[list[Combination]], dept
     last = dotted.split(".")[-1] if dotted else (node.func.attr if isinstance(node.func, ast.Attribute) else "")
     method = isinstance(node.func, ast.Attribute) and not nm.is_namespace(node.func.value)
     receiver = node.func.value if method else (node.args[0] if node.args else None)  # type: ignore[union-attr]
+    if last == "cat" and not method and node.args and isinstance(node.args[0], (ast.Tuple, ast.List)):
+        return _joined(scope, node, [again(part) for part in node.args[0].elts])
     if last in ("triu", "triu_", "tril", "tril_"):
         diagonal = _diagonal(node, method)
         name = ast.unparse(node)
@@ -128,6 +133,57 @@ def _call(scope: Scope, node: ast.Call, found: Optional[list[Combination]], dept
     return None
 
 
+def _joined(scope: Scope, node: ast.Call, parts: list[Optional[Polarity]]) -> Optional[Polarity]:
+    """``torch.cat`` of masks along an axis: each part keeps its own convention, so the whole has the one its
+    known parts agree on (a part of unknown convention does not change what the others mean)."""
+    known = [p for p in parts if p is not None]
+    if not known or any(p.keep != known[0].keep for p in known):
+        return None
+    part = known[0]
+    return Polarity(part.keep, part.name, part.source, part.own)
+
+
+_QUERY_SIDE = re.compile(r"(^|_)(q|query|queries|row|rows|i)(_|$)|^q[A-Z_]|^(q|query)_?(pos|idx|index|indices|ids|seq)",
+                         re.I)
+_KEY_SIDE = re.compile(r"(^|_)(k|key|keys|kv|col|cols|j)(_|$)|^k[A-Z_]|^(k|key|kv)_?(pos|idx|index|indices|ids|seq)",
+                       re.I)
+
+
+def _side(node: ast.expr) -> Optional[str]:
+    """Whether a position tensor indexes the queries ("q") or the keys ("k"): by its layout where it is an
+    ``arange`` laid on a row (``[:, None]``) or a column (``[None, :]``), else by its name."""
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Tuple) and len(node.slice.elts) == 2:
+        first, second = node.slice.elts
+        none = lambda e: isinstance(e, ast.Constant) and e.value is None  # noqa: E731
+        full = lambda e: isinstance(e, ast.Slice) and e.lower is None and e.upper is None  # noqa: E731
+        if full(first) and none(second):
+            return "q"
+        if none(first) and full(second):
+            return "k"
+    name = nm.dotted(node.value if isinstance(node, ast.Subscript) else node)
+    if not name:
+        return None
+    last = name.split(".")[-1]
+    query, key = bool(_QUERY_SIDE.search(last)), bool(_KEY_SIDE.search(last))
+    return "q" if query and not key else "k" if key and not query else None
+
+
+def _positions(node: ast.Compare) -> Optional[Polarity]:
+    """A causal mask built by comparing query and key positions: ``q_pos >= k_pos`` is True on the past (keep),
+    ``k_pos > q_pos`` on the future (masked). None unless one side is the queries' and the other the keys'."""
+    left, right, op = node.left, node.comparators[0], node.ops[0]
+    if not isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)):
+        return None
+    sides = (_side(left), _side(right))
+    if sides not in (("q", "k"), ("k", "q")):
+        return None
+    query_larger = isinstance(op, (ast.Gt, ast.GtE)) == (sides[0] == "q")
+    text = ast.unparse(node)
+    if query_larger:
+        return Polarity(True, text, "a query position at or after the key's: the past")
+    return Polarity(False, text, "a key position after the query's: the future")
+
+
 def _diagonal(node: ast.Call, method: bool):
     """The ``diagonal`` of a triu/tril call: an int, None when absent, "unknown" when not a literal."""
     arg = next((kw.value for kw in node.keywords if kw.arg == "diagonal"), None)
@@ -143,7 +199,8 @@ def _diagonal(node: ast.Call, method: bool):
     return "unknown"
 
 
-def _name(scope: Scope, name: str, found: Optional[list[Combination]], depth: int) -> Optional[Polarity]:
+def _name(scope: Scope, name: str, found: Optional[list[Combination]], depth: int,
+          line: int = 0) -> Optional[Polarity]:
     func = scope.func
     if func is None:
         return None
@@ -162,9 +219,9 @@ def _name(scope: Scope, name: str, found: Optional[list[Combination]], depth: in
             return Polarity(False, name, "nn.MultiheadAttention convention")
         return None
     stores = _stores(scope, func.node)
-    if stores.get(name, (0, None))[0] != 1:
-        return None
-    value = stores[name][1]
+    count, value = stores.get(name, (0, None))
+    if count != 1:
+        value = _last_store(scope, func.node, name, line) if count > 1 and line else None
     if value is None:
         return None
     inner = polarity(scope, value, found, depth + 1)
@@ -173,6 +230,24 @@ def _name(scope: Scope, name: str, found: Optional[list[Combination]], depth: in
     built = ast.unparse(value)
     built = built if len(built) <= 60 else built[:57] + "..."
     return Polarity(inner.keep, name, f"built as {built}")  # the local is a new mask
+
+
+def _last_store(scope: Scope, func: ast.AST, name: str, line: int) -> Optional[ast.expr]:
+    """The value ``name`` holds at ``line`` where every store of it is a plain assignment among the function's
+    own statements (no branch, loop or other binding): the last one above that line."""
+    key = f"mask_chain:{id(func)}:{name}"
+    if key not in scope.memo:
+        top = {id(s) for s in getattr(func, "body", [])}
+        chain: list[ast.Assign] = []
+        for node in ast.walk(func):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                    and node.targets[0].id == name and id(node) in top:
+                chain.append(node)
+        stored = sum(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id == name for n in ast.walk(func))
+        scope.memo[key] = sorted(chain, key=lambda a: a.lineno) if len(chain) == stored else None
+    chain = scope.memo[key]
+    before = [a for a in chain or [] if (a.end_lineno or a.lineno) < line]  # type: ignore[union-attr]
+    return before[-1].value if before else None
 
 
 def _stores(scope: Scope, func: ast.AST) -> dict[str, tuple[int, Optional[ast.expr]]]:

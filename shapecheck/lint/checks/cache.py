@@ -1,4 +1,5 @@
-"""Attention over keys that include a cache (SC128), and a rotary embedding applied twice (SC129).
+"""Attention over keys that include a cache (SC128), a rotary embedding applied twice (SC129) or along the heads
+axis (SC132).
 
 With a key/value cache the keys are longer than the queries, and the causal mask must be aligned to the
 bottom-right (query i sees keys up to ``k_len - q_len + i``). SDPA's ``is_causal=True`` and a causal buffer
@@ -152,6 +153,17 @@ def _same_block(func: ast.AST, first: ast.AST, second: ast.AST) -> bool:
             if isinstance(body, list) and first in body and second in body:
                 return True
     return False
+
+
+@on(ev.Rotary)
+def rotary_on_heads(scope: Scope, e: ev.Rotary) -> None:
+    """``rotary(q, seq_len=q.shape[1])`` or ``cos[:q.size(1)]`` where q is [batch, heads, seq, d_head] by data flow,
+    or ``seq_dim=1`` on such a q: the positions are read from the heads axis."""
+    where = e.heads[0] if e.heads else e.axis
+    if where is not None:
+        callee = nm.dotted(e.call.func) or _callee_name(e.call)
+        scope.report(msg.RotaryOnHeads, where, f"{callee}(...)", ast.unparse(where) if e.heads else
+                     f"seq_dim={ast.unparse(where)}")
 
 
 @on(ev.FunctionDone)

@@ -1,6 +1,7 @@
 """Masks: discarded or misnamed masked_fill (SC107, SC108), conventions (SC109), masking after the softmax
-(SC117), fill values that do not mask (SC118), large literal fills with no dtype guard (SC120), a key padding mask laid on the query axis (SC121),
-two masking masks joined with '&' (SC125).
+(SC117), fill values that do not mask (SC118), large literal fills with no dtype guard (SC120), a key padding mask
+laid on the query axis (SC121), two masking masks joined with '&' (SC125), two additive masks holding
+finfo(dtype).min summed with no clamp (SC131), a mask turned into a bias in its own dtype (SC133).
 
 The convention rules read a mask's polarity (``shapecheck.lint.polarity``: declared, documented, a public API's
 name, or a builder in the function) and the positions it fills; where the polarity is unknown they stay silent.
@@ -253,3 +254,104 @@ def _fills_scores(e: ev.MaskedFill) -> bool:
     return e.receiver is not None and any(_SCORE_WORDS.search(n) for n in nm.identifiers(e.receiver))
 
 
+
+
+_CLAMPS = frozenset({"clamp", "clamp_", "clamp_min", "clamp_min_", "clip", "clip_", "max", "maximum"})
+
+
+@on(ev.FunctionDone)
+def mask_sum_overflows_half(scope: Scope, e: ev.FunctionDone) -> None:
+    """``causal + padding`` where each is an additive mask built in this function with ``torch.finfo(dtype).min``
+    (a ``full``, a fill, ``(1 - m) * min``) of a dtype that may be float16 (not a literal float32/float64), and
+    neither the sum nor the name it is stored under is clamped in the function: min + min is -inf in float16."""
+    func = scope.func
+    if func is None or scope.following or "finfo" not in scope.callees.get(id(func.node), ()):
+        return
+    key = f"mask_sum:{id(func.node)}"
+    if key in scope.memo:
+        return
+    scope.memo[key] = True
+    stores: dict[str, list[tuple[int, Optional[ast.expr]]]] = {}  # name -> (line, value) of each store
+    clamped: set[str] = set()
+    sums: list[tuple[ast.AST, ast.expr, ast.expr, Optional[str]]] = []
+    for node in ast.walk(func.node):
+        if isinstance(node, ast.Assign):
+            floor = isinstance(node.value, ast.Call) and _callee(node.value) in _CLAMPS  # a floor, not a mask
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    end = node.end_lineno or node.lineno
+                    stores.setdefault(target.id, []).append((end, None if floor else node.value))
+                    if isinstance(node.value, ast.BinOp) and isinstance(node.value.op, ast.Add):
+                        sums.append((node.value, node.value.left, node.value.right, target.id))
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            stores.setdefault(node.target.id, []).append((node.lineno, None))
+            if isinstance(node.op, ast.Add):
+                sums.append((node, node.target, node.value, node.target.id))
+        elif isinstance(node, ast.Call) and _callee(node) in _CLAMPS:
+            inside = node.args[0] if node.args and not _method(node) else (node.func.value if _method(node) else None)
+            if inside is not None:
+                clamped |= {n.id for n in ast.walk(inside) if isinstance(n, ast.Name)}
+                clamped |= {str(id(n)) for n in ast.walk(inside) if isinstance(n, ast.BinOp)}
+    for node, left, right, target in sums:
+        if str(id(node)) in clamped or target in clamped:
+            continue
+        dtypes = [_finfo_min(side) or (_held(stores, side.id, node.lineno) if isinstance(side, ast.Name) else None)
+                  for side in (left, right)]
+        if all(dtypes) and dtypes[0] != "float32":
+            shown = ast.unparse(node) if isinstance(node, ast.BinOp) else f"{ast.unparse(left)} += {ast.unparse(right)}"
+            scope.report(msg.MaskSumOverflowsHalf, node, shown, dtypes[0])
+
+
+def _held(stores: dict[str, list[tuple[int, Optional[ast.expr]]]], name: str, line: int,
+          depth: int = 0) -> Optional[str]:
+    """The finfo dtype ``name`` holds from its last store above ``line``: a ``finfo(dtype).min`` in the value,
+    or a view, slice or cast of a name that holds one (None: not a min mask, or unknown)."""
+    before = [(at, value) for at, value in sorted(stores.get(name, []), key=lambda s: s[0]) if at < line]
+    if not before or before[-1][1] is None or depth > 8:
+        return None
+    at, value = before[-1]
+    found = _finfo_min(value)
+    if found is not None:
+        return found
+    root = value
+    while isinstance(root, (ast.Subscript, ast.Call)):
+        root = root.value if isinstance(root, ast.Subscript) else (
+            root.func.value if isinstance(root.func, ast.Attribute) and not nm.is_namespace(root.func.value) else None)
+    return _held(stores, root.id, at, depth + 1) if isinstance(root, ast.Name) else None
+
+
+def _callee(call: ast.Call) -> str:
+    return (nm.dotted(call.func) or getattr(call.func, "attr", "") or "").split(".")[-1]
+
+
+def _method(call: ast.Call) -> bool:
+    return isinstance(call.func, ast.Attribute) and not nm.is_namespace(call.func.value)
+
+
+def _finfo_min(node: ast.expr) -> Optional[str]:
+    """The dtype (as written) of a ``torch.finfo(dtype).min`` inside ``node``; "float32" for a literal full-precision
+    dtype; None when there is none."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Attribute) and sub.attr == "min" and isinstance(sub.value, ast.Call) \
+                and _callee(sub.value) == "finfo" and sub.value.args:
+            dtype = ast.unparse(sub.value.args[0])
+            return "float32" if re.search(r"float32|float64|torch\.float$|torch\.double", dtype) else dtype
+    return None
+
+
+_TO_BIAS = re.compile(r"bias|additive|expand_mask|extended_attention_mask|to_float_mask", re.I)
+
+
+@on(ev.OwnDtype)
+def bias_in_mask_dtype(scope: Scope, e: ev.OwnDtype) -> None:
+    """``mask_to_bias(memory_mask, memory_mask.dtype)``: a call that turns a mask into an additive bias (its name
+    says so) given, as the bias's dtype, the dtype of the very mask it converts (bool or int), so the bias is
+    never in the activations' dtype."""
+    mask = e.dtype.value
+    callee = _callee(e.call)
+    if scope.following or not isinstance(mask, ast.Name) or "mask" not in mask.id.lower() \
+            or not _TO_BIAS.search(callee):
+        return
+    if e.call.keywords and any(kw.value is e.dtype and kw.arg not in (None, "dtype") for kw in e.call.keywords):
+        return
+    scope.report(msg.BiasInMaskDtype, e.dtype, f"{callee}(...)", mask.id, callee)
