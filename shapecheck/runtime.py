@@ -284,9 +284,16 @@ def _wrap(fn: Callable[..., typing.Any]) -> Callable[..., typing.Any]:
         if sig is None:
             sig = _Signature(fn)
         memo = dict(_owner_sizes(args[0])) if sig.is_method and args else {}
-        _check_arguments(sig, qualname, memo, args, kwargs)
+        for p in sig.params:  # _check_arguments, inlined: this is the per-call path
+            value = args[p.index] if p.index < len(args) else kwargs.get(p.name, p.default)
+            if value is None and p.spec.optional:
+                continue
+            if p.spec.match(value, memo):
+                raise _diagnose(sig, qualname, args, kwargs) from None
         out = sig.body(*args, **kwargs)
-        _check_returned(sig, qualname, memo, args, kwargs, out)
+        for _, spec, value in _returned(out, sig.returns):
+            if spec.match(value, memo):
+                raise _diagnose(sig, qualname, args, kwargs, out) from None
         return out
 
     wrapper.__wrapped_by_shapecheck__ = True  # type: ignore[attr-defined]
