@@ -110,17 +110,24 @@ def _calls_like(scope: Scope, func: ast.AST, pattern: re.Pattern) -> bool:
     return any(pattern.search(name) and "norm" not in name.lower() for name in scope.callees.get(id(func), ()))
 
 
-def _rotary_twice(scope: Scope) -> None:
-    """``q = apply_rotary(q, ...)`` twice on one tensor in one function, with no new value in between."""
+def _once_where_called(scope: Scope, check: str, pattern: re.Pattern) -> bool:
+    """Whether a whole-body ``check`` runs now: once per function (not while following a caller's tensors),
+    and only in a function that calls something matching ``pattern``."""
     func = scope.func
     if func is None or scope.following:
-        return
-    key = f"rotary_twice:{id(func.node)}"
+        return False
+    key = f"{check}:{id(func.node)}"
     if key in scope.memo:
-        return
+        return False
     scope.memo[key] = True
-    if not _calls_like(scope, func.node, _ROTARY):
+    return _calls_like(scope, func.node, pattern)
+
+
+def _rotary_twice(scope: Scope) -> None:
+    """``q = apply_rotary(q, ...)`` twice on one tensor in one function, with no new value in between."""
+    if not _once_where_called(scope, "rotary_twice", _ROTARY):
         return
+    func = scope.func
     rotated: dict[str, ast.Call] = {}
     for stmt in sorted((n for n in ast.walk(func.node) if isinstance(n, ast.Assign)), key=lambda n: n.lineno):
         calls = [c for c in ast.walk(stmt.value) if isinstance(c, ast.Call) and _applies_rotary(c)]
@@ -177,15 +184,9 @@ _COMPUTED = re.compile(r"rotary|rope|apply_rot|softmax|masked_fill", re.I)
 def _computed_unused(scope: Scope) -> None:
     """``q = apply_rotary(q, ...)`` (or a softmax, a masked fill) stored, then the name stored again before
     anything reads it, on the way that follows in the same block: the computed value is lost."""
+    if not _once_where_called(scope, "computed_unused", _COMPUTED):
+        return
     func = scope.func
-    if func is None or scope.following:
-        return
-    key = f"computed_unused:{id(func.node)}"
-    if key in scope.memo:
-        return
-    scope.memo[key] = True
-    if not _calls_like(scope, func.node, _COMPUTED):
-        return
     for block in _blocks(func.node):
         for i, stmt in enumerate(block):
             if not isinstance(stmt, ast.Assign) or not isinstance(stmt.value, ast.Call) \
