@@ -104,8 +104,23 @@ def _norms_inside(match: Match, matches: list[Match]) -> set[int]:
     return {id(p) for m in matches if m.kind == "norm" and m.path.startswith(match.path + ".") for _, p in m.params}
 
 
+def _latent(model: nn.Module, match: Match, matches: list[Match]) -> Iterator[tuple[str, Part]]:
+    """Multi-head latent attention (DeepSeek-V2/V3) at its block, with its latents' norms; else its Linear rows."""
+    info = match.info
+    if not info.get("latent") or not _holds_only(model, match.path, _ids(match.all_params()) | _norms_inside(match, matches)):
+        yield from _split(model, match)
+        return
+    names = ("d_model", "h", "h_kv", "d_head", "r_q", "r_kv", "d_nope", "d_rope", "d_v")
+    sizes = {"d_model": match.parts["kv_a"].d_in, **{key: info[key] for key in names[1:] if key in info}}
+    flags = {"latent": True, "low_rank": "r_q" in info, "bias": dict(info["bias"]), "window": None}
+    yield match.path, Part("attention", sizes, flags)
+
+
 def _attention(model: nn.Module, match: Match, matches: list[Match] = ()) -> Iterator[tuple[str, Part]]:
     info, parts = match.info, match.parts
+    if "kv_a" in parts:
+        yield from _latent(model, match, matches)
+        return
     if "qkv" in parts and (packed := _packed(model, match)) is not None:
         yield packed
         return
@@ -150,7 +165,7 @@ def _feed_forward(model: nn.Module, match: Match) -> Iterator[tuple[str, Part]]:
         return
     kind = "gated_mlp" if match.info["gated"] else "mlp"
     sizes = {"d_model": match.info["d_model"], "d_ff": match.info["d_ff"]}
-    yield match.path, Part(kind, sizes, {"bias": match.parts["up"].has_bias})
+    yield match.path, Part(kind, sizes, {"bias": (match.parts.get("up") or match.parts["gate_up"]).has_bias})
 
 
 def _moe(model: nn.Module, router: Match, matches: list[Match]) -> Iterator[tuple[str, Part]]:
