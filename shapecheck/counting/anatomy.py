@@ -34,6 +34,14 @@ class Part:
     sizes: dict[str, int] = field(default_factory=dict)
     flags: dict[str, Any] = field(default_factory=dict)  # bias, rms, window, relative, expert
 
+    @property
+    def cache_width(self) -> int:
+        """Values an attention part caches per token: keys and values, 2·h_kv·d_head; multi-head latent attention
+        caches its latent and the shared rotary key, r_kv + d_rope (DeepSeek-V2, Liu et al. 2024, section 2.1.2)."""
+        if self.flags.get("latent"):
+            return self.sizes["r_kv"] + self.sizes["d_rope"]
+        return 2 * self.sizes["h_kv"] * self.sizes["d_head"]
+
     def describe(self) -> str:
         return " ".join(f"{k}={v}" for k, v in self.sizes.items())
 

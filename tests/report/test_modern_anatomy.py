@@ -180,3 +180,14 @@ def test_audit_calls_multi_head_latent_attention_attention_and_phi3_gate_up_a_ga
     mlp = phi3.component("layers.0.mlp")
     assert mlp.kind == "feed_forward" and mlp.values == {"d_model": 64, "d_ff": 96} and mlp.expected == 3 * 64 * 96
     assert phi3.clean
+
+
+def test_multi_head_latent_attention_kv_cache_is_the_latent_transformers_caches():
+    """MLA caches r_kv + d_rope values per token and layer, not 2·h·d_head: equal to a real DynamicCache on CPU."""
+    config = deepseek(32)
+    _, r = report("DeepseekV3ForCausalLM", config)
+    model = transformers.DeepseekV3ForCausalLM(config).eval()
+    with torch.no_grad():
+        cache = model(torch.zeros(2, 16, dtype=torch.long), use_cache=True).past_key_values
+    real = sum(t.numel() * t.element_size() for layer in cache.layers for t in (layer.keys, layer.values))
+    assert r.settings.dtype == "float32" and r.memory["kv_cache"] == real == 2 * 2 * 16 * (16 + 8) * 4
