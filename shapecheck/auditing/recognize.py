@@ -5,7 +5,9 @@ projection names, shared with ``shapecheck verify``; audit also matches blocks
 with a projection *missing*. A module is an attention block when it holds at
 least two of a style's q/k/v projections (or its fused or packed projection);
 its output projection is looked up in the module, then in its parent (BERT
-keeps ``output.dense`` next to ``self``). Every parameter is claimed once, in
+keeps ``output.dense`` next to ``self``). Multi-head latent attention (``LATENT``: DeepSeek-V2/V3's
+low-rank query, latent kv projection and its per-head expansion) is tried first. A feed-forward's up
+projection may be packed with its gate (Phi-3's ``gate_up_proj``: d_model -> 2·d_ff, then d_ff -> d_model). Every parameter is claimed once, in
 this order: attention projections, norms, embeddings, parameters left inside
 an attention block (extras), mixture-of-experts routers and grouped experts,
 feed-forward pairs (d_model -> d_ff -> d_model) and gated triples (SwiGLU),

@@ -4,7 +4,7 @@
 ``auditing/describe.py``) and gives each recognised thing a ``Part`` at the module that holds
 exactly its parameters, so that the module's measured row can stand next to its closed form
 (``shapecheck.counting.closed_forms``). Kinds: attention (separate q/k/v projections; h, h_kv,
-d_head), mlp and gated_mlp (a feed-forward pair or SwiGLU/GeGLU triple), moe (a router and E
+d_head; or multi-head latent attention, flag ``latent``, with r_q, r_kv, d_nope, d_rope, d_v), mlp and gated_mlp (a feed-forward pair or SwiGLU/GeGLU triple), moe (a router and E
 experts, each token to k), norm (LayerNorm or RMSNorm), embedding (an ``nn.Embedding`` table)
 and linear (any other projection). A match whose parameters no single module holds alone
 (BERT keeps an attention block's output projection and a feed-forward pair in different
