@@ -191,3 +191,16 @@ def test_multi_head_latent_attention_kv_cache_is_the_latent_transformers_caches(
         cache = model(torch.zeros(2, 16, dtype=torch.long), use_cache=True).past_key_values
     real = sum(t.numel() * t.element_size() for layer in cache.layers for t in (layer.keys, layer.values))
     assert r.settings.dtype == "float32" and r.memory["kv_cache"] == real == 2 * 2 * 16 * (16 + 8) * 4
+
+
+@pytest.mark.parametrize("d_v", [20, 16])
+def test_cpu_kernel_choice_follows_torchs_dispatcher_when_values_are_narrower_than_queries(d_v):
+    """torch runs SDPA on the math kernel on CPU when v's head width differs from q's (MLA: d_v != d_nope + d_rope)."""
+    from torch.nn.attention import SDPBackend
+
+    from shapecheck.counting import kernels
+
+    q = k = torch.randn(2, 4, 16, 20)
+    v = torch.randn(2, 4, 16, d_v)
+    torch_picks = "math" if torch._fused_sdp_choice(q, k, v) == SDPBackend.MATH.value else "cpu_flash"
+    assert kernels.choose("cpu", q.dtype, 0.0, False, 20, d_v) == torch_picks == ("cpu_flash" if d_v == 20 else "math")
