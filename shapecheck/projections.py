@@ -75,6 +75,12 @@ STYLES: tuple[Style, ...] = (
 )
 
 
+# Multi-head latent attention (DeepSeek-V2, Liu et al. 2024, section 2.1): the query from ``q_proj`` or the low-rank
+# pair ``q_a_proj`` -> ``q_b_proj``; keys and values from one latent ``kv_a_proj_with_mqa`` (kv_lora_rank + the shared
+# rotary key width) expanded per head by ``kv_b_proj``. Not a ``Style``: no q/k/v weights for verify to read.
+LATENT = {"q": "q_proj", "q_a": "q_a_proj", "q_b": "q_b_proj", "kv_a": "kv_a_proj_with_mqa", "kv_b": "kv_b_proj"}
+
+
 # Output projection names audit tries, in order, after a block's own style's outputs (a family may name its
 # output otherwise, and a block may hold only its output, as BERT's attention.output.dense).
 OUTPUT_NAMES = ("out_proj", "o_proj", "fuse_heads", "dense", "output.dense", "c_proj", "proj", "to_out", "wo", "o", "out_lin", "output_layer", "linear_out", "out")

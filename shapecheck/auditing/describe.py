@@ -4,6 +4,8 @@
   ``bias`` (role -> has one, for q/k/v/o or the fused qkv), ``declared_bias`` and ``declared_by``
   (what the block's config or family says, ``conventions.py``), ``window`` (a sliding-window span, or None)
   and ``buckets`` (T5's relative position bias table: buckets × h, Raffel et al. 2020 section 2.1);
+- attention, multi-head latent (parts q or q_a/q_b, kv_a, kv_b, o): ``latent``, ``h``, ``h_kv`` (= h), ``d_head``
+  (d_nope + d_rope), ``r_q``, ``r_kv``, ``d_nope``, ``d_rope``, ``d_v``, ``bias`` per role;
 - feed_forward: ``d_model``, ``d_ff``, ``gated`` (SwiGLU and other GLU variants, Shazeer 2020), ``expert``
   (its index inside a mixture of experts);
 - norm: ``type`` (``LayerNorm``: gain and bias; ``RMSNorm``: gain only, Zhang & Sennrich 2019), ``width``;
@@ -70,7 +72,26 @@ def _buckets(match: "Match", h: Optional[int]) -> dict[str, int]:
     return {"buckets": table.num_embeddings} if isinstance(table, nn.Embedding) and table.embedding_dim == h else {}
 
 
+def _latent(match: "Match") -> dict[str, Any]:
+    """Multi-head latent attention (DeepSeek-V2, Liu et al. 2024, section 2.1), its widths read off its projections:
+    ``r_q``/``r_kv`` (q_lora_rank, kv_lora_rank), ``d_nope`` and ``d_rope`` (each query/key head is d_nope wide from the
+    latent plus d_rope of decoupled rotary key shared by all heads), ``d_v``; ``d_head`` = d_nope + d_rope."""
+    parts, h = match.parts, match.heads
+    kv_a, kv_b = parts["kv_a"], parts["kv_b"]
+    q = parts.get("q") or parts["q_b"]
+    if not h or q.d_out % h or kv_b.d_out % h:
+        return {"h": h, "latent": False}
+    d_rope, d_head = kv_a.d_out - kv_b.d_in, q.d_out // h
+    d_nope = d_head - d_rope
+    info = {"h": h, "h_kv": h, "d_head": d_head, "latent": d_nope > 0 and kv_b.d_out // h > d_nope,
+            "r_kv": kv_b.d_in, "d_nope": d_nope, "d_rope": d_rope, "d_v": kv_b.d_out // h - d_nope,
+            "bias": {role: p.has_bias for role, p in parts.items()}, "window": None}
+    return {**info, **({"r_q": parts["q_a"].d_out} if "q_a" in parts else {})}
+
+
 def _attention(match: "Match", model: nn.Module) -> dict[str, Any]:
+    if "kv_a" in match.parts:
+        return _latent(match)
     parts, h = match.parts, match.heads
     first = parts.get("q") or parts.get("qkv")
     width = first.d_out if first is not None and "q" in parts else (parts["o"].d_in if "o" in parts else None)
@@ -82,8 +103,9 @@ def _attention(match: "Match", model: nn.Module) -> dict[str, Any]:
 
 
 def _feed_forward(match: "Match") -> dict[str, Any]:
-    up = match.parts["up"]
-    info: dict[str, Any] = {"d_model": up.d_in, "d_ff": up.d_out, "gated": "gate" in match.parts}
+    up, down = match.parts.get("up") or match.parts["gate_up"], match.parts["down"]
+    gated = "gate" in match.parts or "gate_up" in match.parts  # gate_up: Phi-3's gate and up in one Linear, 2·d_ff wide
+    info: dict[str, Any] = {"d_model": up.d_in, "d_ff": down.d_in, "gated": gated}
     index = _EXPERT_INDEX.search(match.path)
     if index:
         info["expert"] = int(index.group(1))

@@ -49,7 +49,7 @@ def _role_biases(match: Match) -> dict[str, bool]:
 
 def _component(match: Match, formula: sympy.Expr, dims: Dims, values: dict[str, int], diffs: list[Difference],
                note: str = "") -> Component:
-    expected = int(sympy.sympify(formula).subs({ALL_SYMBOLS[k]: v for k, v in values.items()}))
+    expected = int(sympy.sympify(formula).subs({_symbol(k): v for k, v in values.items()}))
     counted = sum(p.numel() for _, p in match.all_params())
     gap = counted - expected - sum(d.amount for d in diffs)
     if gap:
@@ -58,7 +58,24 @@ def _component(match: Match, formula: sympy.Expr, dims: Dims, values: dict[str, 
     return Component(match.path, match.kind, match.style, show(formula), values, expected, counted, tuple(diffs), names, note)
 
 
+def _symbol(name: str) -> sympy.Symbol:
+    """A size's symbol: the audit's own, or one of the counting closed forms' (latent attention's r_kv, d_rope ...)."""
+    return ALL_SYMBOLS.get(name) or sympy.Symbol(name, positive=True, integer=True)
+
+
 # ---------------------------------------------------------------- attention
+
+
+def latent_attention(match: Match, dims: Dims) -> Component:
+    """Multi-head latent attention's projections (DeepSeek-V2 section 2.1; the formula is counting's closed form,
+    its latents' norms are rows of their own here)."""
+    from shapecheck.counting.closed_forms import latent_projections  # counting reads this package: import late
+
+    info = match.info
+    formula, _ = latent_projections({role: p.has_bias for role, p in match.parts.items()}, "q_a" in match.parts)
+    names = ("h", "r_q", "r_kv", "d_nope", "d_rope", "d_v")
+    values = {"d_model": match.parts["kv_a"].d_in, **{n: int(info[n]) for n in names if n in info}}  # type: ignore[call-overload]
+    return _component(match, formula, dims, values, _extras(match, dims), "decoupled rotary keys: d_rope shared by all heads")
 
 
 class _AttentionSizes:
@@ -171,6 +188,8 @@ def _shape_expr(shape: tuple[int, ...], dims: Dims) -> sympy.Expr:
 
 
 def attention(match: Match, dims: Dims) -> Component:
+    if match.info.get("latent"):
+        return latent_attention(match, dims)
     sizes = _AttentionSizes(match)
     subs, values = sizes.substitutions()
     biases = _role_biases(match)
@@ -202,16 +221,15 @@ def _bias_note(match: Match, biases: dict[str, bool]) -> str:
 
 
 def feed_forward(match: Match, dims: Dims) -> Component:
-    up = match.parts["up"]
     parts = list(match.parts.values())
     bias = _bias_expected(parts)
-    gated = "gate" in match.parts
-    values = {"d_model": up.d_in, "d_ff": up.d_out}
+    gated = bool(match.info["gated"])
+    values = {"d_model": int(match.info["d_model"]), "d_ff": int(match.info["d_ff"])}  # type: ignore[call-overload]
     ups = F.linear(F.d_model, F.d_ff, 1, bias).params * (2 if gated else 1)
     formula = sympy.expand(ups + F.linear(F.d_ff, F.d_model, 1, bias).params)
     diffs = []
     for role, part in match.parts.items():
-        width = F.d_model if role == "down" else F.d_ff
+        width = F.d_model if role == "down" else 2 * F.d_ff if role == "gate_up" else F.d_ff
         if part.has_bias and not bias:
             diffs.append(Difference(f"{part.name} has a bias (the other layers have none)", part.d_out, signed(width)))
         elif bias and not part.has_bias:
@@ -296,8 +314,8 @@ def dims_of(matches: list[Match]) -> Dims:
             dims.add("d_model", _AttentionSizes(match).d_model)
     for match in matches:
         if match.kind == "feed_forward":
-            dims.add("d_model", match.parts["up"].d_in)
-            dims.add("d_ff", match.parts["up"].d_out)
+            dims.add("d_model", match.info["d_model"])
+            dims.add("d_ff", match.info["d_ff"])
         elif match.kind == "projection":
             dims.add("E", match.parts["linear"].d_in)
     for match in matches:

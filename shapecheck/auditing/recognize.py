@@ -5,7 +5,9 @@ projection names, shared with ``shapecheck verify``; audit also matches blocks
 with a projection *missing*. A module is an attention block when it holds at
 least two of a style's q/k/v projections (or its fused or packed projection);
 its output projection is looked up in the module, then in its parent (BERT
-keeps ``output.dense`` next to ``self``). Every parameter is claimed once, in
+keeps ``output.dense`` next to ``self``). Multi-head latent attention (``LATENT``: DeepSeek-V2/V3's
+low-rank query, latent kv projection and its per-head expansion) is tried first. A feed-forward's up
+projection may be packed with its gate (Phi-3's ``gate_up_proj``: d_model -> 2·d_ff, then d_ff -> d_model). Every parameter is claimed once, in
 this order: attention projections, norms, embeddings, parameters left inside
 an attention block (extras), mixture-of-experts routers and grouped experts,
 feed-forward pairs (d_model -> d_ff -> d_model) and gated triples (SwiGLU),
@@ -33,7 +35,7 @@ from torch import nn
 from shapecheck.auditing.describe import describe
 from shapecheck.auditing.moe import grouped_expert_info, moe_parts, top_k
 from shapecheck.auditing.projections import Projection, as_projection, is_linear, packed_projection
-from shapecheck.projections import OUTPUT_NAMES, STYLES, Style, lookup
+from shapecheck.projections import LATENT, OUTPUT_NAMES, STYLES, Style, lookup
 from shapecheck.target import HEAD_NAMES
 
 
@@ -118,7 +120,33 @@ def _parent(path: str) -> tuple[str, str]:
     return parent, child
 
 
+def _latent(path: str, module: nn.Module, claimed: set[int]) -> Optional[Match]:
+    """Multi-head latent attention (DeepSeek-V2/V3): a latent kv projection narrower than its per-head expansion
+    reads (kv_a: d_model -> r_kv + d_rope, kv_b: r_kv -> h·(d_nope + d_v)) and a query (one Linear, or a low-rank pair
+    whose inner widths agree); its output projection by the usual names."""
+    found = {role: p for role, name in LATENT.items()
+             if isinstance(m := lookup(module, name), nn.Module) and is_linear(m) and (p := as_projection(name, m))}
+    kv_a, kv_b = found.get("kv_a"), found.get("kv_b")
+    low_rank = "q_a" in found and "q_b" in found and found["q_a"].d_out == found["q_b"].d_in
+    if not (kv_a and kv_b and kv_b.d_in < kv_a.d_out and ("q" in found or low_rank)):
+        return None
+    if kv_a.d_in != (found["q_a"] if low_rank else found["q"]).d_in:
+        return None
+    parts = {role: found[role] for role in (("q_a", "q_b") if low_rank else ("q",))}
+    parts.update(kv_a=kv_a, kv_b=kv_b)
+    outputs = _outputs(module, STYLES[0], {id(p) for part in parts.values() for _, p in part.params})
+    if outputs:
+        parts["o"] = outputs[0]
+    label = " + ".join(part.name for part in parts.values()) + " (latent, MLA)"
+    match = Match("attention", path, label, parts, duplicates=outputs[1:], heads=_heads(module), module=module)
+    claimed.update(id(p) for _, p in match.all_params())
+    return match
+
+
 def _attention(model: nn.Module, path: str, module: nn.Module, claimed: set[int]) -> Optional[Match]:
+    latent = _latent(path, module, claimed)
+    if latent is not None:
+        return latent
     matched = _match_style(module)
     if matched is None:
         return None
@@ -208,10 +236,14 @@ def _feed_forward(path: str, module: nn.Module, claimed: set[int]) -> Iterator[M
         if len(ups) == 1 and after is not None and fits(after, down) and not _taken(after, claimed) \
                 and after.has_bias == ups[0].has_bias and not any(fits(after, d) for d in linears[i + 2:]):
             ups.append(after)  # ... or, Meta's w1/w2/w3 (Touvron et al. 2023), gate, down, then up
-        if not ups or _taken(down, claimed):
+        packed = [u for u in linears[:i] if u.d_in == down.d_out != u.d_out == 2 * down.d_in and not _taken(u, claimed)]
+        if _taken(down, claimed) or not (ups or packed):
             continue
         gated = len(ups) == 2 and ups[0].has_bias == ups[1].has_bias
-        parts = {"gate": ups[0], "up": ups[1], "down": down} if gated else {"up": ups[-1], "down": down}
+        if not ups:  # Phi-3's gate_up_proj: gate and up in one Linear of 2·d_ff outputs, chunked in two
+            gated, parts = True, {"gate_up": packed[-1], "down": down}
+        else:
+            parts = {"gate": ups[0], "up": ups[1], "down": down} if gated else {"up": ups[-1], "down": down}
         style = " + ".join(p.name for p in parts.values())
         match = Match("feed_forward", path, style + (" (gated)" if gated else ""), parts, module=module)
         claimed.update(id(p) for _, p in match.all_params())

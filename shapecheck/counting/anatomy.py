@@ -4,7 +4,7 @@
 ``auditing/describe.py``) and gives each recognised thing a ``Part`` at the module that holds
 exactly its parameters, so that the module's measured row can stand next to its closed form
 (``shapecheck.counting.closed_forms``). Kinds: attention (separate q/k/v projections; h, h_kv,
-d_head), mlp and gated_mlp (a feed-forward pair or SwiGLU/GeGLU triple), moe (a router and E
+d_head; or multi-head latent attention, flag ``latent``, with r_q, r_kv, d_nope, d_rope, d_v), mlp and gated_mlp (a feed-forward pair or SwiGLU/GeGLU triple), moe (a router and E
 experts, each token to k), norm (LayerNorm or RMSNorm), embedding (an ``nn.Embedding`` table)
 and linear (any other projection). A match whose parameters no single module holds alone
 (BERT keeps an attention block's output projection and a feed-forward pair in different
@@ -33,6 +33,14 @@ class Part:
     kind: str  # attention | mlp | gated_mlp | moe | norm | embedding | linear
     sizes: dict[str, int] = field(default_factory=dict)
     flags: dict[str, Any] = field(default_factory=dict)  # bias, rms, window, relative, expert
+
+    @property
+    def cache_width(self) -> int:
+        """Values an attention part caches per token: keys and values, 2·h_kv·d_head; multi-head latent attention
+        caches its latent and the shared rotary key, r_kv + d_rope (DeepSeek-V2, Liu et al. 2024, section 2.1.2)."""
+        if self.flags.get("latent"):
+            return self.sizes["r_kv"] + self.sizes["d_rope"]
+        return 2 * self.sizes["h_kv"] * self.sizes["d_head"]
 
     def describe(self) -> str:
         return " ".join(f"{k}={v}" for k, v in self.sizes.items())
@@ -104,8 +112,23 @@ def _norms_inside(match: Match, matches: list[Match]) -> set[int]:
     return {id(p) for m in matches if m.kind == "norm" and m.path.startswith(match.path + ".") for _, p in m.params}
 
 
+def _latent(model: nn.Module, match: Match, matches: list[Match]) -> Iterator[tuple[str, Part]]:
+    """Multi-head latent attention (DeepSeek-V2/V3) at its block, with its latents' norms; else its Linear rows."""
+    info = match.info
+    if not info.get("latent") or not _holds_only(model, match.path, _ids(match.all_params()) | _norms_inside(match, matches)):
+        yield from _split(model, match)
+        return
+    names = ("d_model", "h", "h_kv", "d_head", "r_q", "r_kv", "d_nope", "d_rope", "d_v")
+    sizes = {"d_model": match.parts["kv_a"].d_in, **{key: info[key] for key in names[1:] if key in info}}
+    flags = {"latent": True, "low_rank": "r_q" in info, "bias": dict(info["bias"]), "window": None}
+    yield match.path, Part("attention", sizes, flags)
+
+
 def _attention(model: nn.Module, match: Match, matches: list[Match] = ()) -> Iterator[tuple[str, Part]]:
     info, parts = match.info, match.parts
+    if "kv_a" in parts:
+        yield from _latent(model, match, matches)
+        return
     if "qkv" in parts and (packed := _packed(model, match)) is not None:
         yield packed
         return
@@ -150,7 +173,7 @@ def _feed_forward(model: nn.Module, match: Match) -> Iterator[tuple[str, Part]]:
         return
     kind = "gated_mlp" if match.info["gated"] else "mlp"
     sizes = {"d_model": match.info["d_model"], "d_ff": match.info["d_ff"]}
-    yield match.path, Part(kind, sizes, {"bias": match.parts["up"].has_bias})
+    yield match.path, Part(kind, sizes, {"bias": (match.parts.get("up") or match.parts["gate_up"]).has_bias})
 
 
 def _moe(model: nn.Module, router: Match, matches: list[Match]) -> Iterator[tuple[str, Part]]:

@@ -3,7 +3,8 @@
 Symbols: ``B`` batch, ``S`` query tokens per sequence, ``S_k`` keys each query attends to
 (``S`` in a forward pass, the cache length in decode), ``d_model``, ``h`` query heads,
 ``h_kv`` key/value heads, ``d_head``, ``d_ff``, ``E`` experts, ``k`` experts per token,
-``d_in``/``d_out`` (a Linear), ``rows`` (an embedding table), ``buckets`` (T5's relative position buckets).
+``d_in``/``d_out`` (a Linear), ``rows`` (an embedding table), ``buckets`` (T5's relative position buckets);
+latent attention's ``r_q``/``r_kv`` (q_lora_rank, kv_lora_rank), ``d_nope``, ``d_rope`` (qk_nope/qk_rope_head_dim), ``d_v``.
 
 Sources:
 - A Linear costs 2 FLOPs per weight per token (Kaplan et al. 2020, section 2.1).
@@ -14,6 +15,13 @@ Sources:
 - Gated feed-forward (Shazeer 2020, SwiGLU/GeGLU): three matrices d_model × d_ff.
 - Mixture of experts (Fedus et al. 2021; Jiang et al. 2024, Mixtral): E experts, a router of E·d_model
   weights; each token goes to k experts (the routing assumption: FLOPs of k experts per token).
+- Multi-head latent attention (Liu et al. 2024, DeepSeek-V2, section 2.1): the query from W_Q (d_model × h·(d_nope +
+  d_rope)) or low-rank, W_DQ (d_model × r_q), an RMSNorm of r_q, W_UQ (r_q × h·(d_nope + d_rope)); keys and values from one
+  latent W_DKV with the shared rotary key W_KR (d_model × (r_kv + d_rope)), an RMSNorm of r_kv, and their per-head
+  expansion W_UK, W_UV (r_kv × h·(d_nope + d_v)), counted once per token (decode: the new token's, as report
+  measures decode; transformers' class re-expands every cached latent, 2·B·S_k·r_kv·h·(d_nope + d_v) more per step,
+  and the paper's absorbed W_UK/W_UV expand none);
+  W_O (h·d_v × d_model); QKᵀ 2·B·h·S·S_k·(d_nope + d_rope), softmax·V 2·B·h·S·S_k·d_v.
 - Norms, embeddings (a gather) and rotary embeddings (elementwise) do no matmul work.
 """
 
@@ -31,6 +39,7 @@ B, S, S_k = sympy.symbols("B S S_k", positive=True, integer=True)
 d_model, h, h_kv, d_head, d_ff, E, k, d_in, d_out, rows, buckets, qk_norm, d_shared, d_gate, table = sympy.symbols(
     "d_model h h_kv d_head d_ff E k d_in d_out rows buckets qk_norm d_shared d_gate table", positive=True, integer=True
 )
+r_q, r_kv, d_nope, d_rope, d_v = sympy.symbols("r_q r_kv d_nope d_rope d_v", positive=True, integer=True)
 ZERO = sympy.Integer(0)
 
 
@@ -69,6 +78,28 @@ def _attention(part: Part) -> Form:
     return Form(params, params, flops + core, core)
 
 
+def latent_projections(bias: dict[str, bool], low_rank: bool) -> tuple[sympy.Expr, sympy.Expr]:
+    """Multi-head latent attention's projections (DeepSeek-V2 section 2.1), their norms left out: (params, FLOPs).
+
+    ``bias``: which of q (or q_a, q_b), kv_a, kv_b, o have a bias."""
+    shapes = {"kv_a": (d_model, r_kv + d_rope), "kv_b": (r_kv, h * (d_nope + d_v)), "o": (h * d_v, d_model)}
+    shapes.update({"q_a": (d_model, r_q), "q_b": (r_q, h * (d_nope + d_rope))} if low_rank else
+                  {"q": (d_model, h * (d_nope + d_rope))})
+    params, flops = ZERO, ZERO
+    for role, (i, o) in shapes.items():
+        p, f = _linear(i, o, bias.get(role, False))
+        params, flops = params + p, flops + f
+    return params, flops
+
+
+def _latent(part: Part) -> Form:
+    low_rank = bool(part.flags.get("low_rank"))
+    params, flops = latent_projections(part.flags["bias"], low_rank)
+    params += r_kv + (r_q if low_rank else 0)  # the RMSNorm gains of the latents: elementwise, no matmul
+    core = 2 * B * h * S * S_k * (d_nope + d_rope) + 2 * B * h * S * S_k * d_v
+    return Form(params, params, flops + core, core)
+
+
 def _ffn(gated: bool, bias: bool) -> tuple[sympy.Expr, sympy.Expr]:
     n = 3 if gated else 2
     params = n * d_model * d_ff + ((n - 1) * d_ff + d_model if bias else 0)
@@ -94,6 +125,9 @@ def _moe(part: Part) -> Form:
 def _key(part: Part) -> tuple:
     """What a part's formula depends on besides its sizes' values: its kind and flags."""
     flags = {key: value for key, value in part.flags.items() if key != "window"}
+    if part.kind == "attention" and flags.get("latent"):
+        flags["bias"] = tuple(sorted(flags["bias"].items()))
+        return part.kind, tuple(sorted(flags.items()))
     if part.kind == "attention":
         flags["out"] = None if "d_out" not in part.sizes else part.sizes["d_out"] == part.sizes["d_model"]
         flags["bias"] = tuple(sorted(flags["bias"].items()))
@@ -104,6 +138,8 @@ def _key(part: Part) -> tuple:
 @functools.lru_cache(maxsize=None)
 def _form(key: tuple) -> Form:
     kind, flags = key[0], dict(key[1])
+    if kind == "attention" and flags.get("latent"):
+        return _latent(Part(kind, {}, {**flags, "bias": dict(flags["bias"])}))
     if kind == "attention":
         sizes = {} if flags["out"] is None else {"d_out": 1 if flags["out"] else 2, "d_model": 1}
         return _attention(Part(kind, sizes, {"bias": dict(flags["bias"]), "relative": flags.get("relative"),
@@ -132,7 +168,7 @@ def values(part: Part, batch: int, seq: int, keys: int) -> dict[sympy.Symbol, in
     """The symbol values of ``part`` at ``batch`` × ``seq`` query tokens attending to ``keys`` keys."""
     names = {"d_model": d_model, "h": h, "h_kv": h_kv, "d_head": d_head, "d_ff": d_ff, "E": E, "k": k,
              "d_in": d_in, "d_out": d_out, "rows": rows, "buckets": buckets, "qk_norm": qk_norm, "d_shared": d_shared,
-             "d_gate": d_gate, "table": table}
+             "d_gate": d_gate, "table": table, "r_q": r_q, "r_kv": r_kv, "d_nope": d_nope, "d_rope": d_rope, "d_v": d_v}
     found = {names[key]: value for key, value in part.sizes.items() if key in names}
     return {**found, B: batch, S: seq, S_k: keys}
 

@@ -37,11 +37,13 @@ SAVES = {
 }
 
 
-def choose(device: str, dtype: torch.dtype, dropout: float, masked: bool, d_head: int) -> str:
-    """The kernel torch picks for one SDPA call on ``device`` (cpu or cuda)."""
+def choose(device: str, dtype: torch.dtype, dropout: float, masked: bool, d_head: int, d_v: Optional[int] = None) -> str:
+    """The kernel torch picks for one SDPA call on ``device`` (cpu or cuda); values narrower or wider than the
+    queries (``d_v`` != ``d_head``: multi-head latent attention) rule out the flash kernels."""
+    same = d_v is None or d_v == d_head
     if device == "cpu":
-        return "math" if dropout > 0 else "cpu_flash"
-    if dtype in (torch.float16, torch.bfloat16) and not masked and d_head <= 256:
+        return "math" if dropout > 0 or not same else "cpu_flash"
+    if dtype in (torch.float16, torch.bfloat16) and not masked and d_head <= 256 and same:
         return "flash"
     return "efficient"
 
@@ -85,7 +87,7 @@ class Routed(TorchFunctionMode):
         call = dict(zip(names, args), **kwargs)
         q, k, v, mask = call["query"], call["key"], call["value"], call.get("attn_mask")
         dropout, causal, scale = call.get("dropout_p", 0.0), call.get("is_causal", False), call.get("scale")
-        kernel = self.override or choose(self.device, q.dtype, dropout, mask is not None, q.shape[-1])
+        kernel = self.override or choose(self.device, q.dtype, dropout, mask is not None, q.shape[-1], v.shape[-1])
         self.used[kernel] = self.used.get(kernel, 0) + 1
         if kernel == "math" or q.dim() != 4:
             return func(*args, **kwargs)

@@ -32,8 +32,8 @@ def optimizer_bytes(params: int, dtype: str) -> int:
 
 
 def kv_cache_bytes(widths: list[int], context: int, batch: int, dtype: str) -> int:
-    """``widths``: h_kv·d_head of each attention layer; 2 (keys and values) per layer per token."""
-    return 2 * sum(widths) * context * batch * itemsize(dtype)
+    """``widths``: the values each attention layer caches per token (``Part.cache_width``: 2·h_kv·d_head)."""
+    return sum(widths) * context * batch * itemsize(dtype)
 
 
 def korthikanti(seq: int, batch: int, d_model: int, heads: int, layers: int) -> int:

@@ -269,7 +269,7 @@ def model_report(module: nn.Module, name: str, s: Settings, feed: Optional[Feed]
     flops = measured.at("")
     attention = [part for part in parts.values() if part.kind == "attention"]
     cached = kv_tokens(s)
-    kv = memory.kv_cache_bytes([a.sizes["h_kv"] * a.sizes["d_head"] for a in attention], cached, s.batch, s.dtype)
+    kv = memory.kv_cache_bytes([a.cache_width for a in attention], cached, s.batch, s.dtype)
     trainable = sum(p.numel() for p in {id(p): p for p in module.parameters() if p.requires_grad}.values())
     total = {"params": total_params, "active_params": _active(module, parts, total_params), "flops": flops,
              "macs": flops // 2, "flops_per_token": flops // tokens, "tokens": tokens}

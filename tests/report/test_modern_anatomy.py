@@ -128,3 +128,79 @@ def test_grouped_mm_counts_as_the_per_expert_products_forward_and_backward():
     assert grouped == looped == 3 * 2 * 20 * K * N
     batched = torch.randn(G, 5, K)
     assert counted(lambda: torch._grouped_mm(batched, b)) == 3 * 2 * G * 5 * K * N - 2 * G * 5 * K * N  # no dA
+
+
+@pytest.mark.parametrize("mode", ["forward", "train"])
+def test_phi3_packed_gate_up_projection_is_one_gated_mlp(mode):
+    """Phi-3's MLP: gate and up in one Linear of 2·d_ff outputs (chunked in two), then down: 3·d_model·d_ff."""
+    model, r = report("Phi3ForCausalLM", transformers.Phi3Config(**T, num_key_value_heads=2, pad_token_id=0), mode)
+    rows = {row.path: row for row in r.rows}
+    mlp = rows["model.layers.0.mlp"]
+    assert mlp.kind == "gated_mlp" and mlp.detail == "d_model=64 d_ff=96"
+    assert mlp.params == sum(p.numel() for p in model.model.layers[0].mlp.parameters()) == 3 * 64 * 96
+    assert mlp.flops == (3 if mode == "train" else 1) * 2 * (2 * 16) * 3 * 64 * 96
+    assert r.agrees, [(x.path, x.expected_flops, x.flops) for x in r.rows if not x.agrees]
+
+
+def deepseek(q_lora_rank, attention_bias=False):
+    return transformers.DeepseekV3Config(
+        **T, num_key_value_heads=4, q_lora_rank=q_lora_rank, kv_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=12,
+        v_head_dim=16, n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1, moe_intermediate_size=32,
+        first_k_dense_replace=1, n_group=1, topk_group=1, attention_bias=attention_bias)
+
+
+@pytest.mark.parametrize("q_lora_rank, attention_bias", [(32, False), (None, True)])
+@pytest.mark.parametrize("mode", ["forward", "train", "decode"])
+def test_multi_head_latent_attention_is_one_attention_row_with_its_low_rank_widths(q_lora_rank, attention_bias, mode):
+    """DeepSeek-V2/V3 MLA: q (or q_a → norm → q_b), kv_a (latent + shared rotary key) → norm → kv_b, o_proj."""
+    model, r = report("DeepseekV3ForCausalLM", deepseek(q_lora_rank, attention_bias), mode)
+    rows = {row.path: row for row in r.rows}
+    row = rows["model.layers.1.self_attn"]
+    low = f"r_q={q_lora_rank} " if q_lora_rank else ""
+    assert row.kind == "attention" and row.detail == f"d_model=64 h=4 h_kv=4 d_head=20 {low}r_kv=16 d_nope=12 d_rope=8 d_v=16"
+    assert row.params == sum(p.numel() for p in model.model.layers[1].self_attn.parameters())
+    h, d_qk, d_v, tokens = 4, 12 + 8, 16, (2 if mode == "decode" else 32)
+    q = 64 * 32 + 32 * h * d_qk if q_lora_rank else 64 * h * d_qk
+    per_token = 2 * (q + 64 * (16 + 8) + 16 * h * (12 + d_v) + h * d_v * 64)  # projections, kv_b once per token
+    keys = r.settings.context + 1 if mode == "decode" else 16
+    core = 2 * 2 * h * (1 if mode == "decode" else 16) * keys * (d_qk + d_v)  # QKᵀ and softmax·V, batch 2
+    assert row.flops == (3 if mode == "train" else 1) * (tokens * per_token + core)
+    assert r.agrees, [(x.path, x.expected_flops, x.flops) for x in r.rows if not x.agrees]
+
+
+def test_audit_calls_multi_head_latent_attention_attention_and_phi3_gate_up_a_gated_feed_forward():
+    from shapecheck.auditing import audit
+
+    latent = audit(transformers.DeepseekV3Model(deepseek(32)))
+    attention = latent.component("layers.0.self_attn")
+    assert attention.kind == "attention" and "latent" in attention.style and latent.clean
+    assert attention.values == {"d_model": 64, "h": 4, "r_q": 32, "r_kv": 16, "d_nope": 12, "d_rope": 8, "d_v": 16}
+    assert not any(c.kind == "feed_forward" and "self_attn" in c.path for c in latent.components)
+    phi3 = audit(transformers.Phi3Model(transformers.Phi3Config(**T, num_key_value_heads=2, pad_token_id=0)))
+    mlp = phi3.component("layers.0.mlp")
+    assert mlp.kind == "feed_forward" and mlp.values == {"d_model": 64, "d_ff": 96} and mlp.expected == 3 * 64 * 96
+    assert phi3.clean
+
+
+def test_multi_head_latent_attention_kv_cache_is_the_latent_transformers_caches():
+    """MLA caches r_kv + d_rope values per token and layer, not 2·h·d_head: equal to a real DynamicCache on CPU."""
+    config = deepseek(32)
+    _, r = report("DeepseekV3ForCausalLM", config)
+    model = transformers.DeepseekV3ForCausalLM(config).eval()
+    with torch.no_grad():
+        cache = model(torch.zeros(2, 16, dtype=torch.long), use_cache=True).past_key_values
+    real = sum(t.numel() * t.element_size() for layer in cache.layers for t in (layer.keys, layer.values))
+    assert r.settings.dtype == "float32" and r.memory["kv_cache"] == real == 2 * 2 * 16 * (16 + 8) * 4
+
+
+@pytest.mark.parametrize("d_v", [20, 16])
+def test_cpu_kernel_choice_follows_torchs_dispatcher_when_values_are_narrower_than_queries(d_v):
+    """torch runs SDPA on the math kernel on CPU when v's head width differs from q's (MLA: d_v != d_nope + d_rope)."""
+    from torch.nn.attention import SDPBackend
+
+    from shapecheck.counting import kernels
+
+    q = k = torch.randn(2, 4, 16, 20)
+    v = torch.randn(2, 4, 16, d_v)
+    torch_picks = "math" if torch._fused_sdp_choice(q, k, v) == SDPBackend.MATH.value else "cpu_flash"
+    assert kernels.choose("cpu", q.dtype, 0.0, False, 20, d_v) == torch_picks == ("cpu_flash" if d_v == 20 else "math")
