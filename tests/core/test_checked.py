@@ -211,3 +211,22 @@ def test_config_wins_over_attributes_when_both_name_an_axis():
     module.config = Config()
     with pytest.raises(ShapeError, match=r"but d_model=8 \(bound by the config\)"):
         module(torch.randn(1, 3, 4))
+
+
+def test_a_signature_of_arrays_only_still_rejects_what_beartype_rejected():
+    """Where every annotation is an array the matchers alone check it (beartype would only repeat them)."""
+
+    @checked
+    def same(x: Float[Tensor, "b n"]) -> Float[Tensor, "b n"]:
+        return x
+
+    @checked
+    def returns_a_list(x: Float[Tensor, "b n"]) -> Float[Tensor, "b n"]:
+        return [x]  # type: ignore[return-value]
+
+    assert same(torch.zeros(2, 3)).shape == (2, 3)
+    for bad in ([[1.0, 2.0]], torch.zeros(2, 3, dtype=torch.int64), torch.zeros(2)):
+        with pytest.raises(ShapeError):
+            same(bad)
+    with pytest.raises(ShapeError, match="return value is a list, not a Tensor"):
+        returns_a_list(torch.zeros(2, 3))
