@@ -110,10 +110,10 @@ def attribute_axes(owner: object, remember: bool = True) -> dict[str, tuple[int,
     return found
 
 
-def owner_axes(owner: object) -> dict[str, tuple[int, str]]:
+def owner_axes(owner: object, remember: bool = True) -> dict[str, tuple[int, str]]:
     """Every size the owner fixes before any argument is read: its config's, then its own attributes'."""
-    sizes = {axis: (value, "the config") for axis, value in config_axes(owner).items()}
-    for axis, entry in attribute_axes(owner).items():
+    sizes = {axis: (value, "the config") for axis, value in config_axes(owner, remember).items()}
+    for axis, entry in attribute_axes(owner, remember).items():
         sizes.setdefault(axis, entry)
     return sizes
 
@@ -135,10 +135,7 @@ def _cached_owner_sizes(owner: object) -> dict[str, int]:
     cached = state.get("_shapecheck_sizes") if state is not None else None
     if cached is not None:
         return cached
-    sizes = dict(config_axes(owner, remember=False))
-    for axis, (value, _) in attribute_axes(owner, remember=False).items():
-        sizes.setdefault(axis, value)
-    return sizes
+    return {axis: value for axis, (value, _) in owner_axes(owner, remember=False).items()}
 
 
 @dataclass(frozen=True)
@@ -259,21 +256,6 @@ def _signature_now(fn: Callable[..., typing.Any]) -> _Signature | None:
         return None
 
 
-def _check_arguments(sig: _Signature, qualname: str, memo: dict[str, object], args: tuple, kwargs: dict) -> None:
-    for p in sig.params:
-        value = args[p.index] if p.index < len(args) else kwargs.get(p.name, p.default)
-        if value is None and p.spec.optional:
-            continue
-        if p.spec.match(value, memo):
-            raise _diagnose(sig, qualname, args, kwargs) from None
-
-
-def _check_returned(sig: _Signature, qualname: str, memo: dict[str, object], args: tuple, kwargs: dict, out: object) -> None:
-    for _, spec, value in _returned(out, sig.returns):
-        if spec.match(value, memo):
-            raise _diagnose(sig, qualname, args, kwargs, out) from None
-
-
 def _wrap(fn: Callable[..., typing.Any]) -> Callable[..., typing.Any]:
     sig = _signature_now(fn)
     qualname = fn.__qualname__.rsplit("<locals>.", 1)[-1]
@@ -283,18 +265,23 @@ def _wrap(fn: Callable[..., typing.Any]) -> Callable[..., typing.Any]:
         nonlocal sig
         if not _STATE.enabled:
             return fn(*args, **kwargs)
-        if _compiling():
-            return _traced_call(fn, sig, qualname, args, kwargs)
+        # Under torch.compile the checks run once, while tracing, on the traced sizes (the graph's guards carry
+        # them; a compiled call runs no check code); nothing is cached on the module (a write would be replayed
+        # after every compiled call) and beartype, which checks Python values dynamo already guards, is left out.
+        tracing = _compiling()
         if sig is None:
+            if tracing:  # annotations that did not resolve at decoration time: no contract to trace
+                return fn(*args, **kwargs)
             sig = _Signature(fn)
-        memo = dict(_owner_sizes(args[0])) if sig.is_method and args else {}
-        for p in sig.params:  # _check_arguments, inlined: this is the per-call path
+        owner = args[0] if sig.is_method and args else None
+        memo = {} if owner is None else dict(_cached_owner_sizes(owner) if tracing else _owner_sizes(owner))
+        for p in sig.params:
             value = args[p.index] if p.index < len(args) else kwargs.get(p.name, p.default)
             if value is None and p.spec.optional:
                 continue
             if p.spec.match(value, memo):
                 raise _diagnose(sig, qualname, args, kwargs) from None
-        out = sig.body(*args, **kwargs)
+        out = (fn if tracing else sig.body)(*args, **kwargs)
         for _, spec, value in _returned(out, sig.returns):
             if spec.match(value, memo):
                 raise _diagnose(sig, qualname, args, kwargs, out) from None
@@ -302,20 +289,6 @@ def _wrap(fn: Callable[..., typing.Any]) -> Callable[..., typing.Any]:
 
     wrapper.__wrapped_by_shapecheck__ = True  # type: ignore[attr-defined]
     return wrapper
-
-
-def _traced_call(fn: Callable[..., typing.Any], sig: _Signature | None, qualname: str, args: tuple, kwargs: dict) -> typing.Any:
-    """The call as ``torch.compile`` traces it: the shape checks run once, while tracing, on the traced
-    sizes (so the graph's guards carry them and a compiled call pays nothing for them); nothing is cached
-    on the module (a write would be replayed after every compiled call), and beartype, which checks the
-    Python values dynamo already guards, is left out."""
-    if sig is None:  # annotations that did not resolve at decoration time: no contract to trace
-        return fn(*args, **kwargs)
-    memo = dict(_cached_owner_sizes(args[0])) if sig.is_method and args else {}
-    _check_arguments(sig, qualname, memo, args, kwargs)
-    out = fn(*args, **kwargs)
-    _check_returned(sig, qualname, memo, args, kwargs, out)
-    return out
 
 
 def checked(obj: F) -> F:
