@@ -248,6 +248,27 @@ def _diagnose(sig: _Signature, qualname: str, args: tuple, kwargs: dict, out: ob
     return ShapeError(f"{qualname}: shapes do not match the annotations")
 
 
+def _checked_call(sig: _Signature, qualname: str, memo: dict[str, object], body: Callable[..., typing.Any],
+                  args: tuple, kwargs: dict) -> typing.Any:
+    """Check the arguments, call ``body``, check what it returned: the one path of every checked call."""
+    for p in sig.params:
+        value = args[p.index] if p.index < len(args) else kwargs.get(p.name, p.default)
+        if value is None and p.spec.optional:
+            continue
+        if p.spec.match(value, memo):
+            raise _diagnose(sig, qualname, args, kwargs) from None
+    out = body(*args, **kwargs)
+    for _, spec, value in _returned(out, sig.returns):
+        if spec.match(value, memo):
+            raise _diagnose(sig, qualname, args, kwargs, out) from None
+    return out
+
+
+def _traced_memo(sig: _Signature, args: tuple) -> dict[str, object]:
+    """The owner's sizes for a traced call: nothing is cached on the module (a write would be replayed)."""
+    return dict(_cached_owner_sizes(args[0])) if sig.is_method and args else {}
+
+
 def _signature_now(fn: Callable[..., typing.Any]) -> _Signature | None:
     """The compiled contract, built at decoration time where the annotations already resolve (so a
     ``torch.compile`` trace never has to build it); ``None`` where they name something defined later."""
@@ -372,22 +393,11 @@ def _wrap(fn: Callable[..., typing.Any]) -> Callable[..., typing.Any]:
                 return _traced(args, kwargs)
             if sig is None:  # annotations that did not resolve at decoration time: no contract to trace
                 return fn(*args, **kwargs)
-            return _checked_trace(args, kwargs, None, run=True)
+            return _checked_call(sig, qualname, _traced_memo(sig, args), fn, args, kwargs)
         if sig is None:
             sig = _Signature(fn)
-        owner = args[0] if sig.is_method and args else None
-        memo = {} if owner is None else dict(_owner_sizes(owner))
-        for p in sig.params:
-            value = args[p.index] if p.index < len(args) else kwargs.get(p.name, p.default)
-            if value is None and p.spec.optional:
-                continue
-            if p.spec.match(value, memo):
-                raise _diagnose(sig, qualname, args, kwargs) from None
-        out = sig.body(*args, **kwargs)
-        for _, spec, value in _returned(out, sig.returns):
-            if spec.match(value, memo):
-                raise _diagnose(sig, qualname, args, kwargs, out) from None
-        return out
+        memo = dict(_owner_sizes(args[0])) if sig.is_method and args else {}
+        return _checked_call(sig, qualname, memo, sig.body, args, kwargs)
 
     def _traced(args: tuple, kwargs: dict) -> typing.Any:
         """A call dynamo traces. Static sizes: ``_fits`` decides in plain Python, folded into the graph as a
@@ -398,29 +408,13 @@ def _wrap(fn: Callable[..., typing.Any]) -> Callable[..., typing.Any]:
         given = (None, *map(_described, args[1:])) if method else tuple(map(_described, args))
         named = tuple((k, _described(v)) for k, v in kwargs.items())
         static = not _symbolic(given) and not any(_symbolic(v) for _, v in named)
-        if static and _fits(contract, owner, given, named):
-            out = fn(*args, **kwargs)
-            returned = _described(out)
-            if not _symbolic(returned) and _fits(contract, owner, given, named, returned):
-                return out
-            return _checked_trace(args, kwargs, out)
-        return _checked_trace(args, kwargs, None, run=True)
-
-    def _checked_trace(args: tuple, kwargs: dict, out: object, run: bool = False) -> typing.Any:
-        """The checks themselves, traced (``sig`` is known: it was built at decoration time)."""
-        memo = dict(_cached_owner_sizes(args[0])) if sig.is_method and args else {}
-        for p in sig.params:
-            value = args[p.index] if p.index < len(args) else kwargs.get(p.name, p.default)
-            if value is None and p.spec.optional:
-                continue
-            if p.spec.match(value, memo):
-                raise _diagnose(sig, qualname, args, kwargs) from None
-        if run:
-            out = fn(*args, **kwargs)
-        for _, spec, value in _returned(out, sig.returns):
-            if spec.match(value, memo):
-                raise _diagnose(sig, qualname, args, kwargs, out) from None
-        return out
+        if not (static and _fits(contract, owner, given, named)):
+            return _checked_call(sig, qualname, _traced_memo(sig, args), fn, args, kwargs)
+        out = fn(*args, **kwargs)
+        returned = _described(out)
+        if not _symbolic(returned) and _fits(contract, owner, given, named, returned):
+            return out
+        return _checked_call(sig, qualname, _traced_memo(sig, args), lambda *_, **__: out, args, kwargs)
 
     wrapper.__wrapped_by_shapecheck__ = True  # type: ignore[attr-defined]
     return wrapper
