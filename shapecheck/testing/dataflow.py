@@ -6,6 +6,10 @@ of the query and key projections: the matrix product that made it names them (fi
 query). The product of the probabilities with another tensor names the value projection, and the
 Linear whose input carries the value's label is the output projection. Only separate projections
 (one Linear each) are read this way; fused ones stay with the name table.
+
+The same labels find a soft-cap (Gemma 2's ``tanh(scores / c) · c`` on the logits): a tanh whose input
+comes from a product of two projections, not from the probabilities, whose output is multiplied by a
+constant ``c`` and reaches the softmax. The cap is that constant, as the module uses it (``trace_softcap``).
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 _SOFTMAX = "<softmax>"
+_SCORES = "<scores>"  # a product of two labelled tensors, before any softmax
+_TANH = "<tanh>"  # tanh of scores
 _PRODUCTS = ("bmm", "mm", "matmul", "baddbmm", "einsum")
 
 
@@ -29,6 +35,9 @@ class _Flow(TorchDispatchMode):
         self.labels, self.keep = labels, keep
         self.products: list[tuple[frozenset[str], frozenset[str], int]] = []  # (left labels, right labels, id of output)
         self.softmax_inputs: list[int] = []
+        self.tanh_outputs: set[int] = set()
+        self.caps: list[float] = []  # constants a tanh of the scores was multiplied by
+        self.capped_softmax = False  # a softmax input carries a tanh of the scores
 
     def label(self, value: Any) -> frozenset[str]:
         return self.labels.get(id(value), frozenset()) if isinstance(value, Tensor) else frozenset()
@@ -40,24 +49,57 @@ class _Flow(TorchDispatchMode):
         name = func.__name__.split(".")[0]
         if "softmax" in name:
             self.softmax_inputs.append(id(flat[0]))
+            self.capped_softmax = self.capped_softmax or _TANH in self.label(flat[0])
             merged = merged | {_SOFTMAX}
         tensors = [o for o in tree_flatten(out)[0] if isinstance(o, Tensor)]
         if name in _PRODUCTS and len(flat) >= 2 and tensors:
             left, right = (flat[1], flat[2]) if name == "baddbmm" and len(flat) >= 3 else (flat[0], flat[1])
             self.products.append((self.label(left), self.label(right), id(tensors[0])))
+            if self.label(left) and self.label(right) and _SOFTMAX not in merged:
+                merged = merged | {_SCORES}
+        if name == "tanh" and _SCORES in merged and _SOFTMAX not in merged and tensors:
+            self.tanh_outputs.add(id(tensors[0]))
+            merged = merged | {_TANH}
+        if name == "mul":
+            self._cap(args)
         for o in tensors:
             self.labels[id(o)] = self.labels.get(id(o), frozenset()) | merged
             self.keep.append(o)
         return out
 
 
+    def _cap(self, args: Any) -> None:
+        """A tanh of the scores times a constant (a number or a one-element tensor): that constant is a cap."""
+        if len(args) != 2 or not any(isinstance(a, Tensor) and id(a) in self.tanh_outputs for a in args):
+            return
+        other = args[1] if isinstance(args[0], Tensor) and id(args[0]) in self.tanh_outputs else args[0]
+        if isinstance(other, (int, float)):
+            self.caps.append(float(other))
+        elif isinstance(other, Tensor) and other.numel() == 1:
+            self.caps.append(float(other))
+
+
 def _single(labels: frozenset[str]) -> Optional[str]:
-    names = [n for n in labels if n != _SOFTMAX]
+    names = [n for n in labels if n not in (_SOFTMAX, _SCORES, _TANH)]
     return names[0] if len(names) == 1 else None
 
 
 def trace_roles(module: nn.Module, run: Callable[[], Any]) -> Optional[dict[str, str]]:
     """{'q': name, 'k': name, 'v': name, 'o': name or ''} from one call ``run()``, or None when the flow is not plain."""
+    flow, inputs = _traced(module, run)
+    return None if flow is None else _roles(flow, inputs)
+
+
+def trace_softcap(module: nn.Module, run: Callable[[], Any]) -> Optional[float]:
+    """The constant c of a soft-cap ``tanh(scores / c) · c`` whose result reaches the softmax in one call ``run()``,
+    or None: no tanh of the scores, one applied after the softmax, or more than one constant."""
+    flow, _ = _traced(module, run)
+    if flow is None or not flow.capped_softmax or len(set(flow.caps)) != 1:
+        return None
+    return flow.caps[0]
+
+
+def _traced(module: nn.Module, run: Callable[[], Any]) -> tuple[Optional[_Flow], dict[str, frozenset[str]]]:
     linears = {m: n for n, m in module.named_modules() if isinstance(m, nn.Linear)}
     labels: dict[int, frozenset[str]] = {}
     keep: list[Tensor] = []
@@ -74,11 +116,11 @@ def trace_roles(module: nn.Module, run: Callable[[], Any]) -> Optional[dict[str,
         with torch.no_grad(), _Flow(labels, keep) as flow:
             run()
     except Exception:  # noqa: BLE001 - no flow, no reference
-        return None
+        return None, inputs
     finally:
         for h in handles:
             h.remove()
-    return _roles(flow, inputs)
+    return flow, inputs
 
 
 def _roles(flow: _Flow, inputs: dict[str, frozenset[str]]) -> Optional[dict[str, str]]:

@@ -262,7 +262,8 @@ def _reference(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
             for rotary in rotations_of(s, module, case):  # one per RoPE layout the tables allow
                 for tiled in (False, True):  # kv heads shared by consecutive query heads, or tiled: either order, the same for k and v
                     expected = reference_attention(layout, case.shape.heads, case.query, case.key, case.value, keep, is_causal,
-                                                   scale=with_scale, rotary=rotary, window=window, tiled=tiled)
+                                                   scale=with_scale, rotary=rotary, window=window, tiled=tiled,
+                                                   softcap=s.softcap)
                     diff = _diff(out[rows], expected[rows])  # rows with no visible key belong to fully_masked_rows
                     if diff is None:
                         return None
@@ -298,9 +299,9 @@ def not_softmax(s: Subject) -> Optional[str]:
     """Why the module's behaviour shows it is no softmax attention (unnormalised weights, or scores whose per-query
     constant matters: a linear kernel, asked at 2 heads of size 4+, seq 4), or None. Softmax over the queries is a bug
     and is left to the reference to fail. Asked once per subject."""
-    if not hasattr(s, "_not_softmax"):
-        s._not_softmax = _not_softmax(s)  # type: ignore[attr-defined]
-    return s._not_softmax  # type: ignore[attr-defined]
+    if not s.non_softmax_decided:
+        s.non_softmax, s.non_softmax_decided = _not_softmax(s), True
+    return s.non_softmax
 
 
 def _not_softmax(s: Subject) -> Optional[str]:
@@ -308,6 +309,8 @@ def _not_softmax(s: Subject) -> Optional[str]:
         return f"not softmax attention ({s.unnormalised}): the softmax reference does not apply"
     if s.internal_positions or s.conv.positional:
         return None  # positions between the projection and the scores: a shift is no per-query constant there
+    if s.softcap is not None:
+        return None  # a soft-cap before the softmax does not ignore a per-query constant: the capped reference applies
     m = s.d_head_multiple * max(1, 4 // s.d_head_multiple)
     shape = AttentionShape(2, m, 2 * m, 2, 4, 5 if s.conv.cross else 4, (2 if s.grouped else None))
     query, key, value = random_inputs(shape, 3, cross=s.conv.cross)
@@ -346,7 +349,7 @@ def _scale_one_everywhere(s: Subject) -> bool:
     out = s.run(module, case, use_mask=False).output
     window = window_of(module) if is_causal else None
     return any(_diff(out, reference_attention(proj, 2, case.query, case.key, case.value, None, is_causal, scale=1.0, rotary=rotary,
-                                              window=window)) is None for rotary in rotations_of(s, module, case))
+                                              window=window, softcap=s.softcap)) is None for rotary in rotations_of(s, module, case))
 
 
 def declared_scale(module: Any) -> Optional[float]:

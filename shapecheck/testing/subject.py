@@ -19,7 +19,7 @@ from shapecheck.testing.adapt import (
 from shapecheck.vocabulary import pick
 from shapecheck.testing.probe import attempt, discover, first_line, unnormalised
 from shapecheck.testing.strategies import AttentionCase, AttentionShape
-from shapecheck.testing.dataflow import trace_roles
+from shapecheck.testing.dataflow import trace_roles, trace_softcap
 from shapecheck.testing.weights import (
     Projections, find_projections, packed_candidates, projections_named, unexplained_parameters, with_qk_norms,
 )
@@ -86,6 +86,10 @@ class Subject:
         self.probe_shape = self._shape(min(2, options.max_heads), self.d_head_multiple)
         self.construction = next(c for k, c in self._constructions.items() if self._modules[k] is probe)  # the size that runs
         self.flow = None if find_projections(probe) else self._trace(probe)
+        self.softcap = self._softcap(probe)
+        if self.softcap is not None:
+            self.notes += (f"soft-cap: tanh(scores / {self.softcap:g}) · {self.softcap:g} before the softmax (found by data flow); "
+                           "the reference applies it",)
         proj = self._find(probe)
         extra = unexplained_parameters(probe, proj) if proj else []
         self.uses_reference = proj is not None and not extra
@@ -100,6 +104,8 @@ class Subject:
         if self.unnormalised:
             self.notes += (f"kernel: not normalised attention: {self.unnormalised}",)
         self.reference_note = _reference_note(proj, extra)
+        self.non_softmax: Optional[str] = None  # why the module is no softmax attention (properties.not_softmax)
+        self.non_softmax_decided = False  # decided once, on first asking: the decision runs the module
 
     def _runnable(self, multiple: int) -> tuple[int, nn.Module, Convention]:
         """The smallest head-size multiple (from the constructor's) at which ordinary calls run, at it and at three times it."""
@@ -217,6 +223,14 @@ class Subject:
             return None
         query = torch.randn(2, 3, d_model, generator=torch.Generator().manual_seed(2))  # (batch, seq, d_model)
         return trace_roles(module, lambda: call(module, self.conv, query, sizes=Sizes(2, d_model // 2)))
+
+    def _softcap(self, module: nn.Module) -> Optional[float]:
+        """The soft-cap constant the module applies to its scores, read from one traced call (None: no cap)."""
+        shape = self.probe_shape
+        query = torch.randn(2, 3, shape.d_model, generator=torch.Generator().manual_seed(2))  # (batch, seq, d_model)
+        sizes = Sizes(shape.heads, shape.d_head)
+        other = query if self.conv.cross else None
+        return trace_softcap(module, lambda: call(module, self.conv, query, other, other, sizes=sizes))
 
     def run(self, module: nn.Module, case: AttentionCase, *, query: Optional[Tensor] = None, key: Optional[Tensor] = None,
             value: Optional[Tensor] = None, keep: Optional[Tensor] = None, use_mask: bool = True, causal: bool = False,

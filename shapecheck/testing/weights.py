@@ -241,13 +241,15 @@ def reference_attention(
     rotary: Optional[Rotary] = None,
     window: Optional[int] = None,
     tiled: bool = False,
+    softcap: Optional[float] = None,
 ) -> Float[Tensor, "batch seq_q d_model"]:
     """softmax(s·QKᵀ)V in float64 with the module's own weights (Vaswani et al. 2017, eq. 1 and section 3.2.2).
 
     ``s`` is ``scale`` or 1/√d_k. Grouped key/value heads (fewer k/v rows than q rows) serve
     ``heads / kv_heads`` consecutive query heads each (Ainslie et al. 2023, GQA; transformers'
     ``repeat_kv`` order), or with ``tiled`` every kv_heads-th query head. ``rotary`` rotates q and k after the split; ``window`` keeps keys
-    j with i − window < j ≤ i (with ``causal``).
+    j with i − window < j ≤ i (with ``causal``); ``softcap`` c caps the scaled scores to c·tanh(scores / c) before the
+    mask (Gemma 2, Team Gemma 2024, section 2).
     """
     batch, seq_q, seq_k = query.size(0), query.size(1), key.size(1)
     d_k = proj.wq.size(0) // heads
@@ -264,6 +266,8 @@ def reference_attention(
     else:
         k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)  # (batch, heads, seq_k, d)
     scores = q @ k.transpose(-2, -1) * (scale if scale is not None else 1 / math.sqrt(d_k))  # (batch, heads, seq_q, seq_k)
+    if softcap is not None:
+        scores = torch.tanh(scores / softcap) * softcap
     allowed = torch.ones(batch, 1, seq_q, seq_k, dtype=torch.bool)
     if keep is not None:
         allowed = allowed & keep[:, None, None, :]
