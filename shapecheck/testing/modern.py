@@ -192,6 +192,52 @@ def _window_applies(s: Subject) -> Optional[str]:
     return None
 
 
+def window_padding(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
+    """Window and padding together: query i depends on key j exactly when j is in i's window and j is not padding
+    (the hidden keys are the union of the two masks; each key perturbed in turn, padded query rows not judged)."""
+    from shapecheck.testing.properties import describe_mask
+
+    module, seq, keep = s.module(case.shape), case.shape.seq_q, case.keep
+    if keep is None:
+        return None
+    window, causal = window_of(module), s.causal_mode is not None
+    allowed = keep[:, None, :] & _window_allowed(seq, window, causal)[None]  # (batch, seq_q, seq_k)
+    judged = keep & allowed.any(dim=-1)  # (batch, seq_q): real query rows that see some key
+    base = s.run(module, case, keep=keep).output
+    gen = torch.Generator().manual_seed(case.seed + 5)
+    for j in range(seq):
+        edited = case.query.clone()
+        edited[:, j] = torch.randn(edited[:, j].shape, generator=gen) * 3  # (batch, d_model)
+        out = s.run(module, case, query=edited, key=edited, value=edited, keep=keep).output
+        moved = ~torch.isclose(out, base, atol=1e-5, rtol=1e-4).all(dim=-1)  # (batch, seq)
+        for b, i in judged.nonzero().tolist():
+            if i != j and bool(moved[b, i]) != bool(allowed[b, i, j]):
+                seen = "depends on" if moved[b, i] else "ignores"
+                first, last = (max(0, i - window + 1), i) if causal else (max(0, i - window + 1), min(seq - 1, i + window - 1))
+                why = "a padding key" if not keep[b, j] else (f"its window is keys {first}..{last}" if moved[b, i] else "a real key in its window")
+                return (f"with window {window} and key mask {describe_mask(keep)}: in batch item {b}, query {i} {seen} key {j} ({why}); "
+                        "the keys hidden must be the union of the window and the padding")
+    return None
+
+
+def _window_allowed(seq: int, window: int, causal: bool) -> Tensor:
+    """(seq, seq): key j visible to query i under the window alone (i − w < j ≤ i, or |i − j| < w without causality)."""
+    i, j = torch.arange(seq)[:, None], torch.arange(seq)[None, :]
+    return ((j <= i) & (j > i - window)) if causal else ((i - j).abs() < window)
+
+
+def _window_padding_applies(s: Subject) -> Optional[str]:
+    window = _window_applies(s)
+    if window:
+        return window
+    if not s.has_mask:
+        switch = next((n for n in s.conv.notes if n.startswith("mask: ") and "not a padding mask" in n), None)
+        if switch:  # with a window, a mask that changes the output with every key visible may be the window lost
+            return (f"{switch[len('mask: '):]}: with a sliding window this may be the window lost when a mask is given; "
+                    "pass --mask keep (or its convention) to check the window with padding")
+        return "no mask argument (or --mask none)"
+    return None
+
 
 # ---------------------------------------------------------------- cross-attention from an optional memory
 

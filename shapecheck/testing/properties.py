@@ -548,6 +548,8 @@ PROPERTIES: tuple[Property, ...] = (
     Property("grouped_heads", modern.grouped_heads, modern._grouped_applies, "each kv head serves its group of query heads", mask=True,
              fewer_kv_heads=True),
     Property("sliding_window", modern.sliding_window, modern._window_applies, "query i sees exactly keys i - w < j <= i", min_seq=2),
+    Property("window_padding", modern.window_padding, modern._window_padding_applies,
+             "window and padding: query i sees exactly the keys in its window that are not padding", mask=True, min_seq=2),
     Property("cross_attention", modern.cross_attention, modern._cross_applies, "a memory of another length: shape, order, reference"),
 )
 MODEL_PROPERTY_NAMES = ("padding_right", "padding_left", "future_independence")  # whole models: see shapecheck.testing.models

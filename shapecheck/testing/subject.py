@@ -299,7 +299,11 @@ def internal_positions(module: nn.Module) -> Optional[str]:
 
 def positions_by_behaviour(module: nn.Module, conv: Convention, heads: int, d_head: int) -> Optional[str]:
     """Causal self-attention given no positions: without positions of its own, a later output is a function of the set of
-    earlier tokens, so swapping two of them changes nothing; a module that rotates or embeds positions inside it differs."""
+    earlier tokens, so swapping two of them changes nothing; a module that rotates or embeds positions inside it differs.
+    A sliding window shorter than three tokens leaves the last query no two earlier keys to swap: nothing is decided."""
+    window = module_size(module, "window")
+    if window is not None and window < 3:
+        return None
     x = torch.randn(2, 3, heads * d_head, generator=torch.Generator().manual_seed(3))  # (batch, seq, d_model)
     swapped = x[:, [1, 0, 2]]
     sizes = Sizes(heads, d_head)
