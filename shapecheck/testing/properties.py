@@ -19,6 +19,7 @@ from torch import Tensor
 from shapecheck.testing import degenerate, kernels, modern
 from shapecheck.testing.adapt import Sizes, supply, window_of
 from shapecheck.testing.compare import Draw, Skip, diff as _diff
+from shapecheck.testing.dataflow import trace_bias
 from shapecheck.testing.strategies import AttentionCase, AttentionShape, random_inputs
 from shapecheck.testing.subject import Subject
 from shapecheck.testing.positions import inverse_frequencies
@@ -245,7 +246,14 @@ def _reference(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
     module, use = s.module(case.shape), _use_mask(s, draw)
     keep = _masked_case(case, use)
     is_causal = _causal_flag(s) or (s.causal_mode == "flag" and case.shape.seq_q == case.shape.seq_k and bool(draw(st.booleans(), "causal")))
-    out = s.run(module, case, keep=keep, use_mask=use, causal=is_causal and s.causal_mode == "flag").output
+    flag = is_causal and s.causal_mode == "flag"
+    biases: list[Optional[Tensor]] = [None]
+    if s.scores_bias:  # the term the module adds to its scores in this very call
+        result, bias = trace_bias(module, lambda: s.run(module, case, keep=keep, use_mask=use, causal=flag))
+        out = result.output
+        biases = [None] if bias is None else [bias.term, None]
+    else:
+        out = s.run(module, case, keep=keep, use_mask=use, causal=flag).output
     candidates = s.projection_candidates(module)
     if not candidates:
         return None
@@ -258,18 +266,25 @@ def _reference(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
 
     def compare(with_scale: Optional[float]) -> Optional[str]:
         found = None
+        used = with_scale if with_scale is not None else case.shape.d_head ** -0.5
         for layout in candidates:  # a packed q/k/v: each layout real code uses
-            for rotary in rotations_of(s, module, case):  # one per RoPE layout the tables allow
-                for tiled in (False, True):  # kv heads shared by consecutive query heads, or tiled: either order, the same for k and v
-                    expected = reference_attention(layout, case.shape.heads, case.query, case.key, case.value, keep, is_causal,
-                                                   scale=with_scale, rotary=rotary, window=window, tiled=tiled,
-                                                   softcap=s.softcap)
-                    diff = _diff(out[rows], expected[rows])  # rows with no visible key belong to fully_masked_rows
-                    if diff is None:
-                        return None
-                    found = found or diff
-                    if case.shape.kv_heads in (None, case.shape.heads):
-                        break
+            for rotary in _with_none(rotations_of(s, module, case), biases[0] is not None):  # one per RoPE layout the tables allow
+                for bias in _bias_forms(biases, used):  # added after the scale, or before it (then scaled with the scores)
+                    for tiled in (False, True):  # kv heads shared by consecutive query heads, or tiled: either order, the same for k and v
+                        try:
+                            expected = reference_attention(layout, case.shape.heads, case.query, case.key, case.value, keep, is_causal,
+                                                           scale=with_scale, rotary=rotary, window=window, tiled=tiled,
+                                                           softcap=s.softcap, bias=bias)
+                        except RuntimeError:
+                            if bias is None:
+                                raise
+                            continue  # a term of a shape the scores cannot take: the other forms
+                        diff = _diff(out[rows], expected[rows])  # rows with no visible key belong to fully_masked_rows
+                        if diff is None:
+                            return None
+                        found = found or diff
+                        if case.shape.kv_heads in (None, case.shape.heads):
+                            break
         return found
 
     packed = PACKED in proj.pattern
@@ -286,13 +301,23 @@ def _reference(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
         return None
     used = scale if scale is not None else case.shape.d_head ** -0.5
     explained = next((name for name, other in _other_scales(case.shape) if abs(other - used) > 1e-9 and compare(other) is None), None)
-    if s.internal_positions and not explained:
+    if s.internal_positions and not explained and not s.scores_bias:
         raise Skip(f"the module encodes positions itself ({s.internal_positions}) and no standard RoPE (rotate-half or adjacent "
                    "pairs, base 10000) explains its output: no reference verdict")
     if packed and not explained:
         raise Skip(f"{proj.pattern}: no packing the reference knows (stacked, per head) explains the output: no reference verdict")
     found = f"; it matches the scale {explained} instead" if explained else ""
     return f"differs from the float64 reference ({proj.pattern}{', scale ' + format(scale, '.4g') if scale else ''}): {diff}{found}"
+
+
+def _with_none(rotations: list[Optional[Rotary]], biased: bool) -> list[Optional[Rotary]]:
+    """With a bias on the scores the positions may be in the bias alone: no rotation first."""
+    return ([None] + [r for r in rotations if r is not None]) if biased else rotations
+
+
+def _bias_forms(biases: list[Optional[Tensor]], scale: float) -> list[Optional[Tensor]]:
+    """Each captured term as added after the scale, and before it (then scaled with the scores)."""
+    return [form for b in biases for form in ([None] if b is None else [b, b * scale])]
 
 
 def not_softmax(s: Subject) -> Optional[str]:
@@ -402,7 +427,7 @@ def _reference_applies(s: Subject) -> Optional[str]:
         return s.reference_note
     if not_softmax(s):
         return not_softmax(s)
-    if s.conv.positional in ("alibi", "position_bias", "positions"):
+    if s.conv.positional == "positions" or (s.conv.positional in ("alibi", "position_bias") and not s.scores_bias):
         return f"the module takes {s.conv.positional.replace('_', ' ')} inputs the float64 reference does not model"
     return None
 

@@ -19,7 +19,7 @@ from shapecheck.testing.adapt import (
 from shapecheck.vocabulary import pick
 from shapecheck.testing.probe import attempt, discover, first_line, unnormalised
 from shapecheck.testing.strategies import AttentionCase, AttentionShape
-from shapecheck.testing.dataflow import trace_roles, trace_softcap
+from shapecheck.testing.dataflow import trace_bias, trace_roles, trace_softcap
 from shapecheck.testing.weights import (
     Projections, find_projections, packed_candidates, projections_named, unexplained_parameters, with_qk_norms,
 )
@@ -92,13 +92,18 @@ class Subject:
                            "the reference applies it",)
         proj = self._find(probe)
         extra = unexplained_parameters(probe, proj) if proj else []
+        self.scores_bias, extra = self._scores_bias(probe, extra) if proj else (None, extra)
         self.uses_reference = proj is not None and not extra
         self.internal_positions = None if self.conv.positional else internal_positions(probe)
         if self.internal_positions is None and not self.conv.positional and not self.conv.cross and self.causal_mode == "always":
             self.internal_positions = positions_by_behaviour(probe, self.conv, min(2, options.max_heads), self.d_head_multiple)
+        if self.internal_positions is None and self.scores_bias and "positions" in self.scores_bias:
+            self.internal_positions = "by data flow: the term added to the scores varies with the token positions"
         if self.internal_positions:
             self.notes += (f"positions: encoded by the module itself ({self.internal_positions}); "
                            "the reference tries the standard RoPE in both layouts, else says it cannot judge",)
+        if self.scores_bias:
+            self.notes += (f"bias: {self.scores_bias}; the reference adds it as the module computes it for each call",)
         self.notes += _scale_note(probe, options.scale)
         self.unnormalised = unnormalised(probe, self.conv, self.probe_shape.d_model, Sizes(self.probe_shape.heads, self.probe_shape.d_head))
         if self.unnormalised:
@@ -223,6 +228,26 @@ class Subject:
             return None
         query = torch.randn(2, 3, d_model, generator=torch.Generator().manual_seed(2))  # (batch, seq, d_model)
         return trace_roles(module, lambda: call(module, self.conv, query, sizes=Sizes(2, d_model // 2)))
+
+    def _scores_bias(self, module: nn.Module, extra: list[str]) -> tuple[Optional[str], list[str]]:
+        """(what adds a term to the scores that no projection made, the parameters still unexplained): an ALiBi or
+        relative-position bias, from a buffer, a parameter table or an argument; None when no such term is non-zero."""
+        shape = self.probe_shape
+        query = torch.randn(2, 3, shape.d_model, generator=torch.Generator().manual_seed(2))  # (batch, seq, d_model)
+        other = query if self.conv.cross else None
+        sizes = Sizes(shape.heads, shape.d_head)
+        try:
+            _, bias = trace_bias(module, lambda: call(module, self.conv, query, other, other, sizes=sizes), tuple(extra))
+        except Exception:  # noqa: BLE001 - the probe's own call ran: a trace that fails finds no bias
+            return None, extra
+        if bias is None or not bool((bias.term != 0).any()):
+            return None, extra
+        tables = [n for n in extra if n in bias.params]
+        source = f"from {', '.join(tables)}" if tables else "from a buffer or an argument"
+        term = bias.term
+        varies = term.dim() >= 2 and any(term.size(d) > 1 and not bool((term == term.narrow(d, 0, 1)).all()) for d in (-1, -2))
+        what = ", varying with the token positions" if varies else ""
+        return f"a term no projection made is added to the scores ({source}{what})", [n for n in extra if n not in bias.params]
 
     def _softcap(self, module: nn.Module) -> Optional[float]:
         """The soft-cap constant the module applies to its scores, read from one traced call (None: no cap)."""
