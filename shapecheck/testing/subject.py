@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Optional
 
@@ -16,7 +17,7 @@ from shapecheck.target import Construction, Target, build, has_role, probe_const
 from shapecheck.testing.adapt import (
     Convention, Layout, MaskOption, Outcome, Sizes, arguments, call, forward_parameters, module_size, read_outcome,
 )
-from shapecheck.vocabulary import pick
+from shapecheck.vocabulary import constructor_role, pick
 from shapecheck.testing.probe import attempt, discover, first_line, unnormalised
 from shapecheck.testing.strategies import AttentionCase, AttentionShape
 from shapecheck.testing.dataflow import trace_bias, trace_roles, trace_softcap
@@ -82,7 +83,12 @@ class Subject:
         constraints = probe_constraints(target, init=options.init, d_head_multiple=options.d_head_multiple)
         self.grouped = has_role(target, "kv_heads")
         self.notes: tuple[str, ...] = constraints.notes
-        self.d_head_multiple, probe, self.conv = self._runnable(constraints.d_head_multiple)
+        self.head_lists, notes = head_lists(options.init)
+        self.notes += notes
+        spread = math.lcm(*(r for ratios in self.head_lists.values() for r in ratios)) if self.head_lists else 1
+        if spread > 1:  # r·h heads over the width h·d_head: d_head a multiple of r (more than needed where widths grow too)
+            self.notes += (f"constraint: head sizes drawn as multiples of {spread} so each entry's head count divides the width",)
+        self.d_head_multiple, probe, self.conv = self._runnable(constraints.d_head_multiple * spread)
         self.probe_shape = self._shape(min(2, options.max_heads), self.d_head_multiple)
         self.construction = next(c for k, c in self._constructions.items() if self._modules[k] is probe)  # the size that runs
         self.flow = None if find_projections(probe) else self._trace(probe)
@@ -168,7 +174,8 @@ class Subject:
                 sizes["causal"] = True  # --causal sets the constructor's own causal flag too
             with torch.random.fork_rng(devices=[]):
                 torch.default_generator.manual_seed(self.options.seed)  # CPU only: cheap, no CUDA calls
-                module, construction = build(self.target, sizes, keep_defaults=False, init=self.options.init)
+                init = {**self.options.init, **{name: [shape.heads * r for r in ratios] for name, ratios in self.head_lists.items()}}
+                module, construction = build(self.target, sizes, keep_defaults=False, init=init)
             self._constructions[key] = construction
             self._modules[key] = module.eval()
         return self._modules[key]
@@ -296,6 +303,25 @@ class Subject:
     def causal_mode(self) -> Optional[str]:
         """'flag' (passes causal=True), 'always' (--causal, detected, or in the 4-D mask), or None."""
         return "flag" if self.conv.causal_name else ("always" if self.conv.causal_always else None)
+
+
+def head_lists(init: dict[str, Any]) -> tuple[dict[str, list[int]], tuple[str, ...]]:
+    """``--init`` lists for the heads role (Swin's ``num_heads=[2, 4]``): {name: each entry as a multiple of the first}
+    for those the drawn head count drives, and a note for each (driven, or used as given and why)."""
+    driven: dict[str, list[int]] = {}
+    notes: tuple[str, ...] = ()
+    for name, value in init.items():
+        if not isinstance(value, (list, tuple)) or not value or constructor_role(name, 1) != "heads":
+            continue
+        text = f"[{', '.join(str(v) for v in value)}]"
+        if all(isinstance(v, int) and not isinstance(v, bool) and v > 0 and v % value[0] == 0 for v in value):
+            driven[name] = [v // value[0] for v in value]
+            pattern = ", ".join("h" if r == 1 else f"{r}h" for r in driven[name])
+            notes += (f"heads: --init {name}={text} is a pattern: built as [{pattern}] for each drawn head count h",)
+        else:
+            notes += (f"heads: --init {name}={text} used as given (its entries are not multiples of the first): "
+                      "the drawn head count does not reach it",)
+    return driven, notes
 
 
 def _is_cache_object(value: Any) -> bool:
