@@ -16,7 +16,7 @@ import torch
 from hypothesis import strategies as st
 from torch import Tensor
 
-from shapecheck.testing import degenerate, kernels, modern
+from shapecheck.testing import degenerate, kernels, memory, modern
 from shapecheck.testing.adapt import Sizes, supply, window_of
 from shapecheck.testing.compare import Draw, Skip, diff as _diff
 from shapecheck.testing.dataflow import trace_bias
@@ -575,6 +575,7 @@ PROPERTIES: tuple[Property, ...] = (
     Property("sliding_window", modern.sliding_window, modern._window_applies, "query i sees exactly keys i - w < j <= i", min_seq=2),
     Property("window_padding", modern.window_padding, modern._window_padding_applies,
              "window and padding: query i sees exactly the keys in its window that are not padding", mask=True, min_seq=2),
+    Property("mems", memory.mems, memory._mems_applies, "with mems = earlier hidden states: equal to recomputing over both, last rows"),
     Property("cross_attention", modern.cross_attention, modern._cross_applies, "a memory of another length: shape, order, reference"),
 )
 MODEL_PROPERTY_NAMES = ("padding_right", "padding_left", "future_independence")  # whole models: see shapecheck.testing.models
