@@ -62,6 +62,46 @@ def _cache_runs(s: Subject) -> Optional[str]:
     return None
 
 
+def cache_offset(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
+    """Relative positions through a cache: prefill and decode at positions p, p + 1 ... equal one full forward at 0, 1 ..."""
+    module, seq = s.module(case.shape), case.shape.seq_q
+    offset = draw(st.integers(1, 16), "position_offset")
+    prefix = draw(st.integers(1, seq - 1), "prefill")
+    full = s.run(module, case, use_mask=False).output
+    outputs, cache = [], None
+    for start, stop in [(0, prefix)] + [(i, i + 1) for i in range(prefix, seq)]:
+        out, cache = s.run_cached(module, case, start, stop, cache, offset=offset)
+        outputs.append(out)
+    found = diff(torch.cat(outputs, dim=1), full)
+    return (f"prefill {prefix} then decode one at a time at positions from {offset}: the outputs differ from one full forward "
+            f"at positions from 0 (a shift without a cache changes nothing): {found}") if found else None
+
+
+def _cache_offset_applies(s: Subject) -> Optional[str]:
+    reason = _cache_applies(s)
+    if reason:
+        return reason
+    if not s.conv.positional:
+        return "the module takes no positional input: there is no offset to give its cache"
+    if "start_pos" in s.conv.supplied.values():
+        return "the cache is indexed by absolute position (start_pos): an offset would leave its first slots empty"
+    if not _shift_invariant(s):
+        return f"a shift of every position changes the output without a cache: the {s.conv.positional} positions are absolute"
+    return None
+
+
+def _shift_invariant(s: Subject) -> bool:
+    """At 2 heads and 3 tokens, positions 5, 6, 7 give the output of 0, 1, 2 (decided by behaviour, not by the input's name)."""
+    from shapecheck.testing.strategies import AttentionShape, random_inputs
+
+    shape = AttentionShape(2, 2 * s.d_head_multiple, 4 * s.d_head_multiple, 1, 3, 3, 2 if s.grouped else None)
+    query, key, value = random_inputs(shape, 0, cross=False)
+    case = AttentionCase(shape, query, key, value, None, 0)
+    module = s.module(shape)
+    base = s.run(module, case, use_mask=False).output
+    return diff(s.run(module, case, use_mask=False, positions=torch.arange(3) + 5).output, base) is None
+
+
 # ---------------------------------------------------------------- rotary
 
 

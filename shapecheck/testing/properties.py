@@ -568,6 +568,8 @@ PROPERTIES: tuple[Property, ...] = (
     Property("content_weights", degenerate.content_weights, _always, "weights depend on query-key content (not uniform over keys)",
              min_seq=2),
     Property("kv_cache", modern.kv_cache, modern._cache_applies, "prefill then decode through the cache equals one full forward", min_seq=2),
+    Property("cache_offset", modern.cache_offset, modern._cache_offset_applies,
+             "prefill and decode through the cache at positions p, p + 1 ... equal one full forward at 0, 1 ...", min_seq=2),
     Property("rotary", modern.rotary, modern._rotary_applies, "shifting every position by an offset changes nothing"),
     Property("positions_matter", modern.positions_matter, modern._positions_applies, "other positions change the output", min_seq=2),
     Property("grouped_heads", modern.grouped_heads, modern._grouped_applies, "each kv head serves its group of query heads", mask=True,

@@ -275,11 +275,12 @@ class Subject:
         sizes = Sizes(case.shape.heads, case.shape.d_head)
         return call(module, self.conv, query, key, value, keep=keep, causal=causal, weights=weights, positions=positions, sizes=sizes)
 
-    def run_cached(self, module: nn.Module, case: AttentionCase, start: int, stop: int, cache: Any) -> tuple[Tensor, Any]:
-        """Tokens ``start:stop`` of the case's query through the module's KV cache; returns (output, the cache to pass on)."""
+    def run_cached(self, module: nn.Module, case: AttentionCase, start: int, stop: int, cache: Any, offset: int = 0) -> tuple[Tensor, Any]:
+        """Tokens ``start:stop`` of the case's query through the module's KV cache, at positions ``offset + start`` on;
+        returns (output, the cache to pass on)."""
         name, switch = self.cache_arguments
-        kwargs = arguments(module, self.conv, case.query[:, start:stop].contiguous(), positions=torch.arange(start, stop),
-                           key_positions=torch.arange(stop), sizes=Sizes(case.shape.heads, case.shape.d_head))
+        kwargs = arguments(module, self.conv, case.query[:, start:stop].contiguous(), positions=torch.arange(start, stop) + offset,
+                           key_positions=torch.arange(stop) + offset, sizes=Sizes(case.shape.heads, case.shape.d_head))
         kwargs[name] = new_cache(module, name) if cache is None else cache
         if switch:
             kwargs[switch] = True
