@@ -48,3 +48,11 @@ def test_the_correct_module_passes_with_window_and_padding_checked():
 def test_a_mask_dropped_as_a_switch_says_the_window_may_be_lost():
     found = next(r for r in _report("window_lost_with_padding", "Attention", properties=("window_padding",)).results)
     assert found.status == "skipped" and "window lost when a mask is given" in found.reason and "--mask keep" in found.reason
+
+
+def test_a_transformers_window_in_the_mask_passes_with_padding():
+    pytest.importorskip("transformers")
+    spec = "transformers.models.mistral.modeling_mistral:MistralAttention"
+    report = verify(load_target(spec), VerifyOptions(**{"max_examples": min(EXAMPLES, 8), **SMALL, "init": {"sliding_window": 2},
+                                                        "properties": ("window_padding", "cache_offset")}))
+    assert {r.name: r.status for r in report.results} == {"window_padding": "passed", "cache_offset": "passed"}
