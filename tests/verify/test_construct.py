@@ -84,3 +84,12 @@ def test_a_list_that_is_no_pattern_is_used_as_given_and_says_so():
 
     driven, notes = head_lists({"num_heads": [2, 3], "depths": [2, 2]})
     assert driven == {} and "used as given" in notes[0] and len(notes) == 1  # depths is no head count
+
+
+def test_a_head_count_given_to_a_list_of_heads_is_not_dropped_silently():
+    construction = map_arguments(load_target(f"{STAGE}:StageWithDefaults"), {"d_model": 12, "heads": 3}, keep_defaults=True,
+                                 explicit=("d_model", "heads"))
+    assert construction.arguments["num_heads"] == [2, 2]
+    assert "heads=3 not applied" in construction.describe() and "--init 'num_heads=[...]'" in construction.describe()
+    kept = map_arguments(load_target(f"{STAGE}:StageWithDefaults"), {"d_model": 12}, keep_defaults=True, explicit=("d_model",))
+    assert "num_heads" not in kept.arguments  # no head count given: nothing to say

@@ -40,3 +40,8 @@ class Stage(nn.Module):
 
 class StageBug(Stage):
     block = MergeBug
+
+
+class StageWithDefaults(Stage):
+    def __init__(self, dim: int = 8, num_heads: list = [2, 2]) -> None:  # noqa: B006 - the default is read, never mutated
+        super().__init__(dim, num_heads)
