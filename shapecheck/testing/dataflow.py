@@ -9,11 +9,11 @@ Linear whose input carries the value's label is the output projection. Only sepa
 
 The same labels find a soft-cap (Gemma 2's ``tanh(scores / c) · c`` on the logits): a tanh whose input
 comes from a product of two projections, not from the probabilities, whose output is multiplied by a
-constant ``c`` and reaches the softmax. The cap is that constant, as the module uses it (``trace_softcap``).
+constant ``c`` and reaches the softmax. The cap is that constant, as the module uses it (``trace_scores``).
 
 And the additive terms on the scores that do not come from the inputs' projections: an ALiBi or relative-position
 bias computed inside forward from a buffer or a parameter, or given as an argument, added to the scores (``+``,
-``baddbmm``'s input) or passed to SDPA as a float ``attn_mask`` (``trace_bias``). The parameters that reach
+``baddbmm``'s input) or passed to SDPA as a float ``attn_mask`` (``trace_scores``). The parameters that reach
 such a term are named, so a bias table does not make the reference inapplicable.
 """
 
@@ -134,15 +134,6 @@ def trace_roles(module: nn.Module, run: Callable[[], Any]) -> Optional[dict[str,
     return None if flow is None else _roles(flow, inputs)
 
 
-def trace_softcap(module: nn.Module, run: Callable[[], Any]) -> Optional[float]:
-    """The constant c of a soft-cap ``tanh(scores / c) · c`` whose result reaches the softmax in one call ``run()``,
-    or None: no tanh of the scores, one applied after the softmax, or more than one constant."""
-    flow, _ = _traced(module, run)
-    if flow is None or not flow.capped_softmax or len(set(flow.caps)) != 1:
-        return None
-    return flow.caps[0]
-
-
 class Bias(NamedTuple):
     """The additive terms a traced call put on its scores: their sum (finite part: masks are left to the reference),
     and the parameters outside the projections that reached them."""
@@ -151,14 +142,22 @@ class Bias(NamedTuple):
     params: frozenset[str]
 
 
-def trace_bias(module: nn.Module, run: Callable[[], Any], params: tuple[str, ...] = ()) -> tuple[Any, Optional[Bias]]:
-    """(what ``run()`` returned, the additive term on the scores or None). ``params``: parameters outside the
-    projections, followed to see whether they only make such a term (a relative-position table)."""
+def trace_scores(module: nn.Module, run: Callable[[], Any], params: tuple[str, ...] = ()) -> tuple[Any, Optional[float], Optional[Bias]]:
+    """(what ``run()`` returned, the soft-cap constant, the additive term on the scores) from one traced call.
+
+    The soft-cap is the constant c of a ``tanh(scores / c) · c`` that reaches the softmax (None: no tanh of the scores,
+    one after the softmax, or more than one constant). ``params``: parameters outside the projections, followed to
+    see whether they only make the additive term (a relative-position table)."""
     flow, _ = _traced(module, run, params)
     if flow is None:
-        return run(), None
+        return run(), None, None
+    softcap = flow.caps[0] if flow.capped_softmax and len(set(flow.caps)) == 1 else None
+    return flow.result, softcap, _bias(flow)
+
+
+def _bias(flow: _Flow) -> Optional[Bias]:
     if not flow.biased_softmax or not flow.terms:
-        return flow.result, None
+        return None
     total: Optional[Tensor] = None
     try:
         for term, factor in flow.terms:
@@ -166,8 +165,8 @@ def trace_bias(module: nn.Module, run: Callable[[], Any], params: tuple[str, ...
             part = torch.where(part > -1e4, part, torch.zeros((), dtype=part.dtype))  # a mask value: the reference masks
             total = part if total is None else total + part
     except RuntimeError:  # terms that do not broadcast together: none read
-        return flow.result, None
-    return flow.result, Bias(total, frozenset(flow.term_params - flow.params_elsewhere))  # type: ignore[arg-type]
+        return None
+    return Bias(total, frozenset(flow.term_params - flow.params_elsewhere))  # type: ignore[arg-type]
 
 
 def _traced(module: nn.Module, run: Callable[[], Any], params: tuple[str, ...] = ()) -> tuple[Optional[_Flow], dict[str, frozenset[str]]]:

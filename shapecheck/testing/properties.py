@@ -19,7 +19,7 @@ from torch import Tensor
 from shapecheck.testing import degenerate, kernels, memory, modern
 from shapecheck.testing.adapt import Sizes, supply, window_of
 from shapecheck.testing.compare import Draw, Skip, diff as _diff
-from shapecheck.testing.dataflow import trace_bias
+from shapecheck.testing.dataflow import trace_scores
 from shapecheck.testing.strategies import AttentionCase, AttentionShape, random_inputs
 from shapecheck.testing.subject import Subject
 from shapecheck.testing.positions import inverse_frequencies
@@ -249,7 +249,7 @@ def _reference(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
     flag = is_causal and s.causal_mode == "flag"
     biases: list[Optional[Tensor]] = [None]
     if s.scores_bias:  # the term the module adds to its scores in this very call
-        result, bias = trace_bias(module, lambda: s.run(module, case, keep=keep, use_mask=use, causal=flag))
+        result, _, bias = trace_scores(module, lambda: s.run(module, case, keep=keep, use_mask=use, causal=flag))
         out = result.output
         biases = [None] if bias is None else [bias.term, None]
     else:

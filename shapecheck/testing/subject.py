@@ -20,7 +20,7 @@ from shapecheck.testing.adapt import (
 from shapecheck.vocabulary import constructor_role, pick
 from shapecheck.testing.probe import attempt, discover, first_line, unnormalised
 from shapecheck.testing.strategies import AttentionCase, AttentionShape
-from shapecheck.testing.dataflow import trace_bias, trace_roles, trace_softcap
+from shapecheck.testing.dataflow import trace_roles, trace_scores
 from shapecheck.testing.weights import (
     Projections, find_projections, packed_candidates, projections_named, unexplained_parameters, with_qk_norms,
 )
@@ -92,13 +92,12 @@ class Subject:
         self.probe_shape = self._shape(min(2, options.max_heads), self.d_head_multiple)
         self.construction = next(c for k, c in self._constructions.items() if self._modules[k] is probe)  # the size that runs
         self.flow = None if find_projections(probe) else self._trace(probe)
-        self.softcap = self._softcap(probe)
+        proj = self._find(probe)
+        extra = unexplained_parameters(probe, proj) if proj else []
+        self.softcap, self.scores_bias, extra = self._scores(probe, extra) if proj else (None, None, extra)
         if self.softcap is not None:
             self.notes += (f"soft-cap: tanh(scores / {self.softcap:g}) · {self.softcap:g} before the softmax (found by data flow); "
                            "the reference applies it",)
-        proj = self._find(probe)
-        extra = unexplained_parameters(probe, proj) if proj else []
-        self.scores_bias, extra = self._scores_bias(probe, extra) if proj else (None, extra)
         self.uses_reference = proj is not None and not extra
         self.internal_positions = None if self.conv.positional else internal_positions(probe)
         if self.internal_positions is None and not self.conv.positional and not self.conv.cross and self.causal_mode == "always":
@@ -236,33 +235,26 @@ class Subject:
         query = torch.randn(2, 3, d_model, generator=torch.Generator().manual_seed(2))  # (batch, seq, d_model)
         return trace_roles(module, lambda: call(module, self.conv, query, sizes=Sizes(2, d_model // 2)))
 
-    def _scores_bias(self, module: nn.Module, extra: list[str]) -> tuple[Optional[str], list[str]]:
-        """(what adds a term to the scores that no projection made, the parameters still unexplained): an ALiBi or
-        relative-position bias, from a buffer, a parameter table or an argument; None when no such term is non-zero."""
+    def _scores(self, module: nn.Module, extra: list[str]) -> tuple[Optional[float], Optional[str], list[str]]:
+        """From one traced call: (the soft-cap constant, what adds a term to the scores that no projection made, the
+        parameters still unexplained). The term: an ALiBi or relative-position bias from a buffer, a parameter table or
+        an argument; None when no such term is non-zero."""
         shape = self.probe_shape
         query = torch.randn(2, 3, shape.d_model, generator=torch.Generator().manual_seed(2))  # (batch, seq, d_model)
         other = query if self.conv.cross else None
         sizes = Sizes(shape.heads, shape.d_head)
         try:
-            _, bias = trace_bias(module, lambda: call(module, self.conv, query, other, other, sizes=sizes), tuple(extra))
-        except Exception:  # noqa: BLE001 - the probe's own call ran: a trace that fails finds no bias
-            return None, extra
+            _, softcap, bias = trace_scores(module, lambda: call(module, self.conv, query, other, other, sizes=sizes), tuple(extra))
+        except Exception:  # noqa: BLE001 - the probe's own call ran: a trace that fails finds nothing
+            return None, None, extra
         if bias is None or not bool((bias.term != 0).any()):
-            return None, extra
+            return softcap, None, extra
         tables = [n for n in extra if n in bias.params]
         source = f"from {', '.join(tables)}" if tables else "from a buffer or an argument"
         term = bias.term
         varies = term.dim() >= 2 and any(term.size(d) > 1 and not bool((term == term.narrow(d, 0, 1)).all()) for d in (-1, -2))
         what = ", varying with the token positions" if varies else ""
-        return f"a term no projection made is added to the scores ({source}{what})", [n for n in extra if n not in bias.params]
-
-    def _softcap(self, module: nn.Module) -> Optional[float]:
-        """The soft-cap constant the module applies to its scores, read from one traced call (None: no cap)."""
-        shape = self.probe_shape
-        query = torch.randn(2, 3, shape.d_model, generator=torch.Generator().manual_seed(2))  # (batch, seq, d_model)
-        sizes = Sizes(shape.heads, shape.d_head)
-        other = query if self.conv.cross else None
-        return trace_softcap(module, lambda: call(module, self.conv, query, other, other, sizes=sizes))
+        return softcap, f"a term no projection made is added to the scores ({source}{what})", [n for n in extra if n not in bias.params]
 
     def run(self, module: nn.Module, case: AttentionCase, *, query: Optional[Tensor] = None, key: Optional[Tensor] = None,
             value: Optional[Tensor] = None, keep: Optional[Tensor] = None, use_mask: bool = True, causal: bool = False,
