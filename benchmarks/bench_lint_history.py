@@ -13,7 +13,8 @@ and how many fixes could not be read (snapshot absent), never counted as missed 
 ``--manifest`` picks another manifest of the same columns, e.g. ``history_manifest_2.tsv`` (a second,
 disjoint set gathered later with its own random split).
 
-    python benchmarks/bench_lint_history.py [--half dev|held-out|both] [--manifest PATH] [--mirror /work/.mirror] [--show]
+    python benchmarks/bench_lint_history.py [--half dev|held-out|both] [--manifest PATH]
+                                            [--mirror /work/.mirror] [--show]
 """
 
 from __future__ import annotations
