@@ -278,6 +278,13 @@ def _signature_now(fn: Callable[..., typing.Any]) -> _Signature | None:
         return None
 
 
+def _constant_result(fn: F) -> F:
+    """``torch.compiler.assume_constant_result`` without importing ``torch._dynamo`` with shapecheck (a report on
+    meta never needs it): the same mark, which dynamo reads when it meets a call of ``fn`` while tracing."""
+    fn._dynamo_marked_constant = True  # type: ignore[attr-defined]
+    return fn
+
+
 _SYMBOLIC = "symbolic"  # a traced size that is not a plain integer: the checks are traced instead
 _CONTRACTS: list[_Signature] = []  # what ``_fits`` looks a contract up in, by its index
 _PLANS: list[tuple[tuple[bool, str, str], ...]] = []  # and where its owner's sizes are read from (``_plan``)
@@ -327,7 +334,7 @@ def _plan(sig: _Signature) -> tuple[tuple[bool, str, str], ...]:
         (False, name, axis) for name, axis in _ATTRIBUTES if axis in axes)
 
 
-@torch.compiler.assume_constant_result
+@_constant_result
 def _plan_of(contract: int) -> tuple[tuple[bool, str, str], ...]:
     return _PLANS[contract]
 
@@ -349,7 +356,7 @@ def _traced_owner_sizes(owner: object, contract: int) -> tuple[tuple[str, int], 
     return tuple(found.items())
 
 
-@torch.compiler.assume_constant_result
+@_constant_result
 def _fits(contract: int, owner: tuple, args: tuple, kwargs: tuple, out: object = _SYMBOLIC) -> bool:
     """Whether a traced call of static sizes fits contract ``_CONTRACTS[contract]``, decided in plain Python
     while dynamo traces and folded into the graph as a constant: no guard on the contract's own objects, so a

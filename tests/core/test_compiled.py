@@ -121,3 +121,19 @@ def test_a_wrong_return_or_attribute_size_fails_when_compiled(dynamic):
     wrong = torch.compile(_Returns(8, wrong=True), backend="eager", dynamic=dynamic)
     with pytest.raises(ShapeError, match=r"return value.shape\[2\] is 9, but d_model=8"):
         wrong(torch.randn(2, 3, 8))
+
+
+def test_the_constant_mark_is_the_one_torch_sets():
+    """``runtime._constant_result`` marks a function as ``torch.compiler.assume_constant_result`` does (it sets the
+    mark itself so that importing shapecheck does not import dynamo): a torch that marks another way fails here."""
+    from shapecheck import runtime
+
+    def ours():
+        return 1
+
+    def theirs():
+        return 1
+
+    runtime._constant_result(ours)
+    torch.compiler.assume_constant_result(theirs)
+    assert vars(ours) == vars(theirs) == {"_dynamo_marked_constant": True}
