@@ -56,7 +56,9 @@ class Convention:
     causal_always: bool = False  # --causal, or detected: the module is causal without a flag
     weights_name: Optional[str] = None
     returns_weights: bool = False
-    batch_first: bool = True
+    batch_first: bool = True  # the layout calls use: --layout, else the module's batch_first, else its annotation
+    behaves_batch_first: Optional[bool] = None  # the layout in which batch items stay independent (None: the probe cannot tell)
+    mask_by: str = "name"  # how mask_kind was decided: "name", "behaviour", "--mask", "contract" (--strict keeps a padding mask's)
     supplied: dict[str, str] = field(default_factory=dict)  # argument -> role, built per call (positions, rotary, ...)
     extra: dict[str, Any] = field(default_factory=dict)  # constants: use_cache=False, average_attn_weights=False
     notes: tuple[str, ...] = ()
@@ -150,6 +152,7 @@ def read_signature(module: nn.Module, *, mask: MaskOption = "auto", layout: Opti
         query_name=query, key_name=key, value_name=value, memory_name=memory, optional_memory=optional, keys_required=bool(required & {key, value, memory}),
         mask_name=mask_name, mask_kind=kind, mask_required=mask_name in required, causal_name=pick(names, "causal"),
         causal_always=causal, weights_name=pick(names, "weights"), batch_first=batch_first, supplied=supplied, extra=extra,
+        mask_by="name" if mask == "auto" else "--mask",
         notes=_notes(query, key, value, memory, optional, mask_name, kind, mask, batch_first, layout, supplied),
     )
 

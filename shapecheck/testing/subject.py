@@ -43,7 +43,7 @@ class VerifyOptions:
     causal: bool = False  # the module is causal by construction: assert it
     max_examples: int = 50
     seed: int = 0
-    strict: bool = False  # fully masked rows fail instead of warning
+    strict: bool = False  # fully masked rows fail instead of warning; a padding mask keeps its contract against its behaviour
     dropout: float = 0.1  # built with dropout > 0 so eval-mode determinism means something
     masked_rows: MaskedRows = "finite"  # declared policy for query rows with every key masked
     fail_fast: bool = False  # stop at the first failing property
@@ -110,7 +110,7 @@ class Subject:
             shape = self._shape(heads, multiple * factor)
             probe = self.module(shape)
             conv = discover(probe, shape.d_model, mask=self.options.mask, layout=self.options.layout, causal=self.options.causal,
-                            sizes=Sizes(shape.heads, shape.d_head))
+                            sizes=Sizes(shape.heads, shape.d_head), strict=self.options.strict)
             if conv.could_not_run is None:
                 conv = self._check_larger(conv, heads, 3 * multiple * factor)
             if conv.could_not_run is None and all(self._rotary_consistent(conv, heads, k * shape.d_head) for k in (1, 2, 3, 4)):

@@ -1,0 +1,180 @@
+"""How to call a module: the one decision ``verify``, ``prove``, ``audit`` and ``report`` share.
+
+``decide(module)`` says what the module's first input is (token ids, an image, hidden states) and, for hidden
+states, runs the convention probe (``shapecheck.testing.probe.discover``: a few calls at batch 3, seq 4 on the
+CPU) to find which argument is the query, whether keys and values are the query's own tokens (self-attention)
+or another sequence, the layout by behaviour, which masks and positional inputs a call needs and in which
+convention and shape. Sizes do not change a convention, so a module built on the meta device is decided on a
+small CPU instance of the same class (``decide(module, twin=small)``); the decision is kept per module object.
+
+    decision = decide(module)
+    kwargs = decision.call(module, batch=8, seq=2048, device="meta")   # any size, any device
+    decision.as_json()   # the ``convention`` key of each command's JSON, the same keys everywhere
+
+Where the probe cannot decide (the module cannot run, or it exists on meta only), ``Decision.reason`` says why in
+one line and the commands build their inputs from the signature as before.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, replace
+from typing import Any, Optional
+
+import torch
+from torch import nn
+
+from shapecheck.errors import UsageError, first_line
+from shapecheck.images import image_input
+from shapecheck.target import forward_parameters
+from shapecheck.vocabulary import MASK_TEXT
+
+HIDDEN, TOKENS, IMAGE, NONE = "hidden states", "token ids", "image", "none"
+PROBE_SIZES = {"d_model": 16, "heads": 2}  # the small CPU instance a meta module is decided on
+_DECIDED: "weakref.WeakKeyDictionary[nn.Module, Decision]" = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What ``module``'s first input is and, for hidden states, the probed convention (``testing.adapt.Convention``)."""
+
+    inputs: str  # HIDDEN | TOKENS | IMAGE | NONE
+    convention: Any = None  # a Convention (hidden states only)
+    reason: Optional[str] = None  # why no convention was decided
+
+    @property
+    def runs(self) -> bool:
+        """A convention was decided and an ordinary call ran under it."""
+        return self.convention is not None and self.convention.could_not_run is None
+
+    @property
+    def batch_first(self) -> bool:
+        """The layout the module behaves in (by behaviour where the probe could tell, else the declared one)."""
+        conv = self.convention
+        if conv is None:
+            return True
+        return conv.batch_first if conv.behaves_batch_first is None else conv.behaves_batch_first
+
+    def note(self) -> Optional[str]:
+        """One line for a command's notes: what was decided, or why nothing was (None for token and image inputs)."""
+        if self.inputs != HIDDEN:
+            return None
+        if not self.runs:
+            return f"convention: not decided ({self.why()}); inputs built from forward's signature"
+        conv = self.convention
+        kind = "cross-attention" if conv.cross else "self-attention"
+        layout = "batch-first" if self.batch_first else "seq-first"
+        extra = [f"{conv.mask_name} ({MASK_TEXT.get(conv.mask_kind, conv.mask_kind)})"] if conv.mask_required else []
+        extra += [f"{n} ({r})" for n, r in conv.supplied.items()]
+        return f"convention (probed): {kind}, {layout}" + (f"; passes {', '.join(extra)}" if extra else "")
+
+    def why(self) -> str:
+        if self.reason:
+            return self.reason
+        return self.convention.could_not_run if self.convention is not None else "no probe"
+
+    def call(self, module: nn.Module, batch: int, seq: int, device: str, *, grad: bool = False,
+             generator: Optional[torch.Generator] = None) -> dict[str, Any]:
+        """Keyword arguments for ``module`` at ``batch`` × ``seq`` on ``device`` (zeros on meta, random on the CPU)."""
+        from shapecheck.testing.adapt import Sizes, arguments
+
+        if not self.runs:
+            raise UsageError(f"{type(module).__name__}: no calling convention to build inputs from ({self.why()})")
+        width = input_width(module)
+        if device == "meta":
+            query = torch.zeros(batch, seq, width, device="meta")  # (batch, seq, d_model)
+        else:
+            query = torch.randn(batch, seq, width, generator=generator).to(device)  # (batch, seq, d_model)
+        query.requires_grad_(grad)
+        conv = replace(self.convention, batch_first=self.batch_first)
+        with torch.device(device):
+            return arguments(module, conv, query, sizes=Sizes())
+
+    def as_json(self) -> dict[str, Any]:
+        """The ``convention`` key of verify's, prove's, audit's and report's JSON (the same keys in all four)."""
+        conv = self.convention
+        found: dict[str, Any] = {"inputs": self.inputs, "decided": self.runs, "reason": None if self.runs else (
+            None if self.inputs != HIDDEN else self.why()), "attention": None, "query": None, "key": None, "value": None,
+            "memory": None, "layout": None, "layout_declared": None, "mask": None, "causal": None, "supplied": {},
+            "constants": {}, "returns_weights": None, "notes": []}
+        if conv is None:
+            return found
+        from shapecheck.testing.probe import mask_description
+
+        found.update(
+            attention="cross" if conv.cross else "self", query=conv.query_name, key=conv.key_name, value=conv.value_name,
+            memory=conv.memory_name, layout="batch-first" if self.batch_first else "seq-first",
+            layout_declared="batch-first" if conv.batch_first else "seq-first", mask=mask_description(conv),
+            causal={"flag": conv.causal_name, "always": conv.causal_always, "in_mask": conv.causal_in_mask},
+            supplied=dict(conv.supplied), constants={k: repr(v) for k, v in conv.extra.items()},
+            returns_weights=conv.returns_weights, notes=list(conv.notes))
+        return found
+
+
+def convention_json(conv: Any) -> dict[str, Any]:
+    """``Decision.as_json`` of a convention verify discovered itself (at its drawn sizes and options)."""
+    return Decision(HIDDEN, conv).as_json()
+
+
+def first_input(module: nn.Module) -> str:
+    """What the first argument of ``forward`` is: token ids, an image, hidden states, or none (no argument)."""
+    from shapecheck.counting.inputs import takes_tokens
+
+    params = forward_parameters(module)
+    if not params:
+        return NONE
+    if params[0].name in ("pixel_values", "input_features") or image_input(module) is not None:
+        return IMAGE
+    dtypes = getattr(params[0].annotation, "dtypes", None) or ()
+    integer = any(str(d).startswith("int") for d in dtypes) and not any(str(d).startswith("float") for d in dtypes)
+    return TOKENS if integer or takes_tokens(module) else HIDDEN
+
+
+def input_width(module: nn.Module) -> int:
+    """The width of the hidden states ``module`` reads (``counting.inputs.model_width``)."""
+    from shapecheck.counting.inputs import model_width
+
+    return model_width(module)
+
+
+def decide(module: nn.Module, *, twin: Optional[nn.Module] = None) -> Decision:
+    """The decision for ``module`` (kept per module object); ``twin``: a small CPU instance of its class to probe instead."""
+    if module in _DECIDED:
+        return _DECIDED[module]
+    decision = _decide(module, twin)
+    _DECIDED[module] = decision
+    return decision
+
+
+def undecided(module: nn.Module, reason: str) -> Decision:
+    """Record that ``module`` (a hidden-states module) could not be probed, and why."""
+    decision = Decision(first_input(module), reason=reason if first_input(module) == HIDDEN else None)
+    _DECIDED[module] = decision
+    return decision
+
+
+def _decide(module: nn.Module, twin: Optional[nn.Module]) -> Decision:
+    inputs = first_input(module)
+    if inputs != HIDDEN:
+        return Decision(inputs)
+    subject = twin if twin is not None else module
+    if any(t.is_meta for t in (*subject.parameters(), *subject.buffers())):
+        return Decision(inputs, reason="built on the meta device only, where no call shows behaviour")
+    try:
+        width = input_width(subject)
+    except UsageError as error:
+        return Decision(inputs, reason=str(error))
+    from shapecheck.testing.probe import discover
+
+    was_training = subject.training
+    subject.eval()
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            return Decision(inputs, discover(subject, width))
+    except UsageError as error:
+        return Decision(inputs, reason=str(error))
+    except Exception as error:  # noqa: BLE001 - user code may raise anything while probed
+        return Decision(inputs, reason=f"the probe raised {first_line(error)}")
+    finally:
+        subject.train(was_training)
