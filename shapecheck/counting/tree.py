@@ -22,6 +22,7 @@ from shapecheck.counting import closed_forms as cf
 from shapecheck.counting import measure, memory
 from shapecheck.counting.anatomy import Part, parts as recognised
 from shapecheck.counting.experts import ROUTING, routed
+from shapecheck.convention import Decision, decide
 from shapecheck.counting.feed import Feed, signature_feed
 from shapecheck.counting.per_token import estimates, mfu
 from shapecheck.display import show
@@ -80,6 +81,7 @@ class ModelReport:
     crossover: dict[str, Any] = field(default_factory=dict)  # where the S² terms overtake the S-linear ones
     sizes: dict[str, Any] = field(default_factory=dict)  # a built-in model's sizes (d_model, heads, ...), for the record
     kernel: dict[str, Any] = field(default_factory=dict)  # train: the attention kernel assumed and what it saves
+    convention: dict[str, Any] = field(default_factory=dict)  # how the module was called (``shapecheck.convention``)
 
     @property
     def agrees(self) -> bool:
@@ -236,7 +238,7 @@ def model_report(module: nn.Module, name: str, s: Settings, feed: Optional[Feed]
     ``feed`` says how to call it (default: from its forward signature); ``fvcore`` adds fvcore's count per row.
     """
     module = module.to(memory.DTYPES[s.dtype]).train(s.mode == "train")
-    feed = feed or signature_feed(module)
+    given_feed, feed = feed, feed or signature_feed(module)
     parts = recognised(module)
     params = measure.owners(module)
     fallback: list[str] = []
@@ -275,6 +277,8 @@ def model_report(module: nn.Module, name: str, s: Settings, feed: Optional[Feed]
              "macs": flops // 2, "flops_per_token": flops // tokens, "tokens": tokens}
     per_token = _per_token(module, parts, s, total_params, flops // tokens, measured.kernel)
     notes = _notes(parts, s) + tied_notes(module) + fallback
+    decision = decide(module) if given_feed is None else Decision("the catalogue kind's own inputs")
+    notes += [decision.note()] if decision.note() else []
     notes.append(f"defaults: dtype {s.dtype} ({s.dtype_source}); kv_cache holds {cached} tokens per sequence "
                  + ("(--context, the cache decode attends to)" if s.mode == "decode" else
                     f"(--seq-len in --mode {s.mode}; --mode decode sizes it by --context)"))
@@ -297,7 +301,7 @@ def model_report(module: nn.Module, name: str, s: Settings, feed: Optional[Feed]
     return ModelReport(name, s, rows, total,
                        memory.memory(total_params, trainable, s.dtype, measured.activations, kv, measured.output_numel),
                        per_token, _uncounted(measured.uncounted), notes,
-                       cf.crossovers(parts, layers) if s.mode == "forward" else {}, kernel=kernel)
+                       cf.crossovers(parts, layers) if s.mode == "forward" else {}, kernel=kernel, convention=decision.as_json())
 
 
 def _eager_instead(module: nn.Module, error: RuntimeError) -> bool:

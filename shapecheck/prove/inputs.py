@@ -10,7 +10,11 @@ takes its size from the module's config (``d_model``, ``heads``, ...) or from
 (batch, mel bins, 2·max_source_positions); an encoder-decoder gets
 ``decoder_input_ids`` too, its encoder input along ``seq_k`` and its decoder's
 along ``seq_q``. A forward that takes ``use_cache`` is called with
-``use_cache=False``, so no cache object is returned.
+``use_cache=False``, so no cache object is returned. The convention probe
+(``shapecheck.convention``) overrides the names' guesses for unannotated
+hidden-state arguments: a ``forward(query, key, value)`` it finds to be
+self-attention gets one ``seq``, and a module that behaves sequence-first
+gets ``(seq, batch, d_model)``.
 """
 
 from __future__ import annotations
@@ -18,11 +22,12 @@ from __future__ import annotations
 import inspect
 import typing
 from dataclasses import dataclass, replace
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 import torch
 from torch import Tensor, nn
 
+from shapecheck.convention import decide
 from shapecheck.vocabulary import canonical
 from shapecheck.runtime import config_axes
 from shapecheck.errors import UsageError
@@ -86,6 +91,14 @@ class InputPlan:
     device: torch.device = torch.device("cpu")  # where the module's parameters live
     constants: tuple[tuple[str, object], ...] = ()  # non-tensor keyword arguments (use_cache=False)
     ids: tuple[int, int] = (0, 2)  # token ids drawn from [low, high): no padding or special token
+    decision: Any = None  # how to call forward (``shapecheck.convention.Decision``); None when --inputs/--cross chose
+
+    @property
+    def convention(self) -> dict[str, Any]:
+        """The ``convention`` key of prove's JSON."""
+        from shapecheck.convention import Decision
+
+        return (self.decision or Decision("chosen with --inputs/--cross", reason="not probed: --inputs/--cross chose the arguments")).as_json()
 
     @property
     def dynamic_axes(self) -> list[str]:
@@ -132,10 +145,32 @@ def plan_inputs(
     hints = forward_hints(module)
     static = {**config_axes(module), **(sizes or {})}
     chosen = _choose(module, params, hints, names, cross)
+    decision = decide(module) if not names and not cross else None
     arguments = tuple(_argument(module, params[n], hints.get(n), static) for n in chosen)
+    arguments = _as_decided(arguments, decision, hints)
     constants = tuple((name, value) for name, value in CONSTANTS.items() if name in params)
-    plan = InputPlan(arguments, module_device(module), constants, token_ids(module))
+    plan = InputPlan(arguments, module_device(module), constants, token_ids(module), decision)
     return _self_attention(_encoder_decoder(plan))
+
+
+def _as_decided(arguments: tuple[Argument, ...], decision: Any, hints: dict[str, object]) -> tuple[Argument, ...]:
+    """The probe's decision over the names' guesses: self-attention's keys and values are the query's own sequence
+    (``seq``), and a module that behaves sequence-first reads ``(seq, batch, ...)``. An annotated argument keeps its axes."""
+    if decision is None or not decision.runs:
+        return arguments
+    conv = decision.convention
+    roles = {conv.query_name, conv.key_name, conv.value_name, conv.memory_name} - {None}
+    found = []
+    for arg in arguments:
+        axes = arg.axes
+        if arg.name in roles and spec_of(hints.get(arg.name)) is None:
+            if not conv.cross:
+                axes = tuple("seq" if a in ("seq_q", "seq_k") else a for a in axes)
+            if not decision.batch_first and "batch" in axes:
+                seq = next((a for a in axes if a in ("seq", "seq_q", "seq_k")), None)
+                axes = tuple(seq if a == "batch" else "batch" if a == seq else a for a in axes) if seq else axes
+        found.append(replace(arg, axes=axes))
+    return tuple(found)
 
 
 SPECIAL_TOKENS = ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id", "sep_token_id", "cls_token_id")
