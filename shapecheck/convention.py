@@ -93,8 +93,8 @@ class Decision:
     def as_json(self) -> dict[str, Any]:
         """The ``convention`` key of verify's, prove's, audit's and report's JSON (the same keys in all four)."""
         conv = self.convention
-        found: dict[str, Any] = {"inputs": self.inputs, "decided": self.runs, "reason": None if self.runs else (
-            None if self.inputs != HIDDEN else self.why()), "attention": None, "query": None, "key": None, "value": None,
+        reason = None if self.runs else self.reason or (self.why() if self.inputs == HIDDEN else None)
+        found: dict[str, Any] = {"inputs": self.inputs, "decided": self.runs, "reason": reason, "attention": None, "query": None, "key": None, "value": None,
             "memory": None, "layout": None, "layout_declared": None, "mask": None, "causal": None, "supplied": {},
             "constants": {}, "returns_weights": None, "notes": []}
         if conv is None:

@@ -45,7 +45,8 @@ class Inputs:
 
 def _describe(value: Any) -> str:
     if isinstance(value, Tensor):
-        return f"{'ids' if not value.is_floating_point() else 'float'} {tuple(value.shape)}"
+        kind = "float" if value.is_floating_point() else "complex" if value.is_complex() else "bool" if value.dtype == torch.bool else "ids"
+        return f"{kind} {tuple(value.shape)}"
     return repr(value) if isinstance(value, (bool, int, float, type(None))) else type(value).__name__
 
 

@@ -160,12 +160,18 @@ def _row(module: nn.Module, path: str, folded: tuple, parts: dict[str, Part], me
 def input_shapes(module: nn.Module, parts: dict[str, Part]) -> Iterator[dict[str, tuple[int, ...]]]:
     """The shape of the first tensor each recognised part is called with (a pooler sees one token per sequence)."""
     shapes: dict[str, tuple[int, ...]] = {}
+    decision = decide(module)  # the model itself: the layout it behaves in, where the probe could tell
+
+    def batch_first(called: nn.Module) -> bool:
+        if called is module and decision.runs:
+            return decision.batch_first
+        return getattr(called, "batch_first", True) is not False
 
     def hook(path: str):
         def record(called: nn.Module, args: tuple, kwargs: dict) -> None:
             first = next((a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)), None)
             shape = tuple(first.shape) if first is not None and first.dim() >= 2 else ()
-            if len(shape) == 3 and getattr(called, "batch_first", True) is False:  # torch's (seq, batch, width)
+            if len(shape) == 3 and not batch_first(called):  # (seq, batch, width): torch's batch_first=False
                 shape = (shape[1], shape[0], shape[2])
             shapes.setdefault(path, shape)
         return record

@@ -1,0 +1,90 @@
+"""report calls a block as the convention probe decided on a small CPU instance of its class (shapecheck.convention).
+
+Each module reads hidden states in a way no name, attribute or annotation says (tests/support/conventions.py); the
+count must equal FlopCounterMode's on the module called the way it really reads its inputs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+from typer.testing import CliRunner
+
+from shapecheck.cli import app
+from shapecheck.counting import flop_counter_mapping
+from shapecheck.target import load_target
+
+SUPPORT = Path(__file__).parents[1] / "support" / "conventions.py"
+BATCH, SEQ, WIDTH = 2, 24, 16
+
+
+def report(name: str) -> dict:
+    result = CliRunner().invoke(app, ["report", f"{SUPPORT}:{name}", "--d-model", str(WIDTH), "--heads", "2", "--batch",
+                                      str(BATCH), "--seq-len", str(SEQ), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def counted(name: str, inputs_of) -> int:
+    module = load_target(f"{SUPPORT}:{name}").obj(WIDTH, 2).to("meta")
+    with FlopCounterMode(display=False, custom_mapping=flop_counter_mapping()) as counter, torch.no_grad():
+        module(*inputs_of(module))
+    return counter.get_total_flops()
+
+
+def _states(*shape: int) -> torch.Tensor:
+    return torch.zeros(*shape, device="meta")
+
+
+@pytest.mark.parametrize("name", ["SeqFirst", "LyingSeqFirst"])
+def test_a_module_that_behaves_seq_first_is_fed_seq_batch_width(name):
+    data = report(name)
+    expected = counted("BatchFirst", lambda m: (_states(BATCH, SEQ, WIDTH),))  # the same attention over SEQ tokens
+    assert expected == counted(name, lambda m: (_states(SEQ, BATCH, WIDTH),))
+    assert data["total"]["flops"] == expected  # fed (batch, seq, width) it attends over BATCH tokens: far fewer FLOPs
+    assert data["convention"]["layout"] == "seq-first" and data["convention"]["decided"] is True
+    assert data["convention"]["layout_declared"] == "batch-first"  # no attribute (or one that lies): the default
+
+
+def test_query_key_value_self_attention_gets_one_sequence_three_times():
+    data = report("CausalQKV")
+    x = _states(BATCH, SEQ, WIDTH)
+    assert data["total"]["flops"] == counted("CausalQKV", lambda m: (x, x, x))
+    assert data["convention"]["attention"] == "self"
+
+
+def test_required_rotary_table_and_mask_are_built_as_the_module_takes_them():
+    rotary = report("NeedsRotary")
+    mask = report("NeedsMask")
+    x = _states(BATCH, SEQ, WIDTH)
+    table = torch.ones(SEQ, WIDTH // 4, dtype=torch.complex64, device="meta")  # (seq, d_head / 2)
+    assert rotary["total"]["flops"] == counted("NeedsRotary", lambda m: (x, table))
+    keep = torch.ones(BATCH, 1, SEQ, SEQ, dtype=torch.bool, device="meta")
+    assert mask["total"]["flops"] == counted("NeedsMask", lambda m: (x, keep))
+    assert rotary["convention"]["supplied"] == {"freqs_cis": "rotary"}
+    assert mask["convention"]["mask"]["required"] is True and mask["convention"]["mask"]["kind"] == "keep"
+    assert any(note.startswith("convention (probed)") for note in mask["notes"])
+
+
+def test_the_convention_key_has_the_same_fields_in_all_four_commands():
+    spec = f"{SUPPORT}:SeqFirst"
+    runs = {
+        "verify": ["verify", spec, "--max-examples", "2", "--property", "output_shape", "--format", "json"],
+        "prove": ["prove", spec, "--d-model", "16", "--heads", "2", "--format", "json"],
+        "audit": ["audit", spec, "--d-model", "16", "--heads", "2", "--format", "json"],
+        "report": ["report", spec, "--d-model", "16", "--heads", "2", "--format", "json"],
+    }
+    found = {}
+    for command, args in runs.items():
+        result = CliRunner().invoke(app, args)
+        found[command] = json.loads(result.stdout)["convention"]
+    keys = {command: sorted(c) for command, c in found.items()}
+    assert len({tuple(k) for k in keys.values()}) == 1, keys
+    assert {c["query"] for c in found.values()} == {"x"} and {c["attention"] for c in found.values()} == {"self"}
+    # verify calls in the declared layout (batch_independence judges it) and records the behaviour beside it
+    assert found["verify"]["layout_declared"] == "batch-first" and found["verify"]["layout"] == "seq-first"
+    assert {found[c]["layout"] for c in ("prove", "audit", "report")} == {"seq-first"}
