@@ -61,3 +61,11 @@ def test_the_inverted_bug_is_still_caught_with_the_users_mask_contract():
     assert conv.mask_kind == "ignore" and not any(n.startswith("warning") for n in conv.notes)
     caught = {r.name: r.status for r in _kpm("Attention", mask="keep").results}  # the user's --mask keep is the contract
     assert caught["padding"] == "failed"
+
+
+def test_the_inverted_padding_mutant_warns_by_default():
+    spec = os.path.join(HERE, "mutants", "padding_inverted.py") + ":Attention"
+    report = verify(load_target(spec), VerifyOptions(max_examples=min(EXAMPLES, 6), properties=("padding",)))
+    assert any(n.startswith("warning: key_padding_mask: True/1 = may attend by behaviour") for n in report.notes)
+    strict = verify(load_target(spec), VerifyOptions(max_examples=min(EXAMPLES, 6), properties=("padding",), strict=True))
+    assert [r.status for r in strict.results] == ["failed"]
