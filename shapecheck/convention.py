@@ -17,6 +17,7 @@ one line and the commands build their inputs from the signature as before.
 
 from __future__ import annotations
 
+import copy
 import weakref
 from dataclasses import dataclass, replace
 from typing import Any, Optional
@@ -153,6 +154,19 @@ def undecided(module: nn.Module, reason: str) -> Decision:
     return decision
 
 
+COPY_LIMIT = 2**24  # elements: a module up to this size is probed on a copy, so state its forward keeps (a cache) stays as it was
+
+
+def _copy(module: nn.Module) -> nn.Module:
+    """A copy of a small module to probe (the module itself when it is large or cannot be copied)."""
+    if sum(t.numel() for t in (*module.parameters(), *module.buffers())) > COPY_LIMIT:
+        return module
+    try:
+        return copy.deepcopy(module)
+    except Exception:  # noqa: BLE001 - user modules may hold objects that cannot be copied
+        return module
+
+
 def _decide(module: nn.Module, twin: Optional[nn.Module]) -> Decision:
     inputs = first_input(module)
     if inputs != HIDDEN:
@@ -160,6 +174,7 @@ def _decide(module: nn.Module, twin: Optional[nn.Module]) -> Decision:
     subject = twin if twin is not None else module
     if any(t.is_meta for t in (*subject.parameters(), *subject.buffers())):
         return Decision(inputs, reason="built on the meta device only, where no call shows behaviour")
+    subject = subject if twin is not None else _copy(module)
     try:
         width = input_width(subject)
     except UsageError as error:

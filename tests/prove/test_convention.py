@@ -60,3 +60,23 @@ def test_json_says_what_was_decided_and_text_says_it_in_one_line():
 def test_inputs_named_with_inputs_are_not_probed():
     result = prove_target(f"{SUPPORT}:BatchFirst", d_model=16, heads=2, inputs=["x"])
     assert result.convention["decided"] is False and "--inputs" in result.convention["reason"]
+
+
+def test_the_probe_leaves_state_the_forward_keeps_as_it_was():
+    import torch
+    from torch import nn
+
+    from shapecheck.convention import decide
+
+    class Counting(nn.Module):  # a module-held counter, as a module-held cache would grow
+        def __init__(self) -> None:
+            super().__init__()
+            self.proj = nn.Linear(8, 8)
+            self.register_buffer("calls", torch.zeros(()))
+
+        def forward(self, x):
+            self.calls += 1
+            return self.proj(x)
+
+    module = Counting()
+    assert decide(module).runs and float(module.calls) == 0  # probed on a copy
