@@ -70,10 +70,14 @@ class Argument:
     axes: tuple[Axis, ...]
     kind: str  # "float" | "int" | "bool"
     required: bool
+    fill: Optional[float] = None  # a constant (a mask the probe decided: every key visible in its convention)
 
     def example(self, sizes: dict[str, int], device: torch.device, ids: tuple[int, int] = (0, 2)) -> Tensor:
         """Random values; masks all ones (nothing padded); token ids in ``ids`` (no padding or special token)."""
         shape = tuple(a if isinstance(a, int) else sizes[a] for a in self.axes)
+        if self.fill is not None:
+            dtype = {"bool": torch.bool, "int": torch.long}.get(self.kind, torch.float32)
+            return torch.full(shape, self.fill, dtype=dtype, device=device)
         if self.kind == "float":
             return torch.randn(shape, device=device)
         if self.kind == "bool":
@@ -146,11 +150,34 @@ def plan_inputs(
     static = {**config_axes(module), **(sizes or {})}
     chosen = _choose(module, params, hints, names, cross)
     decision = decide(module) if not names and not cross else None
-    arguments = tuple(_argument(module, params[n], hints.get(n), static) for n in chosen)
+    arguments = tuple(_decided_argument(decision, params[n], hints.get(n)) or _argument(module, params[n], hints.get(n), static)
+                      for n in chosen)
     arguments = _as_decided(arguments, decision, hints)
     constants = tuple((name, value) for name, value in CONSTANTS.items() if name in params)
     plan = InputPlan(arguments, module_device(module), constants, token_ids(module), decision)
     return _self_attention(_encoder_decoder(plan))
+
+
+# A required mask the probe decided, every key visible in its convention: (axes with q/k for seq_q/seq_k, kind, fill).
+_MASK_AXES = {"b1ts": ("batch", 1, "q", "k"), "b11s": ("batch", 1, 1, "k"), "bs": ("batch", "k"), "bts": ("batch", "q", "k"),
+              "ts": ("q", "k")}
+_MASK_FILL = {"keep": ("bool", 1.0), "ignore": ("bool", 0.0), "additive": ("float", 0.0), "keep_float": ("float", 1.0)}
+
+
+def _decided_argument(decision: Any, param: inspect.Parameter, hint: object) -> Optional[Argument]:
+    """An unannotated required mask or position argument as the probe decided it, else None (read from its name)."""
+    if decision is None or not decision.runs or spec_of(hint) is not None:
+        return None
+    conv = decision.convention
+    q, k = ("seq", "seq") if not conv.cross else ("seq_q", "seq_k")
+    required = param.default is inspect.Parameter.empty
+    if param.name == conv.mask_name and conv.mask_kind in _MASK_FILL:
+        kind, fill = _MASK_FILL[conv.mask_kind]
+        axes = tuple({"q": q, "k": k}.get(a, a) if isinstance(a, str) else a for a in _MASK_AXES[conv.mask_shape])
+        return Argument(param.name, axes, kind, required, fill)
+    if conv.supplied.get(param.name) == "positions":
+        return Argument(param.name, ("batch", q), "int", required)
+    return None
 
 
 def _as_decided(arguments: tuple[Argument, ...], decision: Any, hints: dict[str, object]) -> tuple[Argument, ...]:

@@ -80,3 +80,9 @@ def test_the_probe_leaves_state_the_forward_keeps_as_it_was():
 
     module = Counting()
     assert decide(module).runs and float(module.calls) == 0  # probed on a copy
+
+
+def test_a_required_mask_is_built_in_the_shape_and_convention_the_probe_found():
+    result = prove_target(f"{SUPPORT}:NeedsMask", d_model=16, heads=2)  # unannotated: its name alone gives no shape
+    assert result.ok and result.checked, result.problems
+    assert result.inputs["mask"] == ["batch", 1, "seq", "seq"] and result.output_shape == ["batch", "seq", 16]
