@@ -74,5 +74,5 @@ def audit(
     sums = totals(parts, module, sum(g.saved for g in shared))
     called = probe if probe is not None else module
     decision = undecided(called, "the probe was interrupted (Ctrl-C)") if checked.interrupted else decide(called)  # kept from the liveness pass
-    notes = (decision.note(),) if decision.note() and inputs is None else ()
+    notes = (decision.note(),) if decision.note() and inputs is None and not _on_meta(called) else ()  # only a module called
     return AuditResult(name or type(module).__name__, tuple(parts), shared, frozen, checked, sums, notes, decision.as_json())
