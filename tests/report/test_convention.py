@@ -88,3 +88,21 @@ def test_the_convention_key_has_the_same_fields_in_all_four_commands():
     # verify calls in the declared layout (batch_independence judges it) and records the behaviour beside it
     assert found["verify"]["layout_declared"] == "batch-first" and found["verify"]["layout"] == "seq-first"
     assert {found[c]["layout"] for c in ("prove", "audit", "report")} == {"seq-first"}
+
+
+def test_transformers_attention_gets_its_rotary_tables_from_the_probe():
+    transformers = pytest.importorskip("transformers")
+    from transformers.models.llama.modeling_llama import LlamaAttention
+
+    result = CliRunner().invoke(app, ["report", "transformers.models.llama.modeling_llama:LlamaAttention", "--init",
+                                      "layer_idx=0", "--seq-len", "64", "--format", "json"])
+    assert result.exit_code == 0, result.output  # position_embeddings is required: the signature alone cannot build it
+    data = json.loads(result.stdout)
+    config = transformers.LlamaConfig()
+    module = LlamaAttention(config, layer_idx=0).to("meta")
+    head = config.hidden_size // config.num_attention_heads
+    x, table = _states(1, 64, config.hidden_size), _states(1, 64, head)
+    with FlopCounterMode(display=False, custom_mapping=flop_counter_mapping()) as counter, torch.no_grad():
+        module(x, (table, table), _states(1, 1, 64, 64))
+    assert data["total"]["flops"] == counter.get_total_flops()
+    assert data["convention"]["supplied"] == {"position_embeddings": "rotary"}
