@@ -46,3 +46,11 @@ def test_json_carries_the_decision():
     data = json.loads(result.stdout)
     assert data["convention"]["mask"]["name"] == "mask" and data["convention"]["mask"]["required"] is True
     assert data["liveness"] == "ran"
+
+
+def test_transformers_attention_liveness_runs_with_the_probed_rotary_tables():
+    pytest.importorskip("transformers")
+    result = audit_target("transformers.models.llama.modeling_llama:LlamaAttention", init={"layer_idx": 0})
+    assert result.liveness.ran, result.liveness.detail  # its required position_embeddings come from the probe
+    assert result.clean is True and "position_embeddings=" in result.liveness.detail
+    assert result.convention["supplied"] == {"position_embeddings": "rotary"}
