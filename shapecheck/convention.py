@@ -30,7 +30,8 @@ from shapecheck.images import image_input
 from shapecheck.target import forward_parameters
 from shapecheck.vocabulary import MASK_TEXT
 
-HIDDEN, TOKENS, IMAGE, NONE = "hidden states", "token ids", "image", "none"
+HIDDEN, TOKENS, IMAGE, NONE = "hidden states", "token ids", "image", "none"  # what forward's first argument is
+CATALOGUE, CHOSEN = "the catalogue kind's own inputs", "named with --inputs/--cross"  # inputs no probe decides
 PROBE_SIZES = {"d_model": 16, "heads": 2}  # the small CPU instance a meta module is decided on
 _DECIDED: "weakref.WeakKeyDictionary[nn.Module, Decision]" = weakref.WeakKeyDictionary()
 
@@ -39,7 +40,7 @@ _DECIDED: "weakref.WeakKeyDictionary[nn.Module, Decision]" = weakref.WeakKeyDict
 class Decision:
     """What ``module``'s first input is and, for hidden states, the probed convention (``testing.adapt.Convention``)."""
 
-    inputs: str  # HIDDEN | TOKENS | IMAGE | NONE
+    inputs: str  # HIDDEN | TOKENS | IMAGE | NONE | CATALOGUE | CHOSEN
     convention: Any = None  # a Convention (hidden states only)
     reason: Optional[str] = None  # why no convention was decided
 
@@ -95,9 +96,11 @@ class Decision:
         """The ``convention`` key of verify's, prove's, audit's and report's JSON (the same keys in all four)."""
         conv = self.convention
         reason = None if self.runs else self.reason or (self.why() if self.inputs == HIDDEN else None)
-        found: dict[str, Any] = {"inputs": self.inputs, "decided": self.runs, "reason": reason, "attention": None, "query": None, "key": None, "value": None,
-            "memory": None, "layout": None, "layout_declared": None, "mask": None, "causal": None, "supplied": {},
-            "constants": {}, "returns_weights": None, "notes": []}
+        found: dict[str, Any] = {
+            "inputs": self.inputs, "decided": self.runs, "reason": reason, "attention": None, "query": None, "key": None,
+            "value": None, "memory": None, "layout": None, "layout_declared": None, "mask": None, "causal": None,
+            "supplied": {}, "constants": {}, "returns_weights": None, "notes": [],
+        }
         if conv is None:
             return found
         from shapecheck.testing.probe import mask_description

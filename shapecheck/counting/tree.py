@@ -22,7 +22,7 @@ from shapecheck.counting import closed_forms as cf
 from shapecheck.counting import measure, memory
 from shapecheck.counting.anatomy import Part, parts as recognised
 from shapecheck.counting.experts import ROUTING, routed
-from shapecheck.convention import Decision, decide
+from shapecheck.convention import CATALOGUE, Decision, decide
 from shapecheck.counting.feed import Feed, signature_feed
 from shapecheck.counting.per_token import estimates, mfu
 from shapecheck.display import show
@@ -283,7 +283,7 @@ def model_report(module: nn.Module, name: str, s: Settings, feed: Optional[Feed]
              "macs": flops // 2, "flops_per_token": flops // tokens, "tokens": tokens}
     per_token = _per_token(module, parts, s, total_params, flops // tokens, measured.kernel)
     notes = _notes(parts, s) + tied_notes(module) + fallback
-    decision = decide(module) if given_feed is None else Decision("the catalogue kind's own inputs")
+    decision = decide(module) if given_feed is None else Decision(CATALOGUE)
     notes += [decision.note()] if decision.note() else []
     notes.append(f"defaults: dtype {s.dtype} ({s.dtype_source}); kv_cache holds {cached} tokens per sequence "
                  + ("(--context, the cache decode attends to)" if s.mode == "decode" else

@@ -100,9 +100,9 @@ class InputPlan:
     @property
     def convention(self) -> dict[str, Any]:
         """The ``convention`` key of prove's JSON."""
-        from shapecheck.convention import Decision
+        from shapecheck.convention import CHOSEN, Decision
 
-        return (self.decision or Decision("chosen with --inputs/--cross", reason="not probed: --inputs/--cross chose the arguments")).as_json()
+        return (self.decision or Decision(CHOSEN, reason="not probed: --inputs/--cross chose the arguments")).as_json()
 
     @property
     def dynamic_axes(self) -> list[str]:
