@@ -271,6 +271,11 @@ def module_size(module: nn.Module, role: str) -> Optional[int]:
     return None
 
 
+def inner_size(module: nn.Module, role: str) -> Optional[int]:
+    """``module_size`` of the first submodule that declares ``role`` (a decoder layer's ``self_attn``), or None."""
+    return next((found for sub in module.modules() if sub is not module and (found := module_size(sub, role))), None)
+
+
 @dataclass(frozen=True)
 class Sizes:
     """What positional inputs need: heads and head size (from the drawn case, else the module's attributes)."""
@@ -280,8 +285,8 @@ class Sizes:
 
 
 def supply(module: nn.Module, conv: Convention, role: str, name: str, query: Tensor, q_pos: Tensor, k_pos: Tensor, sizes: Sizes) -> Any:
-    heads = sizes.heads or module_size(module, "heads") or 1
-    d_head = sizes.d_head or module_size(module, "d_head") or query.size(-1) // heads
+    heads = sizes.heads or module_size(module, "heads") or inner_size(module, "heads") or 1
+    d_head = sizes.d_head or module_size(module, "d_head") or inner_size(module, "d_head") or query.size(-1) // heads
     if role == "positions":
         return q_pos[None].expand(query.size(0), -1)
     if role == "start_pos":

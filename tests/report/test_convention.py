@@ -106,3 +106,19 @@ def test_transformers_attention_gets_its_rotary_tables_from_the_probe():
         module(x, (table, table), _states(1, 1, 64, 64))
     assert data["total"]["flops"] == counter.get_total_flops()
     assert data["convention"]["supplied"] == {"position_embeddings": "rotary"}
+
+
+def test_a_decoder_layer_gets_rotary_tables_of_its_attentions_head_size():
+    transformers = pytest.importorskip("transformers")
+    from transformers.models.llama.modeling_llama import LlamaDecoderLayer
+
+    result = CliRunner().invoke(app, ["report", "transformers.models.llama.modeling_llama:LlamaDecoderLayer", "--init",
+                                      "layer_idx=0", "--seq-len", "32", "--format", "json"])
+    assert result.exit_code == 0, result.output  # the head size is its self_attn's: the layer itself declares none
+    data = json.loads(result.stdout)
+    config = transformers.LlamaConfig()
+    module = LlamaDecoderLayer(config, layer_idx=0).to("meta")
+    table = _states(1, 32, config.hidden_size // config.num_attention_heads)
+    with FlopCounterMode(display=False, custom_mapping=flop_counter_mapping()) as counter, torch.no_grad():
+        module(_states(1, 32, config.hidden_size), attention_mask=_states(1, 1, 32, 32), position_embeddings=(table, table))
+    assert data["total"]["flops"] == counter.get_total_flops()
