@@ -43,6 +43,7 @@ class Decision:
     inputs: str  # HIDDEN | TOKENS | IMAGE | NONE | CATALOGUE | CHOSEN
     convention: Any = None  # a Convention (hidden states only)
     reason: Optional[str] = None  # why no convention was decided
+    heads: Optional["Heads"] = None  # the head counts the target accepts (commands that build from a target)
 
     @property
     def runs(self) -> bool:
@@ -68,7 +69,9 @@ class Decision:
         layout = "batch-first" if self.batch_first else "seq-first"
         extra = [f"{conv.mask_name} ({MASK_TEXT.get(conv.mask_kind, conv.mask_kind)})"] if conv.mask_required else []
         extra += [f"{n} ({r})" for n, r in conv.supplied.items()]
-        return f"convention (probed): {kind}, {layout}" + (f"; passes {', '.join(extra)}" if extra else "")
+        heads = self.heads.note() if self.heads is not None else None
+        return (f"convention (probed): {kind}, {layout}" + (f"; passes {', '.join(extra)}" if extra else "")
+                + (f"; {heads}" if heads else ""))
 
     def why(self) -> str:
         if self.reason:
@@ -100,6 +103,7 @@ class Decision:
             "inputs": self.inputs, "decided": self.runs, "reason": reason, "attention": None, "query": None, "key": None,
             "value": None, "memory": None, "layout": None, "layout_declared": None, "mask": None, "causal": None,
             "supplied": {}, "constants": {}, "returns_weights": None, "notes": [],
+            "heads": self.heads.as_json() if self.heads is not None else None,
         }
         if conv is None:
             return found
@@ -115,9 +119,16 @@ class Decision:
         return found
 
 
-def convention_json(conv: Any) -> dict[str, Any]:
+def convention_json(conv: Any, heads: Optional["Heads"] = None) -> dict[str, Any]:
     """``Decision.as_json`` of a convention verify discovered itself (at its drawn sizes and options)."""
-    return Decision(HIDDEN, conv).as_json()
+    return Decision(HIDDEN, conv, heads=heads).as_json()
+
+
+def with_heads(module: nn.Module, heads: "Heads") -> Decision:
+    """The decision for ``module`` with the head counts its target accepts (``head_constraints``)."""
+    decision = replace(decide(module), heads=heads)
+    _DECIDED[module] = decision
+    return decision
 
 
 def first_input(module: nn.Module) -> str:
@@ -196,3 +207,63 @@ def _decide(module: nn.Module, twin: Optional[nn.Module]) -> Decision:
         return Decision(inputs, reason=f"the probe raised {first_line(error)}")
     finally:
         subject.train(was_training)
+
+
+# ---------------------------------------------------------------- head constraints
+
+
+@dataclass(frozen=True)
+class Heads:
+    """The head counts a target accepts: the head-size multiple its constructor needs and whether its forward runs with
+    fewer key/value heads than query heads ("grouped"), only with as many ("equal"), or takes no kv-heads size ("none")."""
+
+    d_head_multiple: int = 1
+    kv_heads: str = "none"  # "grouped" | "equal" | "none" | "unknown"
+    reason: Optional[str] = None  # why grouped kv heads were refused, or why nothing could be decided
+
+    def as_json(self) -> dict[str, Any]:
+        return {"d_head_multiple": self.d_head_multiple, "kv_heads": self.kv_heads, "reason": self.reason}
+
+    def note(self) -> Optional[str]:
+        if self.kv_heads == "equal":
+            return f"heads: kv heads must equal heads (forward with heads=4, kv_heads=2: {self.reason})"
+        return None
+
+
+def head_constraints(target: Any, *, init: Optional[dict[str, Any]] = None, keep_defaults: bool = False,
+                     d_head_multiple: Optional[int] = None) -> Heads:
+    """Probed once for every command: the constructor on meta (``target.probe_constraints``), then the forward of two
+    small CPU instances, heads=4 with kv_heads=2 and with kv_heads=4, called as ``decide`` finds."""
+    from shapecheck.target import probe_constraints
+
+    try:
+        multiple = probe_constraints(target, init=init, keep_defaults=keep_defaults, d_head_multiple=d_head_multiple).d_head_multiple
+    except UsageError as error:
+        return Heads(d_head_multiple or 1, "unknown", str(error))
+    return kv_heads_accepted(target, multiple, init=init, keep_defaults=keep_defaults)
+
+
+def kv_heads_accepted(target: Any, multiple: int, *, init: Optional[dict[str, Any]] = None, keep_defaults: bool = False) -> Heads:
+    """``head_constraints`` once the head-size multiple is known (verify finds it with its own notes)."""
+    from shapecheck.target import has_role
+
+    if not has_role(target, "kv_heads"):
+        return Heads(multiple, "none")
+    d_head = 2 * multiple  # rotary tables need even head sizes
+    grouped, equal = (_refusal(target, {"heads": 4, "kv_heads": kv, "d_head": d_head, "d_model": 4 * d_head}, init, keep_defaults)
+                      for kv in (2, 4))
+    if grouped is None:
+        return Heads(multiple, "grouped")
+    return Heads(multiple, "equal", grouped) if equal is None else Heads(multiple, "unknown", equal)
+
+
+def _refusal(target: Any, sizes: dict[str, int], init: Optional[dict[str, Any]], keep_defaults: bool) -> Optional[str]:
+    """Why the target built at ``sizes`` on the CPU cannot be called, or None when an ordinary call runs."""
+    from shapecheck.target import build
+
+    try:
+        module, _ = build(target, sizes, keep_defaults=keep_defaults, init=init, explicit=tuple(sizes))
+    except UsageError as error:
+        return str(error)
+    decision = _decide(module, None)
+    return None if decision.runs else decision.why()

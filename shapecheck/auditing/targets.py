@@ -23,6 +23,7 @@ from torch import nn
 from shapecheck.auditing.api import audit
 from shapecheck.auditing.result import AuditResult, Liveness
 from shapecheck.catalog import build_on_meta, build_real, preset_sizes
+from shapecheck.convention import head_constraints, with_heads
 from shapecheck.errors import UsageError
 from shapecheck.target import Construction, Target, build, construct_on_meta_or_cpu, load_target, map_arguments
 
@@ -64,6 +65,7 @@ def audit_target(spec: str, *, d_model: Optional[int] = None, heads: Optional[in
         probe, described = _probe(target, probe_sizes or PROBE_SIZES, dict(init))
         if probe is not None:
             say(f"forward/backward on {described}")
+    with_heads(probe if probe is not None else model, head_constraints(target, init=dict(init), keep_defaults=True))
     result = audit(model, probe=probe, name=f"{spec}: {construction.describe()}")
     return _with_probe_note(result, probe, described)
 

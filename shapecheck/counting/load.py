@@ -35,6 +35,10 @@ def load_model(target: Optional[str], config: Optional[str], *, init: Optional[d
     label = f"{target}: {construction.describe()}"
     module, on_cpu = construct_on_meta_or_cpu(loaded, construction)
     _decide_on_twin(module, loaded, init or {}, on_cpu)
+    from shapecheck.convention import HIDDEN, first_input, head_constraints, with_heads
+
+    if first_input(module) == HIDDEN:  # a block: the head counts it accepts, as verify, prove and audit find them
+        with_heads(module, head_constraints(loaded, init=init or {}, keep_defaults=True))
     return module, f"{label} (built on the CPU: it fails on meta)" if on_cpu else label
 
 

@@ -14,6 +14,7 @@ from typing import Any, Optional
 from torch import nn
 
 from shapecheck.catalog import REAL_BUDGET, build_real, preset_sizes, require_small
+from shapecheck.convention import head_constraints, with_heads
 from shapecheck.errors import UsageError
 from shapecheck.prove.result import ProofResult
 from shapecheck.target import (
@@ -48,6 +49,7 @@ def prove_target(spec: str, *, d_model: Optional[int] = None, heads: Optional[in
     given = {k: v for k, v in (("d_model", d_model), ("heads", heads)) if v is not None}
     construction = map_arguments(target, {**DEFAULT_SIZES, **given}, keep_defaults=True, init=init, explicit=tuple(given))
     module = _small_enough(spec, target, construction)
+    with_heads(module, head_constraints(target, init=init, keep_defaults=True))
     sizes = {**built_sizes(target, construction), **dict(options.pop("sizes", None) or {})}
     rebuild = factory_for(target, init=init, keep_defaults=True)
     label = spec if not construction.replaced else f"{spec}: {construction.describe()}"

@@ -268,7 +268,7 @@ def _verify(target: Target, options: VerifyOptions, progress: Optional[Progress]
             break
     construction = subject.construction.describe() if subject.construction else target.name
     notes = subject.notes if model else subject.notes + subject.conv.notes + (subject.reference_note,)
-    convention = Decision(TOKENS).as_json() if model else convention_json(subject.conv)
+    convention = Decision(TOKENS).as_json() if model else convention_json(subject.conv, subject.heads)
     return VerifyReport(target.spec, construction, notes, tuple(results), interrupted, tuple(options.properties or ()), convention)
 
 

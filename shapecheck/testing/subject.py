@@ -12,7 +12,8 @@ from torch import Tensor, nn
 
 from shapecheck.errors import UsageError
 from shapecheck.projections import STYLES
-from shapecheck.target import Construction, Target, build, has_role, probe_constraints
+from shapecheck.convention import kv_heads_accepted
+from shapecheck.target import Construction, Target, build, probe_constraints
 from shapecheck.testing.adapt import (
     Convention, Layout, MaskOption, Outcome, Sizes, arguments, call, forward_parameters, module_size, read_outcome,
 )
@@ -80,8 +81,9 @@ class Subject:
         self._constructions: dict[tuple[int, int, int, Optional[int]], Construction] = {}
         self._refusals: dict[tuple[int, int, int, Optional[int]], Optional[str]] = {}
         constraints = probe_constraints(target, init=options.init, d_head_multiple=options.d_head_multiple)
-        self.grouped = has_role(target, "kv_heads")
-        self.notes: tuple[str, ...] = constraints.notes
+        self.heads = kv_heads_accepted(target, constraints.d_head_multiple, init=options.init)  # shared with prove, audit, report
+        self.grouped = self.heads.kv_heads != "none"  # a kv-heads size: kv heads < heads drawn (refused shapes are discarded)
+        self.notes: tuple[str, ...] = constraints.notes + tuple(n for n in (self.heads.note(),) if n)
         self.d_head_multiple, probe, self.conv = self._runnable(constraints.d_head_multiple)
         self.probe_shape = self._shape(min(2, options.max_heads), self.d_head_multiple)
         self.construction = next(c for k, c in self._constructions.items() if self._modules[k] is probe)  # the size that runs

@@ -122,3 +122,21 @@ def test_a_decoder_layer_gets_rotary_tables_of_its_attentions_head_size():
     with FlopCounterMode(display=False, custom_mapping=flop_counter_mapping()) as counter, torch.no_grad():
         module(_states(1, 32, config.hidden_size), attention_mask=_states(1, 1, 32, 32), position_embeddings=(table, table))
     assert data["total"]["flops"] == counter.get_total_flops()
+
+
+def _conventions(spec: str) -> dict:
+    runs = {
+        "verify": ["verify", spec, "--max-examples", "2", "--property", "output_shape", "--format", "json"],
+        "prove": ["prove", spec, "--d-model", "16", "--heads", "2", "--format", "json"],
+        "audit": ["audit", spec, "--d-model", "16", "--heads", "2", "--format", "json"],
+        "report": ["report", spec, "--d-model", "16", "--heads", "2", "--format", "json"],
+    }
+    return {command: json.loads(CliRunner().invoke(app, args).stdout)["convention"] for command, args in runs.items()}
+
+
+@pytest.mark.parametrize("name, kv_heads", [("EqualKV", "equal"), ("SharedKV", "grouped"), ("BatchFirst", "none")])
+def test_the_kv_head_counts_a_module_accepts_are_probed_once_for_all_four_commands(name, kv_heads):
+    found = _conventions(f"{SUPPORT}:{name}")
+    assert {command: c["heads"]["kv_heads"] for command, c in found.items()} == dict.fromkeys(found, kv_heads)
+    if kv_heads == "equal":  # its kv_heads parameter builds, but forward splits keys into `heads` heads
+        assert all("is invalid for input of size" in c["heads"]["reason"] for c in found.values())

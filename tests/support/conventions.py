@@ -72,3 +72,29 @@ class NeedsMask(_Heads):
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:
         q, k, v = self.split(self.q_proj(x)), self.split(self.k_proj(x)), self.split(self.v_proj(x))
         return self.merge(F.scaled_dot_product_attention(q, k, v, attn_mask=mask))  # mask: (batch, 1, 1, seq), True = attend
+
+
+class SharedKV(_Heads):
+    """Takes ``kv_heads`` and runs with fewer key/value heads (grouped-query attention)."""
+
+    def __init__(self, d_model: int, heads: int, kv_heads: int) -> None:
+        super().__init__(d_model, heads)
+        self.kv_heads = kv_heads
+        self.k_proj = nn.Linear(d_model, kv_heads * self.d_head)
+        self.v_proj = nn.Linear(d_model, kv_heads * self.d_head)
+
+    def kv(self, x: Tensor) -> Tensor:
+        batch, seq, _ = x.shape
+        x = x.view(batch, seq, self.kv_heads, self.d_head).transpose(1, 2)  # (batch, kv_heads, seq, d_head)
+        return x.repeat_interleave(self.heads // self.kv_heads, dim=1)  # (batch, heads, seq, d_head)
+
+    def forward(self, x: Tensor) -> Tensor:
+        q, k, v = self.split(self.q_proj(x)), self.kv(self.k_proj(x)), self.kv(self.v_proj(x))
+        return self.merge(F.scaled_dot_product_attention(q, k, v))
+
+
+class EqualKV(SharedKV):
+    """Takes ``kv_heads`` but its forward splits keys into ``heads`` heads: it runs only with kv_heads == heads."""
+
+    def kv(self, x: Tensor) -> Tensor:
+        return self.split(x)  # (batch, heads, seq, d_head): kv_heads < heads cannot be viewed so
