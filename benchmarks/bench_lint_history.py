@@ -10,7 +10,11 @@ was changed; rules are tuned on ``dev`` only, ``held-out`` is measured once, at 
 Also printed: every finding on the after-fix files (each should be a real defect, not a false alarm),
 and how many fixes could not be read (snapshot absent), never counted as missed or caught.
 
-    python benchmarks/bench_lint_history.py [--half dev|held-out|both] [--mirror /work/.mirror] [--show]
+``--manifest`` picks another manifest of the same columns, e.g. ``history_manifest_2.tsv`` (a second,
+disjoint set gathered later with its own random split).
+
+    python benchmarks/bench_lint_history.py [--half dev|held-out|both] [--manifest PATH]
+                                            [--mirror /work/.mirror] [--show]
 """
 
 from __future__ import annotations
@@ -73,13 +77,19 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--half", choices=(*HALVES, "both"), default="dev",
                         help="which half to measure (default: dev; held-out is measured once, at the end)")
+    parser.add_argument("--manifest", default=str(MANIFEST),
+                        help=f"manifest of fixes (default: {MANIFEST.relative_to(MANIFEST.parents[2])})")
     parser.add_argument("--mirror", default="/work/.mirror", help="folder of fetched snapshots (owner+name/repo)")
     parser.add_argument("--show", action="store_true", help="print each fix with what lint said")
     args = parser.parse_args(argv)
     mirror = Path(args.mirror)
+    manifest = Path(args.manifest)
+    if not manifest.is_file():
+        parser.error(f"--manifest: no such file: {manifest}")
+    listed = fixes(manifest)
     chosen = HALVES if args.half == "both" else (args.half,)
     for half in chosen:
-        group = [f for f in fixes() if f.half == half]
+        group = [f for f in listed if f.half == half]
         caught, unread, after_findings = [], [], []
         for fix in group:
             before = attention_findings(mirror, fix.repo, fix.parent, fix.files)

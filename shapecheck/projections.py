@@ -89,7 +89,30 @@ OUTPUT_NAMES = ("out_proj", "o_proj", "fuse_heads", "dense", "output.dense", "c_
 def lookup(module: object, dotted: str) -> object:
     """``module.a.b`` for ``"a.b"`` (ModuleList items by index), or None where any step is missing."""
     for part in dotted.split("."):
-        module = getattr(module, part, None)
+        module = _attribute(module, part)
         if module is None:
             return None
     return module
+
+
+_MODULE_STORES = ("_parameters", "_buffers", "_modules")
+
+
+def _module_getattr(kind: type) -> bool:
+    """Whether ``kind`` finds missing attributes with ``nn.Module.__getattr__`` alone (not a ``__getattr__`` of its own)."""
+    return getattr(getattr(kind, "__getattr__", None), "__qualname__", None) == "Module.__getattr__"
+
+
+def _attribute(owner: object, name: str) -> object:
+    """``getattr(owner, name, None)``, without raising and catching for a name an ``nn.Module`` does not have
+    (the recogniser asks every module for every projection name: most are missing)."""
+    own = getattr(owner, "__dict__", None)
+    if own is not None and "_modules" in own and _module_getattr(type(owner)):
+        if name in own:
+            return own[name]
+        for store in _MODULE_STORES:
+            if name in own[store]:
+                return own[store][name]
+        if not hasattr(type(owner), name):
+            return None
+    return getattr(owner, name, None)

@@ -21,6 +21,7 @@ import contextlib
 import functools
 import inspect
 import os
+import re
 import types
 import typing
 from collections.abc import Callable, Iterator
@@ -247,6 +248,27 @@ def _diagnose(sig: _Signature, qualname: str, args: tuple, kwargs: dict, out: ob
     return ShapeError(f"{qualname}: shapes do not match the annotations")
 
 
+def _checked_call(sig: _Signature, qualname: str, memo: dict[str, object], body: Callable[..., typing.Any],
+                  args: tuple, kwargs: dict) -> typing.Any:
+    """Check the arguments, call ``body``, check what it returned: the one path of every checked call."""
+    for p in sig.params:
+        value = args[p.index] if p.index < len(args) else kwargs.get(p.name, p.default)
+        if value is None and p.spec.optional:
+            continue
+        if p.spec.match(value, memo):
+            raise _diagnose(sig, qualname, args, kwargs) from None
+    out = body(*args, **kwargs)
+    for _, spec, value in _returned(out, sig.returns):
+        if spec.match(value, memo):
+            raise _diagnose(sig, qualname, args, kwargs, out) from None
+    return out
+
+
+def _traced_memo(sig: _Signature, args: tuple) -> dict[str, object]:
+    """The owner's sizes for a traced call: nothing is cached on the module (a write would be replayed)."""
+    return dict(_cached_owner_sizes(args[0])) if sig.is_method and args else {}
+
+
 def _signature_now(fn: Callable[..., typing.Any]) -> _Signature | None:
     """The compiled contract, built at decoration time where the annotations already resolve (so a
     ``torch.compile`` trace never has to build it); ``None`` where they name something defined later."""
@@ -256,36 +278,143 @@ def _signature_now(fn: Callable[..., typing.Any]) -> _Signature | None:
         return None
 
 
+_SYMBOLIC = "symbolic"  # a traced size that is not a plain integer: the checks are traced instead
+_CONTRACTS: list[_Signature] = []  # what ``_fits`` looks a contract up in, by its index
+_PLANS: list[tuple[tuple[bool, str, str], ...]] = []  # and where its owner's sizes are read from (``_plan``)
+
+
+def _described(value: object) -> object:
+    """What the contract needs of one traced value, as constants: (shape, dtype) of a tensor of static
+    sizes, a tuple of those, None, ``_SYMBOLIC`` where a size is symbolic, else the type's name."""
+    if isinstance(value, torch.Tensor):
+        shape = tuple(value.shape)
+        if any(isinstance(size, torch.SymInt) for size in shape):
+            return _SYMBOLIC
+        return shape, value.dtype
+    if isinstance(value, tuple):
+        return tuple(_described(item) for item in value)
+    return None if value is None else type(value).__name__
+
+
+def _rebuilt(described: object) -> object:
+    """A meta tensor (or a tuple of them) of the described shape and dtype; a stand-in object otherwise."""
+    if isinstance(described, tuple) and len(described) == 2 and isinstance(described[1], torch.dtype):
+        return torch.empty(described[0], dtype=described[1], device="meta")
+    if isinstance(described, tuple):
+        return tuple(_rebuilt(item) for item in described)
+    return None if described is None else _NotAnArray(described)
+
+
+class _NotAnArray:
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+
+def _symbolic(described: object) -> bool:
+    return described == _SYMBOLIC or (isinstance(described, tuple) and any(_symbolic(item) for item in described))
+
+
+def _plan(sig: _Signature) -> tuple[tuple[bool, str, str], ...]:
+    """Where a traced call reads the owner's sizes from: (from the config, name, axis) for every axis of the
+    weights that the contract names (in a dimension or an expression), in ``owner_axes``' order of precedence:
+    the config's field of that name first, then the module's own attributes."""
+    texts = [spec.text for p in sig.params for spec in [p.spec]]
+    texts += [spec.text for alternative in sig.returns
+              for spec in (alternative if isinstance(alternative, tuple) else (alternative,)) if spec is not None]
+    named = {word for text in texts for word in re.findall(r"[A-Za-z_]\w*", text)}
+    axes = sorted(named & _WEIGHT_AXES)
+    return tuple((True, axis, axis) for axis in axes) + tuple(
+        (False, name, axis) for name, axis in _ATTRIBUTES if axis in axes)
+
+
+@torch.compiler.assume_constant_result
+def _plan_of(contract: int) -> tuple[tuple[bool, str, str], ...]:
+    return _PLANS[contract]
+
+
+def _traced_owner_sizes(owner: object, contract: int) -> tuple[tuple[str, int], ...]:
+    """The sizes ``owner_axes`` would give for the axes the contract names, read so that dynamo guards only the
+    attributes it reads (not the vocabulary's tables)."""
+    state = getattr(owner, "__dict__", None)
+    if state is None:
+        return ()
+    config = state.get("config")
+    found: dict[str, int] = {}
+    for from_config, name, axis in _plan_of(contract):
+        if axis in found:
+            continue
+        value = getattr(config, name, None) if from_config else state.get(name)
+        if isinstance(value, int) and not isinstance(value, bool):
+            found[axis] = value
+    return tuple(found.items())
+
+
+@torch.compiler.assume_constant_result
+def _fits(contract: int, owner: tuple, args: tuple, kwargs: tuple, out: object = _SYMBOLIC) -> bool:
+    """Whether a traced call of static sizes fits contract ``_CONTRACTS[contract]``, decided in plain Python
+    while dynamo traces and folded into the graph as a constant: no guard on the contract's own objects, so a
+    compiled call pays for the shapes it guards anyway and nothing more."""
+    sig = _CONTRACTS[contract]
+    try:
+        memo = dict(owner)
+        values, named = _rebuilt(args), dict(_rebuilt(kwargs))
+        for p in sig.params:
+            value = values[p.index] if p.index < len(values) else named.get(p.name, p.default)
+            if value is None and p.spec.optional:
+                continue
+            if p.spec.match(value, memo):
+                return False
+        if out == _SYMBOLIC:  # the arguments only: the forward has not run yet
+            return True
+        return not any(spec.match(value, memo) for _, spec, value in _returned(_rebuilt(out), sig.returns))
+    except Exception:  # noqa: BLE001 - anything unexpected: the traced checks decide, with their message
+        return False
+
+
 def _wrap(fn: Callable[..., typing.Any]) -> Callable[..., typing.Any]:
     sig = _signature_now(fn)
     qualname = fn.__qualname__.rsplit("<locals>.", 1)[-1]
+    contract = len(_CONTRACTS) if sig is not None else None  # traced calls of static sizes are checked by index
+    if sig is not None:
+        _CONTRACTS.append(sig)
+        _PLANS.append(_plan(sig))
+    method = sig is not None and sig.is_method
 
     @functools.wraps(fn)
     def wrapper(*args: typing.Any, **kwargs: typing.Any) -> typing.Any:
         nonlocal sig
         if not _STATE.enabled:
             return fn(*args, **kwargs)
-        # Under torch.compile the checks run once, while tracing, on the traced sizes (the graph's guards carry
-        # them; a compiled call runs no check code); nothing is cached on the module (a write would be replayed
-        # after every compiled call) and beartype, which checks Python values dynamo already guards, is left out.
-        tracing = _compiling()
-        if sig is None:
-            if tracing:  # annotations that did not resolve at decoration time: no contract to trace
+        # Under torch.compile the checks run once, while tracing, on the traced sizes (a compiled call runs no
+        # check code); nothing is cached on the module (a write would be replayed after every compiled call) and
+        # beartype, which checks Python values dynamo already guards, is left out.
+        if _compiling():
+            if contract is not None:
+                return _traced(args, kwargs)
+            if sig is None:  # annotations that did not resolve at decoration time: no contract to trace
                 return fn(*args, **kwargs)
+            return _checked_call(sig, qualname, _traced_memo(sig, args), fn, args, kwargs)
+        if sig is None:
             sig = _Signature(fn)
-        owner = args[0] if sig.is_method and args else None
-        memo = {} if owner is None else dict(_cached_owner_sizes(owner) if tracing else _owner_sizes(owner))
-        for p in sig.params:
-            value = args[p.index] if p.index < len(args) else kwargs.get(p.name, p.default)
-            if value is None and p.spec.optional:
-                continue
-            if p.spec.match(value, memo):
-                raise _diagnose(sig, qualname, args, kwargs) from None
-        out = (fn if tracing else sig.body)(*args, **kwargs)
-        for _, spec, value in _returned(out, sig.returns):
-            if spec.match(value, memo):
-                raise _diagnose(sig, qualname, args, kwargs, out) from None
-        return out
+        memo = dict(_owner_sizes(args[0])) if sig.is_method and args else {}
+        return _checked_call(sig, qualname, memo, sig.body, args, kwargs)
+
+    def _traced(args: tuple, kwargs: dict) -> typing.Any:
+        """A call dynamo traces. Static sizes: ``_fits`` decides in plain Python, folded into the graph as a
+        constant, so the compiled call guards only what the forward itself reads. A symbolic size: the checks are
+        traced, so the sizes' relations go into the graph's guards. A call that does not fit: the traced checks
+        raise the readable error."""
+        owner = _traced_owner_sizes(args[0], contract) if method and args else ()
+        given = (None, *map(_described, args[1:])) if method else tuple(map(_described, args))
+        named = tuple((k, _described(v)) for k, v in kwargs.items())
+        static = not _symbolic(given) and not any(_symbolic(v) for _, v in named)
+        if not (static and _fits(contract, owner, given, named)):
+            return _checked_call(sig, qualname, _traced_memo(sig, args), fn, args, kwargs)
+        out = fn(*args, **kwargs)
+        returned = _described(out)
+        if not _symbolic(returned) and _fits(contract, owner, given, named, returned):
+            return out
+        return _checked_call(sig, qualname, _traced_memo(sig, args), lambda *_, **__: out, args, kwargs)
 
     wrapper.__wrapped_by_shapecheck__ = True  # type: ignore[attr-defined]
     return wrapper

@@ -437,6 +437,10 @@ def assign(fields: list[tuple[str, Any]], sizes: Sizes, init: dict[str, Any], *,
         role = roles.get(name)
         if name in init:
             out.values[name], out.sources[name] = _as_dtype(name, init.pop(name), default), "init"
+        elif role is None and isinstance(default, (list, tuple)) and default and constructor_role(name, 1) == "heads" \
+                and _overrides("heads", sizes, keep_defaults, explicit):  # Swin's num_heads=[3, 6, ...]: say it was kept
+            out.values[name] = default
+            out.sources[name] = f"default: a list, heads={sizes['heads']} not applied; --init '{name}=[...]' sets it"
         elif role is None or (value := _role_value(role, full, default)) is None:
             if default is _EMPTY:
                 out.missing.append(name)

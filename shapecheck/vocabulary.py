@@ -137,7 +137,7 @@ def _is_dropout_module(value: Any) -> bool:
 
 ForwardRole = Literal[
     "query", "key", "value", "memory", "mask", "causal", "weights", "positions", "cache_position", "rotary", "alibi",
-    "position_bias", "cache", "use_cache", "start_pos", "residual", "head_mask", "encoder_mask",
+    "position_bias", "cache", "use_cache", "start_pos", "residual", "head_mask", "encoder_mask", "mems",
 ]
 
 FORWARD_ROLES: dict[str, tuple[str, ...]] = {
@@ -160,6 +160,7 @@ FORWARD_ROLES: dict[str, tuple[str, ...]] = {
     "residual": ("residual",),
     "head_mask": ("head_mask", "layer_head_mask"),
     "encoder_mask": ("encoder_attention_mask", "memory_key_padding_mask", "memory_mask", "context_mask"),
+    "mems": ("mems", "mem", "memories", "prev_mems"),  # Transformer-XL: earlier hidden states (or a cache: decided by behaviour)
 }
 """Forward argument role -> the names that carry it, in order of preference."""
 

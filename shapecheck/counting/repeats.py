@@ -28,10 +28,12 @@ from shapecheck.counting.dispatch import DispatchCount, OpRecord, count_flops
 
 @dataclass(frozen=True)
 class Stack:
-    """An ``nn.ModuleList`` at ``path`` holding ``size`` layers proven identical."""
+    """An ``nn.ModuleList`` at ``path`` holding ``size`` layers proven identical, but for the integer
+    attributes ``watched`` ((submodule path inside a layer, attribute name)), which must go unused."""
 
     path: str
     size: int
+    watched: tuple[tuple[str, str], ...] = ()
 
 
 def _describe(value: Any) -> Any:
@@ -59,9 +61,64 @@ def identical_stacks(root: nn.Module) -> list[Stack]:
         if any(path.startswith(s.path + ".") for s in stacks):
             continue
         first = signature(module[0])
-        if all(type(layer) is type(module[0]) and signature(layer) == first for layer in module[1:]):
-            stacks.append(Stack(path, len(module)))
+        watched: set[tuple[str, str]] = set()
+        for layer in module[1:]:
+            differing = None if type(layer) is not type(module[0]) else _differing_integers(first, signature(layer))
+            if differing is None:
+                break
+            watched |= differing
+        else:
+            stacks.append(Stack(path, len(module), tuple(sorted(watched))))
     return stacks
+
+
+def _is_integer(value: Any) -> bool:
+    return type(value) is int
+
+
+def _differing_integers(first: list[tuple], other: list[tuple]) -> set[tuple[str, str]] | None:
+    """The (submodule, attribute) pairs where two signatures hold different integers; None when they differ otherwise."""
+    if len(first) != len(other):
+        return None
+    differing = set()
+    for (name, kind, attrs, tensors), (name2, kind2, attrs2, tensors2) in zip(first, other):
+        if (name, kind, tensors) != (name2, kind2, tensors2) or [k for k, _ in attrs] != [k for k, _ in attrs2]:
+            return None
+        for (key, value), (_, value2) in zip(attrs, attrs2):
+            if value == value2 and type(value) is type(value2):
+                continue
+            if not (_is_integer(value) and _is_integer(value2)):
+                return None
+            differing.add((name, key))
+    return differing
+
+
+class _Watched(int):
+    """An integer that tells ``flag`` whenever Python code uses it (a layer that reads its index)."""
+
+    flag: "_Passthrough"
+
+    def __new__(cls, value: int, flag: "_Passthrough") -> "_Watched":
+        watched = super().__new__(cls, value)
+        watched.flag = flag
+        return watched
+
+
+def _watching(name: str) -> Callable[..., Any]:
+    def method(self: _Watched, *args: Any) -> Any:
+        self.flag.ok = False
+        return getattr(int, name)(self, *args)
+    method.__name__ = name
+    return method
+
+
+for _name in ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__", "__bool__", "__index__", "__int__",
+              "__float__", "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
+              "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__divmod__", "__rdivmod__",
+              "__pow__", "__rpow__", "__neg__", "__pos__", "__abs__", "__invert__", "__and__", "__rand__", "__or__",
+              "__ror__", "__xor__", "__rxor__", "__lshift__", "__rlshift__", "__rshift__", "__rrshift__", "__round__",
+              "__trunc__", "__floor__", "__ceil__", "__str__", "__repr__", "__format__", "__reduce__", "__reduce_ex__"):
+    setattr(_Watched, _name, _watching(_name))
 
 
 def _args_key(args: tuple, kwargs: dict) -> tuple:
@@ -88,11 +145,15 @@ class _Passthrough:
 
 @contextlib.contextmanager
 def _stubbed(root: nn.Module, stacks: list[Stack]) -> Iterator[list[_Passthrough]]:
-    stubs, handles, layers = [], [], []
+    stubs, handles, layers, originals = [], [], [], []
     for stack in stacks:
         module_list = root.get_submodule(stack.path)
         stub = _Passthrough()
         handles.append(module_list[0].register_forward_hook(stub.record, with_kwargs=True))
+        for sub, attr in stack.watched:
+            owner = module_list[0].get_submodule(sub)
+            originals.append((owner, attr, vars(owner)[attr]))
+            setattr(owner, attr, _Watched(vars(owner)[attr], stub))
         for layer in list(module_list)[1:]:
             layer.forward = stub  # instance attribute: nn.Module.__call__ picks it up
             layers.append(layer)
@@ -104,6 +165,8 @@ def _stubbed(root: nn.Module, stacks: list[Stack]) -> Iterator[list[_Passthrough
             handle.remove()
         for layer in layers:
             del layer.forward
+        for owner, attr, value in originals:
+            setattr(owner, attr, value)
 
 
 def _renamed(path: str, stack: Stack, index: int) -> str | None:

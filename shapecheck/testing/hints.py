@@ -43,6 +43,12 @@ _BY_PROPERTY = {
     "future_independence": "the model's causal mask is missing, flipped or off by one, or it is combined wrongly with the padding mask",
     "cross_attention": "keys and values come from the memory: reshape them with its length (memory.size(1)), not the query's",
     "sliding_window": "the window keeps keys j with i - w < j <= i: check the off-by-one in the band mask",
+    "cache_offset": ("cached keys must keep the positions they were given: rotate keys before caching them (or rotate the "
+                     "cached ones at their own positions, not from 0), and take decoding positions from the caller, not the cache length"),
+    "mems": ("with a memory of m tokens the queries are positions m..m+n-1: offset the causal mask (key j visible to query i "
+             "when j <= i + m) and the relative positions by m"),
+    "window_padding": ("a key is hidden when the window OR the padding hides it: join two hide-masks (True = masked) with |, "
+                       "two keep-masks with &, and keep the window when a padding mask is given"),
 }
 
 

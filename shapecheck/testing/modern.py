@@ -62,6 +62,46 @@ def _cache_runs(s: Subject) -> Optional[str]:
     return None
 
 
+def cache_offset(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
+    """Relative positions through a cache: prefill and decode at positions p, p + 1 ... equal one full forward at 0, 1 ..."""
+    module, seq = s.module(case.shape), case.shape.seq_q
+    offset = draw(st.integers(1, 16), "position_offset")
+    prefix = draw(st.integers(1, seq - 1), "prefill")
+    full = s.run(module, case, use_mask=False).output
+    outputs, cache = [], None
+    for start, stop in [(0, prefix)] + [(i, i + 1) for i in range(prefix, seq)]:
+        out, cache = s.run_cached(module, case, start, stop, cache, offset=offset)
+        outputs.append(out)
+    found = diff(torch.cat(outputs, dim=1), full)
+    return (f"prefill {prefix} then decode one at a time at positions from {offset}: the outputs differ from one full forward "
+            f"at positions from 0 (a shift without a cache changes nothing): {found}") if found else None
+
+
+def _cache_offset_applies(s: Subject) -> Optional[str]:
+    reason = _cache_applies(s)
+    if reason:
+        return reason
+    if not s.conv.positional:
+        return "the module takes no positional input: there is no offset to give its cache"
+    if "start_pos" in s.conv.supplied.values():
+        return "the cache is indexed by absolute position (start_pos): an offset would leave its first slots empty"
+    if not _shift_invariant(s):
+        return f"a shift of every position changes the output without a cache: the {s.conv.positional} positions are absolute"
+    return None
+
+
+def _shift_invariant(s: Subject) -> bool:
+    """At 2 heads and 3 tokens, positions 5, 6, 7 give the output of 0, 1, 2 (decided by behaviour, not by the input's name)."""
+    from shapecheck.testing.strategies import AttentionShape, random_inputs
+
+    shape = AttentionShape(2, 2 * s.d_head_multiple, 4 * s.d_head_multiple, 1, 3, 3, 2 if s.grouped else None)
+    query, key, value = random_inputs(shape, 0, cross=False)
+    case = AttentionCase(shape, query, key, value, None, 0)
+    module = s.module(shape)
+    base = s.run(module, case, use_mask=False).output
+    return diff(s.run(module, case, use_mask=False, positions=torch.arange(3) + 5).output, base) is None
+
+
 # ---------------------------------------------------------------- rotary
 
 
@@ -191,6 +231,52 @@ def _window_applies(s: Subject) -> Optional[str]:
         return "cross-attention: windows apply to self-attention"
     return None
 
+
+def window_padding(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
+    """Window and padding together: query i depends on key j exactly when j is in i's window and j is not padding
+    (the hidden keys are the union of the two masks; each key perturbed in turn, padded query rows not judged)."""
+    from shapecheck.testing.properties import describe_mask
+
+    module, seq, keep = s.module(case.shape), case.shape.seq_q, case.keep
+    if keep is None:
+        return None
+    window, causal = window_of(module), s.causal_mode is not None
+    allowed = keep[:, None, :] & _window_allowed(seq, window, causal)[None]  # (batch, seq_q, seq_k)
+    judged = keep & allowed.any(dim=-1)  # (batch, seq_q): real query rows that see some key
+    base = s.run(module, case, keep=keep).output
+    gen = torch.Generator().manual_seed(case.seed + 5)
+    for j in range(seq):
+        edited = case.query.clone()
+        edited[:, j] = torch.randn(edited[:, j].shape, generator=gen) * 3  # (batch, d_model)
+        out = s.run(module, case, query=edited, key=edited, value=edited, keep=keep).output
+        moved = ~torch.isclose(out, base, atol=1e-5, rtol=1e-4).all(dim=-1)  # (batch, seq)
+        for b, i in judged.nonzero().tolist():
+            if i != j and bool(moved[b, i]) != bool(allowed[b, i, j]):
+                seen = "depends on" if moved[b, i] else "ignores"
+                first, last = (max(0, i - window + 1), i) if causal else (max(0, i - window + 1), min(seq - 1, i + window - 1))
+                why = "a padding key" if not keep[b, j] else (f"its window is keys {first}..{last}" if moved[b, i] else "a real key in its window")
+                return (f"with window {window} and key mask {describe_mask(keep)}: in batch item {b}, query {i} {seen} key {j} ({why}); "
+                        "the keys hidden must be the union of the window and the padding")
+    return None
+
+
+def _window_allowed(seq: int, window: int, causal: bool) -> Tensor:
+    """(seq, seq): key j visible to query i under the window alone (i − w < j ≤ i, or |i − j| < w without causality)."""
+    i, j = torch.arange(seq)[:, None], torch.arange(seq)[None, :]
+    return ((j <= i) & (j > i - window)) if causal else ((i - j).abs() < window)
+
+
+def _window_padding_applies(s: Subject) -> Optional[str]:
+    window = _window_applies(s)
+    if window:
+        return window
+    if not s.has_mask:
+        switch = next((n for n in s.conv.notes if n.startswith("mask: ") and "not a padding mask" in n), None)
+        if switch:  # with a window, a mask that changes the output with every key visible may be the window lost
+            return (f"{switch[len('mask: '):]}: with a sliding window this may be the window lost when a mask is given; "
+                    "pass --mask keep (or its convention) to check the window with padding")
+        return "no mask argument (or --mask none)"
+    return None
 
 
 # ---------------------------------------------------------------- cross-attention from an optional memory

@@ -16,9 +16,10 @@ import torch
 from hypothesis import strategies as st
 from torch import Tensor
 
-from shapecheck.testing import degenerate, kernels, modern
+from shapecheck.testing import degenerate, kernels, memory, modern
 from shapecheck.testing.adapt import Sizes, supply, window_of
 from shapecheck.testing.compare import Draw, Skip, diff as _diff
+from shapecheck.testing.dataflow import trace_scores
 from shapecheck.testing.strategies import AttentionCase, AttentionShape, random_inputs
 from shapecheck.testing.subject import Subject
 from shapecheck.testing.positions import inverse_frequencies
@@ -245,7 +246,14 @@ def _reference(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
     module, use = s.module(case.shape), _use_mask(s, draw)
     keep = _masked_case(case, use)
     is_causal = _causal_flag(s) or (s.causal_mode == "flag" and case.shape.seq_q == case.shape.seq_k and bool(draw(st.booleans(), "causal")))
-    out = s.run(module, case, keep=keep, use_mask=use, causal=is_causal and s.causal_mode == "flag").output
+    flag = is_causal and s.causal_mode == "flag"
+    biases: list[Optional[Tensor]] = [None]
+    if s.scores_bias:  # the term the module adds to its scores in this very call
+        result, _, bias = trace_scores(module, lambda: s.run(module, case, keep=keep, use_mask=use, causal=flag))
+        out = result.output
+        biases = [None] if bias is None else [bias.term, None]
+    else:
+        out = s.run(module, case, keep=keep, use_mask=use, causal=flag).output
     candidates = s.projection_candidates(module)
     if not candidates:
         return None
@@ -258,17 +266,25 @@ def _reference(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
 
     def compare(with_scale: Optional[float]) -> Optional[str]:
         found = None
+        used = with_scale if with_scale is not None else case.shape.d_head ** -0.5
         for layout in candidates:  # a packed q/k/v: each layout real code uses
-            for rotary in rotations_of(s, module, case):  # one per RoPE layout the tables allow
-                for tiled in (False, True):  # kv heads shared by consecutive query heads, or tiled: either order, the same for k and v
-                    expected = reference_attention(layout, case.shape.heads, case.query, case.key, case.value, keep, is_causal,
-                                                   scale=with_scale, rotary=rotary, window=window, tiled=tiled)
-                    diff = _diff(out[rows], expected[rows])  # rows with no visible key belong to fully_masked_rows
-                    if diff is None:
-                        return None
-                    found = found or diff
-                    if case.shape.kv_heads in (None, case.shape.heads):
-                        break
+            for rotary in _with_none(rotations_of(s, module, case), biases[0] is not None):  # one per RoPE layout the tables allow
+                for bias in _bias_forms(biases, used):  # added after the scale, or before it (then scaled with the scores)
+                    for tiled in (False, True):  # kv heads shared by consecutive query heads, or tiled: either order, the same for k and v
+                        try:
+                            expected = reference_attention(layout, case.shape.heads, case.query, case.key, case.value, keep, is_causal,
+                                                           scale=with_scale, rotary=rotary, window=window, tiled=tiled,
+                                                           softcap=s.softcap, bias=bias)
+                        except RuntimeError:
+                            if bias is None:
+                                raise
+                            continue  # a term of a shape the scores cannot take: the other forms
+                        diff = _diff(out[rows], expected[rows])  # rows with no visible key belong to fully_masked_rows
+                        if diff is None:
+                            return None
+                        found = found or diff
+                        if case.shape.kv_heads in (None, case.shape.heads):
+                            break
         return found
 
     packed = PACKED in proj.pattern
@@ -285,7 +301,7 @@ def _reference(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
         return None
     used = scale if scale is not None else case.shape.d_head ** -0.5
     explained = next((name for name, other in _other_scales(case.shape) if abs(other - used) > 1e-9 and compare(other) is None), None)
-    if s.internal_positions and not explained:
+    if s.internal_positions and not explained and not s.scores_bias:
         raise Skip(f"the module encodes positions itself ({s.internal_positions}) and no standard RoPE (rotate-half or adjacent "
                    "pairs, base 10000) explains its output: no reference verdict")
     if packed and not explained:
@@ -294,13 +310,23 @@ def _reference(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
     return f"differs from the float64 reference ({proj.pattern}{', scale ' + format(scale, '.4g') if scale else ''}): {diff}{found}"
 
 
+def _with_none(rotations: list[Optional[Rotary]], biased: bool) -> list[Optional[Rotary]]:
+    """With a bias on the scores the positions may be in the bias alone: no rotation first."""
+    return ([None] + [r for r in rotations if r is not None]) if biased else rotations
+
+
+def _bias_forms(biases: list[Optional[Tensor]], scale: float) -> list[Optional[Tensor]]:
+    """Each captured term as added after the scale, and before it (then scaled with the scores)."""
+    return [form for b in biases for form in ([None] if b is None else [b, b * scale])]
+
+
 def not_softmax(s: Subject) -> Optional[str]:
     """Why the module's behaviour shows it is no softmax attention (unnormalised weights, or scores whose per-query
     constant matters: a linear kernel, asked at 2 heads of size 4+, seq 4), or None. Softmax over the queries is a bug
     and is left to the reference to fail. Asked once per subject."""
-    if not hasattr(s, "_not_softmax"):
-        s._not_softmax = _not_softmax(s)  # type: ignore[attr-defined]
-    return s._not_softmax  # type: ignore[attr-defined]
+    if not s.non_softmax_decided:
+        s.non_softmax, s.non_softmax_decided = _not_softmax(s), True
+    return s.non_softmax
 
 
 def _not_softmax(s: Subject) -> Optional[str]:
@@ -308,6 +334,8 @@ def _not_softmax(s: Subject) -> Optional[str]:
         return f"not softmax attention ({s.unnormalised}): the softmax reference does not apply"
     if s.internal_positions or s.conv.positional:
         return None  # positions between the projection and the scores: a shift is no per-query constant there
+    if s.softcap is not None:
+        return None  # a soft-cap before the softmax does not ignore a per-query constant: the capped reference applies
     m = s.d_head_multiple * max(1, 4 // s.d_head_multiple)
     shape = AttentionShape(2, m, 2 * m, 2, 4, 5 if s.conv.cross else 4, (2 if s.grouped else None))
     query, key, value = random_inputs(shape, 3, cross=s.conv.cross)
@@ -346,7 +374,7 @@ def _scale_one_everywhere(s: Subject) -> bool:
     out = s.run(module, case, use_mask=False).output
     window = window_of(module) if is_causal else None
     return any(_diff(out, reference_attention(proj, 2, case.query, case.key, case.value, None, is_causal, scale=1.0, rotary=rotary,
-                                              window=window)) is None for rotary in rotations_of(s, module, case))
+                                              window=window, softcap=s.softcap)) is None for rotary in rotations_of(s, module, case))
 
 
 def declared_scale(module: Any) -> Optional[float]:
@@ -399,7 +427,7 @@ def _reference_applies(s: Subject) -> Optional[str]:
         return s.reference_note
     if not_softmax(s):
         return not_softmax(s)
-    if s.conv.positional in ("alibi", "position_bias", "positions"):
+    if s.conv.positional == "positions" or (s.conv.positional in ("alibi", "position_bias") and not s.scores_bias):
         return f"the module takes {s.conv.positional.replace('_', ' ')} inputs the float64 reference does not model"
     return None
 
@@ -540,11 +568,16 @@ PROPERTIES: tuple[Property, ...] = (
     Property("content_weights", degenerate.content_weights, _always, "weights depend on query-key content (not uniform over keys)",
              min_seq=2),
     Property("kv_cache", modern.kv_cache, modern._cache_applies, "prefill then decode through the cache equals one full forward", min_seq=2),
+    Property("cache_offset", modern.cache_offset, modern._cache_offset_applies,
+             "prefill and decode through the cache at positions p, p + 1 ... equal one full forward at 0, 1 ...", min_seq=2),
     Property("rotary", modern.rotary, modern._rotary_applies, "shifting every position by an offset changes nothing"),
     Property("positions_matter", modern.positions_matter, modern._positions_applies, "other positions change the output", min_seq=2),
     Property("grouped_heads", modern.grouped_heads, modern._grouped_applies, "each kv head serves its group of query heads", mask=True,
              fewer_kv_heads=True),
     Property("sliding_window", modern.sliding_window, modern._window_applies, "query i sees exactly keys i - w < j <= i", min_seq=2),
+    Property("window_padding", modern.window_padding, modern._window_padding_applies,
+             "window and padding: query i sees exactly the keys in its window that are not padding", mask=True, min_seq=2),
+    Property("mems", memory.mems, memory._mems_applies, "with mems = earlier hidden states: equal to recomputing over both, last rows"),
     Property("cross_attention", modern.cross_attention, modern._cross_applies, "a memory of another length: shape, order, reference"),
 )
 MODEL_PROPERTY_NAMES = ("padding_right", "padding_left", "future_independence")  # whole models: see shapecheck.testing.models

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Optional
 
@@ -17,10 +18,10 @@ from shapecheck.target import Construction, Target, build, probe_constraints
 from shapecheck.testing.adapt import (
     Convention, Layout, MaskOption, Outcome, Sizes, arguments, call, forward_parameters, module_size, read_outcome,
 )
-from shapecheck.vocabulary import pick
+from shapecheck.vocabulary import constructor_role, pick
 from shapecheck.testing.probe import attempt, discover, first_line, unnormalised
 from shapecheck.testing.strategies import AttentionCase, AttentionShape
-from shapecheck.testing.dataflow import trace_roles
+from shapecheck.testing.dataflow import trace_roles, trace_scores
 from shapecheck.testing.weights import (
     Projections, find_projections, packed_candidates, projections_named, unexplained_parameters, with_qk_norms,
 )
@@ -84,24 +85,39 @@ class Subject:
         self.heads = kv_heads_accepted(target, constraints.d_head_multiple, init=options.init)  # shared with prove, audit, report
         self.grouped = self.heads.kv_heads != "none"  # a kv-heads size: kv heads < heads drawn (refused shapes are discarded)
         self.notes: tuple[str, ...] = constraints.notes + tuple(n for n in (self.heads.note(),) if n)
-        self.d_head_multiple, probe, self.conv = self._runnable(constraints.d_head_multiple)
+        self.head_lists, notes = head_lists(options.init)
+        self.notes += notes
+        spread = math.lcm(*(r for ratios in self.head_lists.values() for r in ratios)) if self.head_lists else 1
+        if spread > 1:  # r·h heads over the width h·d_head: d_head a multiple of r (more than needed where widths grow too)
+            self.notes += (f"constraint: head sizes drawn as multiples of {spread} so each entry's head count divides the width",)
+        self.d_head_multiple, probe, self.conv = self._runnable(constraints.d_head_multiple * spread)
         self.probe_shape = self._shape(min(2, options.max_heads), self.d_head_multiple)
         self.construction = next(c for k, c in self._constructions.items() if self._modules[k] is probe)  # the size that runs
         self.flow = None if find_projections(probe) else self._trace(probe)
         proj = self._find(probe)
         extra = unexplained_parameters(probe, proj) if proj else []
+        self.softcap, self.scores_bias, extra = self._scores(probe, extra) if proj else (None, None, extra)
+        if self.softcap is not None:
+            self.notes += (f"soft-cap: tanh(scores / {self.softcap:g}) · {self.softcap:g} before the softmax (found by data flow); "
+                           "the reference applies it",)
         self.uses_reference = proj is not None and not extra
         self.internal_positions = None if self.conv.positional else internal_positions(probe)
         if self.internal_positions is None and not self.conv.positional and not self.conv.cross and self.causal_mode == "always":
             self.internal_positions = positions_by_behaviour(probe, self.conv, min(2, options.max_heads), self.d_head_multiple)
+        if self.internal_positions is None and self.scores_bias and "positions" in self.scores_bias:
+            self.internal_positions = "by data flow: the term added to the scores varies with the token positions"
         if self.internal_positions:
             self.notes += (f"positions: encoded by the module itself ({self.internal_positions}); "
                            "the reference tries the standard RoPE in both layouts, else says it cannot judge",)
+        if self.scores_bias:
+            self.notes += (f"bias: {self.scores_bias}; the reference adds it as the module computes it for each call",)
         self.notes += _scale_note(probe, options.scale)
         self.unnormalised = unnormalised(probe, self.conv, self.probe_shape.d_model, Sizes(self.probe_shape.heads, self.probe_shape.d_head))
         if self.unnormalised:
             self.notes += (f"kernel: not normalised attention: {self.unnormalised}",)
         self.reference_note = _reference_note(proj, extra)
+        self.non_softmax: Optional[str] = None  # why the module is no softmax attention (properties.not_softmax)
+        self.non_softmax_decided = False  # decided once, on first asking: the decision runs the module
 
     def _runnable(self, multiple: int) -> tuple[int, nn.Module, Convention]:
         """The smallest head-size multiple (from the constructor's) at which ordinary calls run, at it and at three times it."""
@@ -159,7 +175,8 @@ class Subject:
                 sizes["causal"] = True  # --causal sets the constructor's own causal flag too
             with torch.random.fork_rng(devices=[]):
                 torch.default_generator.manual_seed(self.options.seed)  # CPU only: cheap, no CUDA calls
-                module, construction = build(self.target, sizes, keep_defaults=False, init=self.options.init)
+                init = {**self.options.init, **{name: [shape.heads * r for r in ratios] for name, ratios in self.head_lists.items()}}
+                module, construction = build(self.target, sizes, keep_defaults=False, init=init)
             self._constructions[key] = construction
             self._modules[key] = module.eval()
         return self._modules[key]
@@ -220,6 +237,27 @@ class Subject:
         query = torch.randn(2, 3, d_model, generator=torch.Generator().manual_seed(2))  # (batch, seq, d_model)
         return trace_roles(module, lambda: call(module, self.conv, query, sizes=Sizes(2, d_model // 2)))
 
+    def _scores(self, module: nn.Module, extra: list[str]) -> tuple[Optional[float], Optional[str], list[str]]:
+        """From one traced call: (the soft-cap constant, what adds a term to the scores that no projection made, the
+        parameters still unexplained). The term: an ALiBi or relative-position bias from a buffer, a parameter table or
+        an argument; None when no such term is non-zero."""
+        shape = self.probe_shape
+        query = torch.randn(2, 3, shape.d_model, generator=torch.Generator().manual_seed(2))  # (batch, seq, d_model)
+        other = query if self.conv.cross else None
+        sizes = Sizes(shape.heads, shape.d_head)
+        try:
+            _, softcap, bias = trace_scores(module, lambda: call(module, self.conv, query, other, other, sizes=sizes), tuple(extra))
+        except Exception:  # noqa: BLE001 - the probe's own call ran: a trace that fails finds nothing
+            return None, None, extra
+        if bias is None or not bool((bias.term != 0).any()):
+            return softcap, None, extra
+        tables = [n for n in extra if n in bias.params]
+        source = f"from {', '.join(tables)}" if tables else "from a buffer or an argument"
+        term = bias.term
+        varies = term.dim() >= 2 and any(term.size(d) > 1 and not bool((term == term.narrow(d, 0, 1)).all()) for d in (-1, -2))
+        what = ", varying with the token positions" if varies else ""
+        return softcap, f"a term no projection made is added to the scores ({source}{what})", [n for n in extra if n not in bias.params]
+
     def run(self, module: nn.Module, case: AttentionCase, *, query: Optional[Tensor] = None, key: Optional[Tensor] = None,
             value: Optional[Tensor] = None, keep: Optional[Tensor] = None, use_mask: bool = True, causal: bool = False,
             weights: bool = False, positions: Optional[Tensor] = None) -> Outcome:
@@ -231,11 +269,12 @@ class Subject:
         sizes = Sizes(case.shape.heads, case.shape.d_head)
         return call(module, self.conv, query, key, value, keep=keep, causal=causal, weights=weights, positions=positions, sizes=sizes)
 
-    def run_cached(self, module: nn.Module, case: AttentionCase, start: int, stop: int, cache: Any) -> tuple[Tensor, Any]:
-        """Tokens ``start:stop`` of the case's query through the module's KV cache; returns (output, the cache to pass on)."""
+    def run_cached(self, module: nn.Module, case: AttentionCase, start: int, stop: int, cache: Any, offset: int = 0) -> tuple[Tensor, Any]:
+        """Tokens ``start:stop`` of the case's query through the module's KV cache, at positions ``offset + start`` on;
+        returns (output, the cache to pass on)."""
         name, switch = self.cache_arguments
-        kwargs = arguments(module, self.conv, case.query[:, start:stop].contiguous(), positions=torch.arange(start, stop),
-                           key_positions=torch.arange(stop), sizes=Sizes(case.shape.heads, case.shape.d_head))
+        kwargs = arguments(module, self.conv, case.query[:, start:stop].contiguous(), positions=torch.arange(start, stop) + offset,
+                           key_positions=torch.arange(stop) + offset, sizes=Sizes(case.shape.heads, case.shape.d_head))
         kwargs[name] = new_cache(module, name) if cache is None else cache
         if switch:
             kwargs[switch] = True
@@ -259,6 +298,25 @@ class Subject:
     def causal_mode(self) -> Optional[str]:
         """'flag' (passes causal=True), 'always' (--causal, detected, or in the 4-D mask), or None."""
         return "flag" if self.conv.causal_name else ("always" if self.conv.causal_always else None)
+
+
+def head_lists(init: dict[str, Any]) -> tuple[dict[str, list[int]], tuple[str, ...]]:
+    """``--init`` lists for the heads role (Swin's ``num_heads=[2, 4]``): {name: each entry as a multiple of the first}
+    for those the drawn head count drives, and a note for each (driven, or used as given and why)."""
+    driven: dict[str, list[int]] = {}
+    notes: tuple[str, ...] = ()
+    for name, value in init.items():
+        if not isinstance(value, (list, tuple)) or not value or constructor_role(name, 1) != "heads":
+            continue
+        text = f"[{', '.join(str(v) for v in value)}]"
+        if all(isinstance(v, int) and not isinstance(v, bool) and v > 0 and v % value[0] == 0 for v in value):
+            driven[name] = [v // value[0] for v in value]
+            pattern = ", ".join("h" if r == 1 else f"{r}h" for r in driven[name])
+            notes += (f"heads: --init {name}={text} is a pattern: built as [{pattern}] for each drawn head count h",)
+        else:
+            notes += (f"heads: --init {name}={text} used as given (its entries are not multiples of the first): "
+                      "the drawn head count does not reach it",)
+    return driven, notes
 
 
 def _is_cache_object(value: Any) -> bool:
@@ -287,7 +345,11 @@ def internal_positions(module: nn.Module) -> Optional[str]:
 
 def positions_by_behaviour(module: nn.Module, conv: Convention, heads: int, d_head: int) -> Optional[str]:
     """Causal self-attention given no positions: without positions of its own, a later output is a function of the set of
-    earlier tokens, so swapping two of them changes nothing; a module that rotates or embeds positions inside it differs."""
+    earlier tokens, so swapping two of them changes nothing; a module that rotates or embeds positions inside it differs.
+    A sliding window shorter than three tokens leaves the last query no two earlier keys to swap: nothing is decided."""
+    window = module_size(module, "window")
+    if window is not None and window < 3:
+        return None
     x = torch.randn(2, 3, heads * d_head, generator=torch.Generator().manual_seed(3))  # (batch, seq, d_model)
     swapped = x[:, [1, 0, 2]]
     sizes = Sizes(heads, d_head)

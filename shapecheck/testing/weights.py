@@ -228,6 +228,16 @@ def rotate_pairs(freqs_cis: Tensor) -> Rotary:
     return rotate
 
 
+def as_scores(term: Tensor, batch: int, heads: int, seq_q: int, seq_k: int) -> Tensor:
+    """A term added to the scores as (batch, heads, seq_q, seq_k) float64; RuntimeError when it does not fit."""
+    term = term.double()
+    if term.dim() == 3 and term.size(0) == batch * heads:  # (batch·heads, seq_q or 1, seq_k), BLOOM and torch's layout
+        term = term.reshape(batch, heads, term.size(1), term.size(2))
+    while term.dim() < 4:
+        term = term[None]
+    return term.expand(batch, heads, seq_q, seq_k)
+
+
 def reference_attention(
     proj: Projections,
     heads: int,
@@ -241,13 +251,18 @@ def reference_attention(
     rotary: Optional[Rotary] = None,
     window: Optional[int] = None,
     tiled: bool = False,
+    softcap: Optional[float] = None,
+    bias: Optional[Tensor] = None,
 ) -> Float[Tensor, "batch seq_q d_model"]:
     """softmax(s·QKᵀ)V in float64 with the module's own weights (Vaswani et al. 2017, eq. 1 and section 3.2.2).
 
     ``s`` is ``scale`` or 1/√d_k. Grouped key/value heads (fewer k/v rows than q rows) serve
     ``heads / kv_heads`` consecutive query heads each (Ainslie et al. 2023, GQA; transformers'
     ``repeat_kv`` order), or with ``tiled`` every kv_heads-th query head. ``rotary`` rotates q and k after the split; ``window`` keeps keys
-    j with i − window < j ≤ i (with ``causal``).
+    j with i − window < j ≤ i (with ``causal``); ``softcap`` c caps the scaled scores to c·tanh(scores / c) before the
+    mask (Gemma 2, Team Gemma 2024, section 2); ``bias`` is added to the scaled scores (ALiBi, Press et al. 2022;
+    T5's relative bias, Raffel et al. 2020, section 2.1), as the module made it: broadcastable to (batch, heads, seq_q,
+    seq_k), or (batch·heads, seq_q or 1, seq_k).
     """
     batch, seq_q, seq_k = query.size(0), query.size(1), key.size(1)
     d_k = proj.wq.size(0) // heads
@@ -264,6 +279,10 @@ def reference_attention(
     else:
         k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)  # (batch, heads, seq_k, d)
     scores = q @ k.transpose(-2, -1) * (scale if scale is not None else 1 / math.sqrt(d_k))  # (batch, heads, seq_q, seq_k)
+    if softcap is not None:
+        scores = torch.tanh(scores / softcap) * softcap
+    if bias is not None:
+        scores = scores + as_scores(bias, batch, heads, seq_q, seq_k)
     allowed = torch.ones(batch, 1, seq_q, seq_k, dtype=torch.bool)
     if keep is not None:
         allowed = allowed & keep[:, None, None, :]

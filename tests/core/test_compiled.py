@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 import torch._dynamo
+from jaxtyping import Float
+from torch import Tensor
 
 import shapecheck
 from reference_models import MultiHeadAttention
@@ -75,3 +77,47 @@ def test_a_wrong_shape_still_fails_when_compiled(dynamic):
     compiled(torch.randn(2, 5, 16))
     with pytest.raises(ShapeError, match=r"query.shape\[2\] is 8, but d_model=16"):
         compiled(torch.randn(2, 5, 8))
+
+
+def _guarded(module, *args) -> list[str]:
+    return [guard.name for guard in torch._dynamo.explain(module)(*args).out_guards]
+
+
+def test_a_compiled_call_guards_nothing_of_the_contract():
+    """Static sizes are checked in plain Python while tracing and folded in as a constant: the graph's guards
+    cover what the forward reads and the sizes the contract binds (the config's d_model), never the contract's
+    own tables (its parameters, their matchers, the vocabulary) that a compiled call would re-check every time."""
+    module = MultiHeadAttention(16, 2).eval()
+    x = torch.randn(2, 5, 16)
+    checked = _guarded(module, x)
+    torch._dynamo.reset()
+    module.forward = type(module).forward.__wrapped__.__get__(module)
+    unwrapped = _guarded(module, x)
+    assert not [g for g in checked if any(part in g for part in ("'sig'", ".params", ".spec", "AXES", "_ATTRIBUTES"))]
+    assert "L['args'][0].__dict__['config'].d_model" in checked  # the bound size is guarded: a new config recompiles
+    assert len(checked) - len(unwrapped) < 50, (len(checked), len(unwrapped))  # 45: the helpers' code, the bound sizes
+
+
+class _Returns(torch.nn.Module):
+    """Annotated to return (batch, seq, d_model) with d_model from ``self.embed_dim``; returns the wrong width."""
+
+    def __init__(self, embed_dim: int, wrong: bool) -> None:
+        super().__init__()
+        self.embed_dim, self.wrong = embed_dim, wrong
+        self.proj = torch.nn.Linear(embed_dim, embed_dim + 1 if wrong else embed_dim)
+
+    @shapecheck.checked
+    def forward(self, x: Float[Tensor, "batch seq d_model"]) -> Float[Tensor, "batch seq d_model"]:
+        return self.proj(x)
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_a_wrong_return_or_attribute_size_fails_when_compiled(dynamic):
+    right = torch.compile(_Returns(8, wrong=False), backend="eager", dynamic=dynamic)
+    assert right(torch.randn(2, 3, 8)).shape == (2, 3, 8)
+    with pytest.raises(ShapeError, match=r"x.shape\[2\] is 4, but d_model=8"):
+        right(torch.randn(2, 3, 4))
+    torch._dynamo.reset()
+    wrong = torch.compile(_Returns(8, wrong=True), backend="eager", dynamic=dynamic)
+    with pytest.raises(ShapeError, match=r"return value.shape\[2\] is 9, but d_model=8"):
+        wrong(torch.randn(2, 3, 8))

@@ -42,6 +42,17 @@ def test_history_manifest_split_at_random_with_the_recorded_seed():
     assert [f.half for f in fixes] == ["dev" if i in dev else "held-out" for i in range(len(fixes))]
 
 
+def test_second_history_manifest_is_disjoint_and_split_at_random_with_its_seed():
+    bench = _load("bench_lint_history")
+    second = bench.fixes(BENCH / "lint_corpus" / "history_manifest_2.tsv")
+    assert len(second) >= 30 and all(f.files and f.why and len(f.commit) == len(f.parent) == 40 for f in second)
+    assert not {f.commit for f in second} & {f.commit for f in bench.fixes()}
+    order = list(range(len(second)))
+    random.Random(7305).shuffle(order)
+    dev = set(order[: len(second) // 2])
+    assert [f.half for f in second] == ["dev" if i in dev else "held-out" for i in range(len(second))]
+
+
 def test_benchmarks_say_what_they_could_not_read(tmp_path):
     """No snapshot under --mirror: every file is counted as not read and named by repository, nothing is claimed."""
     run = lambda script, *args: subprocess.run(  # noqa: E731
@@ -54,3 +65,9 @@ def test_benchmarks_say_what_they_could_not_read(tmp_path):
     history = run("bench_lint_history.py", "--half", "dev")
     assert history.returncode == 0, history.stderr
     assert "caught 0 of 0 fixes (n/a)" in history.stdout and "not read" in history.stdout
+    second = run("bench_lint_history.py", "--half", "both", "--manifest",
+                 str(BENCH / "lint_corpus" / "history_manifest_2.tsv"))
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.count("caught 0 of 0 fixes (n/a)") == 2 and "lucidrains/x-transformers" in second.stdout
+    missing = run("bench_lint_history.py", "--manifest", str(tmp_path / "none.tsv"))
+    assert missing.returncode == 2 and "no such file" in missing.stderr and "Traceback" not in missing.stderr

@@ -198,11 +198,59 @@ def test_a_stack_is_counted_once_only_when_its_layers_are_identical(extras, fold
     assert reused.total == every.total == 2 * 2 * 3 * 8 * 8 * (len(extras) + sum(extras))
 
 
-def test_transformers_layers_are_counted_one_by_one():
-    """Their attention keeps ``layer_idx`` (the KV cache's slot), so their signatures differ: no layer is reused."""
+def test_transformers_layers_are_counted_once_when_their_index_goes_unused():
+    """Their attention keeps ``layer_idx`` (the KV cache's slot), which a forward without a cache never reads:
+    layer 0 is counted and reused, and the count equals counting every layer."""
     transformers = pytest.importorskip("transformers")
     config = transformers.LlamaConfig(hidden_size=32, intermediate_size=48, num_hidden_layers=3,
                                       num_attention_heads=4, num_key_value_heads=2, vocab_size=64)
     with torch.device("meta"):
         model = transformers.LlamaForCausalLM(config)
-    assert identical_stacks(model) == []
+    tokens = torch.zeros(2, 5, dtype=torch.long, device="meta")
+    with torch.no_grad():
+        reused, stacks = count_with_repeats(lambda: model(tokens), model)
+        every = count_flops(lambda: model(tokens), model)
+    assert [(s.path, s.size, s.watched) for s in stacks] == [("model.layers", 3, (("self_attn", "layer_idx"),))]
+    assert reused.by_module() == every.by_module() and reused.total == every.total > 0
+
+
+class _Indexed(nn.Module):
+    """A layer whose ops depend on its own index (``index + 1`` matmuls), a plain integer attribute."""
+
+    def __init__(self, d: int, index: int) -> None:
+        super().__init__()
+        self.proj, self.index = nn.Linear(d, d), index
+
+    def forward(self, x):
+        for _ in range(self.index + 1):
+            x = self.proj(x)
+        return x
+
+
+class _Silent(_Indexed):
+    """The same index, never read."""
+
+    def forward(self, x):
+        return self.proj(x)
+
+
+@pytest.mark.parametrize("layer, folded", [(_Indexed, False), (_Silent, True)])
+def test_a_layer_index_is_watched_not_trusted(layer, folded):
+    """Layers that differ only in an integer are counted once only when the forward never uses that integer."""
+    with torch.device("meta"):
+        model = nn.ModuleList(layer(8, i) for i in range(4))
+    x = torch.zeros(2, 3, 8, device="meta")
+
+    def run():
+        y = x
+        for block in model:
+            y = block(y)
+        return y
+
+    with torch.no_grad():
+        reused, stacks = count_with_repeats(run, model)
+        every = count_flops(run, model)
+    assert bool(stacks) is folded
+    assert reused.by_module() == every.by_module()
+    matmuls = 4 if folded else sum(i + 1 for i in range(4))
+    assert reused.total == every.total == 2 * 2 * 3 * 8 * 8 * matmuls

@@ -57,3 +57,39 @@ def test_the_command_line_takes_lists_and_dtypes():
                               "--max-examples", "3", "--property", "reference"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["properties"][0]["status"] == "passed"
+
+
+STAGE = os.path.join(HERE, "construct", "stage.py")
+
+
+def _stage(cls: str, heads: list, **options):
+    return verify(load_target(f"{STAGE}:{cls}"), VerifyOptions(**{"max_examples": EXAMPLES, **SMALL, "init": {"num_heads": heads}, **options}))
+
+
+def test_an_init_list_of_head_counts_is_a_pattern_the_drawn_heads_drive():
+    report = _stage("StageBug", [1, 1])  # as given, one head per block: the merge bug cannot show
+    failed = [r for r in report.results if r.status == "failed"]
+    assert failed and failed[0].counterexample["heads"] >= 2, [(r.name, r.counterexample) for r in failed]
+    assert "built as [h, h] for each drawn head count h" in " ".join(report.notes)
+    assert _stage("Stage", [1, 1], max_examples=min(EXAMPLES, 8)).passed
+
+
+def test_a_pattern_of_growing_head_counts_draws_head_sizes_that_fit_every_entry():
+    report = _stage("Stage", [1, 3], properties=("output_shape", "reference", "permutation"))
+    assert report.passed and "multiples of 3" in " ".join(report.notes), report.notes
+
+
+def test_a_list_that_is_no_pattern_is_used_as_given_and_says_so():
+    from shapecheck.testing.subject import head_lists
+
+    driven, notes = head_lists({"num_heads": [2, 3], "depths": [2, 2]})
+    assert driven == {} and "used as given" in notes[0] and len(notes) == 1  # depths is no head count
+
+
+def test_a_head_count_given_to_a_list_of_heads_is_not_dropped_silently():
+    construction = map_arguments(load_target(f"{STAGE}:StageWithDefaults"), {"d_model": 12, "heads": 3}, keep_defaults=True,
+                                 explicit=("d_model", "heads"))
+    assert construction.arguments["num_heads"] == [2, 2]
+    assert "heads=3 not applied" in construction.describe() and "--init 'num_heads=[...]'" in construction.describe()
+    kept = map_arguments(load_target(f"{STAGE}:StageWithDefaults"), {"d_model": 12}, keep_defaults=True, explicit=("d_model",))
+    assert "num_heads" not in kept.arguments  # no head count given: nothing to say

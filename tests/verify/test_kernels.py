@@ -69,3 +69,15 @@ def test_softmax_over_the_queries_still_fails_the_reference():  # a bug, not ano
 def test_values_projected_from_the_keys_still_fail_the_reference():  # a key shift moves every output by one vector: softmax
     found = _statuses(_report(os.path.join(HERE, "mutants", "values_from_key.py") + ":Attention", properties=("reference",)))
     assert found["reference"].status == "failed"
+
+
+def test_the_decision_is_a_declared_field_of_the_subject_taken_once():
+    from shapecheck.testing.properties import not_softmax
+    from shapecheck.testing.subject import Subject
+
+    subject = Subject(load_target(f"{KERNELS}:Linear"), VerifyOptions(**SMALL))
+    assert (subject.non_softmax, subject.non_softmax_decided) == (None, False)
+    reason = not_softmax(subject)
+    assert "not softmax attention" in reason and (subject.non_softmax, subject.non_softmax_decided) == (reason, True)
+    subject.non_softmax = "decided before"  # asked again: the stored decision, not a second run
+    assert not_softmax(subject) == "decided before"

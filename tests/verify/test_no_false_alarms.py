@@ -20,7 +20,8 @@ def test_our_multihead_attention_passes_every_property():
     report = _verify("reference_models.attention:MultiHeadAttention")
     assert report.passed, [r for r in report.results if r.status != "passed"]
     statuses = _statuses(report)
-    modern = {"kv_cache", "rotary", "positions_matter", "grouped_heads", "sliding_window", "cross_attention"}  # none of these inputs: skipped
+    modern = {"kv_cache", "rotary", "positions_matter", "grouped_heads", "sliding_window", "window_padding", "mems", "cache_offset",
+              "cross_attention"}  # none of these inputs: skipped
     assert {n for n, s in statuses.items() if s != "passed"} == modern and {statuses[n] for n in modern} == {"skipped"}
 
 
