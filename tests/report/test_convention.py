@@ -70,18 +70,18 @@ def test_required_rotary_table_and_mask_are_built_as_the_module_takes_them():
     assert any(note.startswith("convention (probed)") for note in mask["notes"])
 
 
-def test_the_convention_key_has_the_same_fields_in_all_four_commands():
-    spec = f"{SUPPORT}:SeqFirst"
+def _conventions(spec: str) -> dict:
     runs = {
         "verify": ["verify", spec, "--max-examples", "2", "--property", "output_shape", "--format", "json"],
         "prove": ["prove", spec, "--d-model", "16", "--heads", "2", "--format", "json"],
         "audit": ["audit", spec, "--d-model", "16", "--heads", "2", "--format", "json"],
         "report": ["report", spec, "--d-model", "16", "--heads", "2", "--format", "json"],
     }
-    found = {}
-    for command, args in runs.items():
-        result = CliRunner().invoke(app, args)
-        found[command] = json.loads(result.stdout)["convention"]
+    return {command: json.loads(CliRunner().invoke(app, args).stdout)["convention"] for command, args in runs.items()}
+
+
+def test_the_convention_key_has_the_same_fields_in_all_four_commands():
+    found = _conventions(f"{SUPPORT}:SeqFirst")
     keys = {command: sorted(c) for command, c in found.items()}
     assert len({tuple(k) for k in keys.values()}) == 1, keys
     assert {c["query"] for c in found.values()} == {"x"} and {c["attention"] for c in found.values()} == {"self"}
@@ -122,16 +122,6 @@ def test_a_decoder_layer_gets_rotary_tables_of_its_attentions_head_size():
     with FlopCounterMode(display=False, custom_mapping=flop_counter_mapping()) as counter, torch.no_grad():
         module(_states(1, 32, config.hidden_size), attention_mask=_states(1, 1, 32, 32), position_embeddings=(table, table))
     assert data["total"]["flops"] == counter.get_total_flops()
-
-
-def _conventions(spec: str) -> dict:
-    runs = {
-        "verify": ["verify", spec, "--max-examples", "2", "--property", "output_shape", "--format", "json"],
-        "prove": ["prove", spec, "--d-model", "16", "--heads", "2", "--format", "json"],
-        "audit": ["audit", spec, "--d-model", "16", "--heads", "2", "--format", "json"],
-        "report": ["report", spec, "--d-model", "16", "--heads", "2", "--format", "json"],
-    }
-    return {command: json.loads(CliRunner().invoke(app, args).stdout)["convention"] for command, args in runs.items()}
 
 
 @pytest.mark.parametrize("name, kv_heads", [("EqualKV", "equal"), ("SharedKV", "grouped"), ("BatchFirst", "none")])
