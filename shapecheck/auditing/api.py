@@ -12,6 +12,7 @@ from shapecheck.auditing.inputs import Inputs
 from shapecheck.auditing.recognize import recognize
 from shapecheck.auditing.result import AuditResult, Component, Liveness, Parameter, Totals
 from shapecheck.auditing.sharing import shared_groups
+from shapecheck.convention import decide, undecided
 from shapecheck.counting.params import count_parameters
 
 LIVENESS_LIMIT = 20_000_000  # parameters: above this, the pass needs a small probe instance
@@ -71,4 +72,7 @@ def audit(
     frozen = tuple(Parameter(n, p.numel(), True) for n, p in module.named_parameters() if not p.requires_grad)
     checked = _liveness(module, probe, inputs, liveness_limit)
     sums = totals(parts, module, sum(g.saved for g in shared))
-    return AuditResult(name or type(module).__name__, tuple(parts), shared, frozen, checked, sums)
+    called = probe if probe is not None else module
+    decision = undecided(called, "the probe was interrupted (Ctrl-C)") if checked.interrupted else decide(called)  # kept from the liveness pass
+    notes = (decision.note(),) if decision.note() and inputs is None and not _on_meta(called) else ()  # only a module called
+    return AuditResult(name or type(module).__name__, tuple(parts), shared, frozen, checked, sums, notes, decision.as_json())

@@ -1,6 +1,9 @@
 """Inputs for one forward pass of a small instance, read from ``forward``'s signature.
 
-Required tensor arguments get a float tensor of shape (2, 3, width), which both
+A module reading hidden states is called as the convention probe decided
+(``shapecheck.convention``: layout, self- or cross-attention, required masks and
+positional inputs) at batch 2, length 3. Where it could not decide, required tensor
+arguments get a float tensor of shape (2, 3, width), which both
 batch-first and sequence-first modules accept; arguments annotated
 ``Int[Tensor, ...]`` or named like token ids get integer ids in range of every
 embedding table. A module whose arguments all have defaults but which takes
@@ -17,6 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from shapecheck.auditing.projections import as_projection, is_linear
+from shapecheck.convention import decide
 from shapecheck.errors import UsageError
 from shapecheck.images import image_input
 from shapecheck.target import forward_parameters
@@ -41,7 +45,8 @@ class Inputs:
 
 def _describe(value: Any) -> str:
     if isinstance(value, Tensor):
-        return f"{'ids' if not value.is_floating_point() else 'float'} {tuple(value.shape)}"
+        kind = "float" if value.is_floating_point() else "complex" if value.is_complex() else "bool" if value.dtype == torch.bool else "ids"
+        return f"{kind} {tuple(value.shape)}"
     return repr(value) if isinstance(value, (bool, int, float, type(None))) else type(value).__name__
 
 
@@ -96,6 +101,9 @@ def synthesize(module: nn.Module, generator: Optional[torch.Generator] = None) -
         required = ids[:1] or params[:1]
     if not required:
         raise UsageError(f"{type(module).__name__}.forward takes no argument to feed; pass inputs=")
+    decision = decide(module)
+    if decision.runs:  # hidden states as the convention probe decided: layout, self/cross, masks, positional inputs
+        return Inputs((), decision.call(module, BATCH, SEQ, "cpu", generator=generator))
     kwargs: dict[str, Any] = {}
     image = image_input(module)
     for param in required:

@@ -109,6 +109,7 @@ class AuditResult:
     liveness: Liveness
     totals: Totals
     notes: tuple[str, ...] = field(default_factory=tuple)
+    convention: dict[str, Any] = field(default_factory=dict)  # how the module was called (``shapecheck.convention``)
 
     @property
     def interrupted(self) -> bool:

@@ -23,6 +23,7 @@ from torch import nn
 from shapecheck.auditing.api import audit
 from shapecheck.auditing.result import AuditResult, Liveness
 from shapecheck.catalog import build_on_meta, build_real, preset_sizes
+from shapecheck.convention import head_constraints
 from shapecheck.errors import UsageError
 from shapecheck.target import Construction, Target, build, construct_on_meta_or_cpu, load_target, map_arguments
 
@@ -65,7 +66,16 @@ def audit_target(spec: str, *, d_model: Optional[int] = None, heads: Optional[in
         if probe is not None:
             say(f"forward/backward on {described}")
     result = audit(model, probe=probe, name=f"{spec}: {construction.describe()}")
-    return _with_probe_note(result, probe, described)
+    return _with_probe_note(_with_heads(result, target, init), probe, described)
+
+
+def _with_heads(result: AuditResult, target: Target, init: dict[str, Any]) -> AuditResult:
+    """The head counts ``target`` accepts in the convention (not probed after Ctrl-C stopped the liveness pass)."""
+    if result.interrupted:
+        return result
+    heads = head_constraints(target, init=dict(init), keep_defaults=True)
+    return replace(result, convention={**result.convention, "heads": heads.as_json()},
+                   notes=result.notes + tuple(n for n in (heads.note(),) if n))
 
 
 def _with_probe_note(result: AuditResult, probe: Optional[nn.Module], described: str) -> AuditResult:

@@ -40,7 +40,7 @@ def verify_command(
     causal: bool = options.flag("--causal", help="The module is causal by construction: assert it."),
     max_examples: int = options.positive("--max-examples", default=50, help="Hypothesis examples per property."),
     seed: int = options.seed(),
-    strict: bool = options.flag("--strict", help="Fully masked rows fail instead of warning."),
+    strict: bool = options.flag("--strict", help="Fully masked rows fail instead of warning; a padding mask keeps its name's contract even where the module behaves otherwise."),
     output_format: str = options.output_format(),
     init: Optional[dict[str, Any]] = options.init(),
     masked_rows: str = options.choice("--masked-rows", choices=MASKED_ROWS, default="finite", help="Policy for rows with every key masked."),

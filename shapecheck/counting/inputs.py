@@ -4,7 +4,9 @@ Language models (a first argument named like token ids) get ``(batch, seq)`` tok
 vision models an image: of the config's size (``pixel_values``), else of the size a convolution stem
 declares (``shapecheck.images``); encoder-decoders
 (``config.is_encoder_decoder``) decoder token ids too; anything else, a block, gets hidden
-states ``(batch, seq, d_model)`` with ``d_model`` read off its first Linear or recognised part.
+states ``(batch, seq, d_model)`` with ``d_model`` read off its first Linear or recognised part, called as
+the convention probe decided (``shapecheck.convention``: layout, self- or cross-attention, required masks
+and positional inputs) where it could decide, else as the signature names them.
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ def _embeds_first(module: nn.Module) -> bool:
 
 def make_inputs(module: nn.Module, batch: int, seq: int, device: str, grad: bool = False) -> tuple[tuple, dict]:
     """(args, kwargs) for ``module(*args, **kwargs)``: see the module docstring."""
+    from shapecheck.convention import decide
+
     config = getattr(module, "config", None)
     dev = torch.device(device)
     if _first_argument(module) == "pixel_values":
@@ -70,6 +74,9 @@ def make_inputs(module: nn.Module, batch: int, seq: int, device: str, grad: bool
         if config is not None and getattr(config, "is_encoder_decoder", False):
             kwargs["decoder_input_ids"] = ids
         return (ids,), kwargs
+    decision = decide(module)
+    if decision.runs:  # the probed convention: layout, self/cross, required masks and positional inputs
+        return (), decision.call(module, batch, seq, device, grad=grad)
     hidden = torch.zeros(batch, seq, model_width(module), device=dev, requires_grad=grad)
     return (hidden,), _other_tensors(module, hidden)
 

@@ -1,4 +1,7 @@
-"""The model a report is about: a target (``file.py:Name``, ``package.module:Name``) or a transformers config, on meta."""
+"""The model a report is about: a target (``file.py:Name``, ``package.module:Name``) or a transformers config, on meta.
+
+A target's calling convention is probed on a small CPU instance of its class (``shapecheck.convention``).
+"""
 
 from __future__ import annotations
 
@@ -31,4 +34,25 @@ def load_model(target: Optional[str], config: Optional[str], *, init: Optional[d
     construction = map_arguments(loaded, given, keep_defaults=True, init=init or {}, explicit=tuple(given))
     label = f"{target}: {construction.describe()}"
     module, on_cpu = construct_on_meta_or_cpu(loaded, construction)
+    _decide_on_twin(module, loaded, init or {}, on_cpu)
+    from shapecheck.convention import HIDDEN, first_input, head_constraints, with_heads
+
+    if first_input(module) == HIDDEN:  # a block: the head counts it accepts, as verify, prove and audit find them
+        with_heads(module, head_constraints(loaded, init=init or {}, keep_defaults=True))
     return module, f"{label} (built on the CPU: it fails on meta)" if on_cpu else label
+
+
+def _decide_on_twin(module: nn.Module, loaded: Any, init: dict[str, Any], on_cpu: bool) -> None:
+    """How to call ``module``, probed on a small CPU instance of its class (or on itself when it was built on the CPU)."""
+    from shapecheck.convention import HIDDEN, PROBE_SIZES, decide, first_input, undecided
+    from shapecheck.target import build
+
+    if on_cpu or first_input(module) != HIDDEN:
+        decide(module)
+        return
+    try:
+        twin, _ = build(loaded, dict(PROBE_SIZES), keep_defaults=True, init=init, explicit=tuple(PROBE_SIZES))
+    except UsageError as error:
+        undecided(module, f"the small instance to probe could not be built: {error}")
+        return
+    decide(module, twin=twin)

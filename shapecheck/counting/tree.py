@@ -22,6 +22,7 @@ from shapecheck.counting import closed_forms as cf
 from shapecheck.counting import measure, memory
 from shapecheck.counting.anatomy import Part, parts as recognised
 from shapecheck.counting.experts import ROUTING, routed
+from shapecheck.convention import CATALOGUE, Decision, decide
 from shapecheck.counting.feed import Feed, signature_feed
 from shapecheck.counting.per_token import estimates, mfu
 from shapecheck.display import show
@@ -80,6 +81,7 @@ class ModelReport:
     crossover: dict[str, Any] = field(default_factory=dict)  # where the S² terms overtake the S-linear ones
     sizes: dict[str, Any] = field(default_factory=dict)  # a built-in model's sizes (d_model, heads, ...), for the record
     kernel: dict[str, Any] = field(default_factory=dict)  # train: the attention kernel assumed and what it saves
+    convention: dict[str, Any] = field(default_factory=dict)  # how the module was called (``shapecheck.convention``)
 
     @property
     def agrees(self) -> bool:
@@ -158,12 +160,18 @@ def _row(module: nn.Module, path: str, folded: tuple, parts: dict[str, Part], me
 def input_shapes(module: nn.Module, parts: dict[str, Part]) -> Iterator[dict[str, tuple[int, ...]]]:
     """The shape of the first tensor each recognised part is called with (a pooler sees one token per sequence)."""
     shapes: dict[str, tuple[int, ...]] = {}
+    decision = decide(module)  # the model itself: the layout it behaves in, where the probe could tell
+
+    def batch_first(called: nn.Module) -> bool:
+        if called is module and decision.runs:
+            return decision.batch_first
+        return getattr(called, "batch_first", True) is not False
 
     def hook(path: str):
         def record(called: nn.Module, args: tuple, kwargs: dict) -> None:
             first = next((a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)), None)
             shape = tuple(first.shape) if first is not None and first.dim() >= 2 else ()
-            if len(shape) == 3 and getattr(called, "batch_first", True) is False:  # torch's (seq, batch, width)
+            if len(shape) == 3 and not batch_first(called):  # (seq, batch, width): torch's batch_first=False
                 shape = (shape[1], shape[0], shape[2])
             shapes.setdefault(path, shape)
         return record
@@ -236,7 +244,7 @@ def model_report(module: nn.Module, name: str, s: Settings, feed: Optional[Feed]
     ``feed`` says how to call it (default: from its forward signature); ``fvcore`` adds fvcore's count per row.
     """
     module = module.to(memory.DTYPES[s.dtype]).train(s.mode == "train")
-    feed = feed or signature_feed(module)
+    given_feed, feed = feed, feed or signature_feed(module)
     parts = recognised(module)
     params = measure.owners(module)
     fallback: list[str] = []
@@ -275,6 +283,8 @@ def model_report(module: nn.Module, name: str, s: Settings, feed: Optional[Feed]
              "macs": flops // 2, "flops_per_token": flops // tokens, "tokens": tokens}
     per_token = _per_token(module, parts, s, total_params, flops // tokens, measured.kernel)
     notes = _notes(parts, s) + tied_notes(module) + fallback
+    decision = decide(module) if given_feed is None else Decision(CATALOGUE)
+    notes += [decision.note()] if decision.note() else []
     notes.append(f"defaults: dtype {s.dtype} ({s.dtype_source}); kv_cache holds {cached} tokens per sequence "
                  + ("(--context, the cache decode attends to)" if s.mode == "decode" else
                     f"(--seq-len in --mode {s.mode}; --mode decode sizes it by --context)"))
@@ -297,7 +307,7 @@ def model_report(module: nn.Module, name: str, s: Settings, feed: Optional[Feed]
     return ModelReport(name, s, rows, total,
                        memory.memory(total_params, trainable, s.dtype, measured.activations, kv, measured.output_numel),
                        per_token, _uncounted(measured.uncounted), notes,
-                       cf.crossovers(parts, layers) if s.mode == "forward" else {}, kernel=kernel)
+                       cf.crossovers(parts, layers) if s.mode == "forward" else {}, kernel=kernel, convention=decision.as_json())
 
 
 def _eager_instead(module: nn.Module, error: RuntimeError) -> bool:

@@ -94,7 +94,9 @@ def prove_module(
     finally:
         module.train(was_training)
     extra = divisibility_constraints(module, rebuild=rebuild, d_model=static.get("d_model"), heads=static.get("heads"))
-    return _finish(result, extra, time.perf_counter() - start)
+    note = plan.decision.note() if plan.decision is not None else None
+    return replace(_finish(result, extra, time.perf_counter() - start), convention=plan.convention,
+                   notes=[note] if note else [])
 
 
 def _export_at_examples(module: nn.Module, plan: InputPlan) -> Exported:

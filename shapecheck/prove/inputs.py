@@ -10,7 +10,11 @@ takes its size from the module's config (``d_model``, ``heads``, ...) or from
 (batch, mel bins, 2·max_source_positions); an encoder-decoder gets
 ``decoder_input_ids`` too, its encoder input along ``seq_k`` and its decoder's
 along ``seq_q``. A forward that takes ``use_cache`` is called with
-``use_cache=False``, so no cache object is returned.
+``use_cache=False``, so no cache object is returned. The convention probe
+(``shapecheck.convention``) overrides the names' guesses for unannotated
+hidden-state arguments: a ``forward(query, key, value)`` it finds to be
+self-attention gets one ``seq``, and a module that behaves sequence-first
+gets ``(seq, batch, d_model)``.
 """
 
 from __future__ import annotations
@@ -18,11 +22,12 @@ from __future__ import annotations
 import inspect
 import typing
 from dataclasses import dataclass, replace
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 import torch
 from torch import Tensor, nn
 
+from shapecheck.convention import decide
 from shapecheck.vocabulary import canonical
 from shapecheck.runtime import config_axes
 from shapecheck.errors import UsageError
@@ -65,10 +70,14 @@ class Argument:
     axes: tuple[Axis, ...]
     kind: str  # "float" | "int" | "bool"
     required: bool
+    fill: Optional[float] = None  # a constant (a mask the probe decided: every key visible in its convention)
 
     def example(self, sizes: dict[str, int], device: torch.device, ids: tuple[int, int] = (0, 2)) -> Tensor:
         """Random values; masks all ones (nothing padded); token ids in ``ids`` (no padding or special token)."""
         shape = tuple(a if isinstance(a, int) else sizes[a] for a in self.axes)
+        if self.fill is not None:
+            dtype = {"bool": torch.bool, "int": torch.long}.get(self.kind, torch.float32)
+            return torch.full(shape, self.fill, dtype=dtype, device=device)
         if self.kind == "float":
             return torch.randn(shape, device=device)
         if self.kind == "bool":
@@ -86,6 +95,14 @@ class InputPlan:
     device: torch.device = torch.device("cpu")  # where the module's parameters live
     constants: tuple[tuple[str, object], ...] = ()  # non-tensor keyword arguments (use_cache=False)
     ids: tuple[int, int] = (0, 2)  # token ids drawn from [low, high): no padding or special token
+    decision: Any = None  # how to call forward (``shapecheck.convention.Decision``); None when --inputs/--cross chose
+
+    @property
+    def convention(self) -> dict[str, Any]:
+        """The ``convention`` key of prove's JSON."""
+        from shapecheck.convention import CHOSEN, Decision
+
+        return (self.decision or Decision(CHOSEN, reason="not probed: --inputs/--cross chose the arguments")).as_json()
 
     @property
     def dynamic_axes(self) -> list[str]:
@@ -132,10 +149,55 @@ def plan_inputs(
     hints = forward_hints(module)
     static = {**config_axes(module), **(sizes or {})}
     chosen = _choose(module, params, hints, names, cross)
-    arguments = tuple(_argument(module, params[n], hints.get(n), static) for n in chosen)
+    decision = decide(module) if not names and not cross else None
+    arguments = tuple(_decided_argument(decision, params[n], hints.get(n)) or _argument(module, params[n], hints.get(n), static)
+                      for n in chosen)
+    arguments = _as_decided(arguments, decision, hints)
     constants = tuple((name, value) for name, value in CONSTANTS.items() if name in params)
-    plan = InputPlan(arguments, module_device(module), constants, token_ids(module))
+    plan = InputPlan(arguments, module_device(module), constants, token_ids(module), decision)
     return _self_attention(_encoder_decoder(plan))
+
+
+# A required mask the probe decided, every key visible in its convention: (axes with q/k for seq_q/seq_k, kind, fill).
+_MASK_AXES = {"b1ts": ("batch", 1, "q", "k"), "b11s": ("batch", 1, 1, "k"), "bs": ("batch", "k"), "bts": ("batch", "q", "k"),
+              "ts": ("q", "k")}
+_MASK_FILL = {"keep": ("bool", 1.0), "ignore": ("bool", 0.0), "additive": ("float", 0.0), "keep_float": ("float", 1.0)}
+
+
+def _decided_argument(decision: Any, param: inspect.Parameter, hint: object) -> Optional[Argument]:
+    """An unannotated required mask or position argument as the probe decided it, else None (read from its name)."""
+    if decision is None or not decision.runs or spec_of(hint) is not None:
+        return None
+    conv = decision.convention
+    q, k = ("seq", "seq") if not conv.cross else ("seq_q", "seq_k")
+    required = param.default is inspect.Parameter.empty
+    if param.name == conv.mask_name and conv.mask_kind in _MASK_FILL:
+        kind, fill = _MASK_FILL[conv.mask_kind]
+        axes = tuple({"q": q, "k": k}.get(a, a) if isinstance(a, str) else a for a in _MASK_AXES[conv.mask_shape])
+        return Argument(param.name, axes, kind, required, fill)
+    if conv.supplied.get(param.name) == "positions":
+        return Argument(param.name, ("batch", q), "int", required)
+    return None
+
+
+def _as_decided(arguments: tuple[Argument, ...], decision: Any, hints: dict[str, object]) -> tuple[Argument, ...]:
+    """The probe's decision over the names' guesses: self-attention's keys and values are the query's own sequence
+    (``seq``), and a module that behaves sequence-first reads ``(seq, batch, ...)``. An annotated argument keeps its axes."""
+    if decision is None or not decision.runs:
+        return arguments
+    conv = decision.convention
+    roles = {conv.query_name, conv.key_name, conv.value_name, conv.memory_name} - {None}
+    found = []
+    for arg in arguments:
+        axes = arg.axes
+        if arg.name in roles and spec_of(hints.get(arg.name)) is None:
+            if not conv.cross:
+                axes = tuple("seq" if a in ("seq_q", "seq_k") else a for a in axes)
+            if not decision.batch_first and "batch" in axes:
+                seq = next((a for a in axes if a in ("seq", "seq_q", "seq_k")), None)
+                axes = tuple(seq if a == "batch" else "batch" if a == seq else a for a in axes) if seq else axes
+        found.append(replace(arg, axes=axes))
+    return tuple(found)
 
 
 SPECIAL_TOKENS = ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id", "sep_token_id", "cls_token_id")

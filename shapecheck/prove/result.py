@@ -38,6 +38,8 @@ class ProofResult:
     bounds: list[str] = field(default_factory=list)  # confirmed bounds and where they come from
     unchecked: list[str] = field(default_factory=list)  # checks that did not run, and why
     interrupted: bool = False
+    convention: dict[str, Any] = field(default_factory=dict)  # how forward was called (``shapecheck.convention``)
+    notes: list[str] = field(default_factory=list)  # what the convention probe decided, or why it could not
 
     @property
     def output_shape(self) -> Optional[list[Entry]]:
@@ -79,4 +81,6 @@ class ProofResult:
             "verdict": self.verdict,
             "export_seconds": round(self.export_seconds, 3),
             "seconds": round(self.seconds, 3),
+            "convention": self.convention,
+            "notes": self.notes,
         }

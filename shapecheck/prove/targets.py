@@ -11,10 +11,15 @@ from __future__ import annotations
 import inspect
 from typing import Any, Optional
 
-from shapecheck.catalog import build_real, preset_sizes, require_small
+from torch import nn
+
+from shapecheck.catalog import REAL_BUDGET, build_real, preset_sizes, require_small
+from shapecheck.convention import head_constraints, with_heads
 from shapecheck.errors import UsageError
 from shapecheck.prove.result import ProofResult
-from shapecheck.target import Construction, Target, construct, factory_for, infer_roles, load_target, map_arguments
+from shapecheck.target import (
+    Construction, Target, construct, construct_on_meta_or_cpu, factory_for, infer_roles, load_target, map_arguments,
+)
 
 DEFAULT_SIZES = {"d_model": 512, "heads": 8}  # for required parameters only; defaults are kept
 SIZE_ROLES = ("d_model", "heads")
@@ -43,22 +48,24 @@ def prove_target(spec: str, *, d_model: Optional[int] = None, heads: Optional[in
     target, init = load_target(spec), dict(init or {})
     given = {k: v for k, v in (("d_model", d_model), ("heads", heads)) if v is not None}
     construction = map_arguments(target, {**DEFAULT_SIZES, **given}, keep_defaults=True, init=init, explicit=tuple(given))
-    _require_small(spec, target, construction)
-    module = construct(target, construction, "cpu")
+    module = _small_enough(spec, target, construction)
+    with_heads(module, head_constraints(target, init=init, keep_defaults=True))
     sizes = {**built_sizes(target, construction), **dict(options.pop("sizes", None) or {})}
     rebuild = factory_for(target, init=init, keep_defaults=True)
     label = spec if not construction.replaced else f"{spec}: {construction.describe()}"
     return prove_module(module, target=label, sizes=sizes, rebuild=rebuild, **options)
 
 
-def _require_small(spec: str, target: Target, construction: Construction) -> None:
-    """Counted on meta first: a target above ``catalog.REAL_BUDGET`` parameters is refused before any weight exists."""
-    try:
-        on_meta = construct(target, construction, "meta")
-    except UsageError:
-        return  # its constructor cannot run on meta: built on the CPU as before
-    require_small(on_meta, f"prove {spec}", f"give smaller sizes (--d-model, --heads, --init), "
-                                            f"or count it on meta with `shapecheck report {spec}`")
+def _small_enough(spec: str, target: Target, construction: Construction) -> nn.Module:
+    """The module on the CPU, counted on meta first (``construct_on_meta_or_cpu``): a target above
+    ``catalog.REAL_BUDGET`` parameters is refused before any weight exists. A constructor that cannot run on meta is
+    built on the CPU directly, stopped once its tensors pass that budget (the meta failure is then what is reported)."""
+    module, on_cpu = construct_on_meta_or_cpu(target, construction, budget=REAL_BUDGET)
+    if on_cpu:
+        return module
+    require_small(module, f"prove {spec}", f"give smaller sizes (--d-model, --heads, --init), "
+                                           f"or count it on meta with `shapecheck report {spec}`")
+    return construct(target, construction, "cpu")
 
 
 def prove_preset(name: str, *, d_model: Optional[int] = None, heads: Optional[int] = None, **options: Any) -> ProofResult:

@@ -35,6 +35,7 @@ def _lines(result: ProofResult) -> list[str]:
     lines += [f"note: {s.kind} " + " ".join(f"{k}={v}" for k, v in s.sizes.items()) + f": {s.note}"
               for s in result.samples if s.note and s.kind != "past"]
     lines += [f"problem ({p.kind}): {p.message}" for p in result.problems]
+    lines += [f"note: {n}" for n in result.notes]
     timing = f" (export {result.export_seconds:.2f} s, total {result.seconds:.2f} s)" if result.ok else ""
     return lines + [result.verdict + timing]
 

@@ -58,7 +58,7 @@ def as_dict(report: ModelReport) -> dict[str, Any]:
     return {"config": {"model": report.name, **report.sizes, **asdict(report.settings)}, "rows": rows,
             "total": {**report.total, "per_token": report.per_token}, "memory": report.memory,
             "kernel": report.kernel or None, "crossover": report.crossover, "uncounted": report.uncounted,
-            "notes": report.notes}
+            "notes": report.notes, "convention": report.convention}
 
 
 def _header(report: ModelReport) -> list[str]:

@@ -56,7 +56,9 @@ class Convention:
     causal_always: bool = False  # --causal, or detected: the module is causal without a flag
     weights_name: Optional[str] = None
     returns_weights: bool = False
-    batch_first: bool = True
+    batch_first: bool = True  # the layout calls use: --layout, else the module's batch_first, else its annotation
+    behaves_batch_first: Optional[bool] = None  # the layout in which batch items stay independent (None: the probe cannot tell)
+    mask_by: str = "name"  # how mask_kind was decided: "name", "behaviour", "--mask", "contract" (--strict keeps a padding mask's)
     supplied: dict[str, str] = field(default_factory=dict)  # argument -> role, built per call (positions, rotary, ...)
     extra: dict[str, Any] = field(default_factory=dict)  # constants: use_cache=False, average_attn_weights=False
     notes: tuple[str, ...] = ()
@@ -150,6 +152,7 @@ def read_signature(module: nn.Module, *, mask: MaskOption = "auto", layout: Opti
         query_name=query, key_name=key, value_name=value, memory_name=memory, optional_memory=optional, keys_required=bool(required & {key, value, memory}),
         mask_name=mask_name, mask_kind=kind, mask_required=mask_name in required, causal_name=pick(names, "causal"),
         causal_always=causal, weights_name=pick(names, "weights"), batch_first=batch_first, supplied=supplied, extra=extra,
+        mask_by="name" if mask == "auto" else "--mask",
         notes=_notes(query, key, value, memory, optional, mask_name, kind, mask, batch_first, layout, supplied),
     )
 
@@ -268,6 +271,11 @@ def module_size(module: nn.Module, role: str) -> Optional[int]:
     return None
 
 
+def inner_size(module: nn.Module, role: str) -> Optional[int]:
+    """``module_size`` of the first submodule that declares ``role`` (a decoder layer's ``self_attn``), or None."""
+    return next((found for sub in module.modules() if sub is not module and (found := module_size(sub, role))), None)
+
+
 @dataclass(frozen=True)
 class Sizes:
     """What positional inputs need: heads and head size (from the drawn case, else the module's attributes)."""
@@ -277,8 +285,8 @@ class Sizes:
 
 
 def supply(module: nn.Module, conv: Convention, role: str, name: str, query: Tensor, q_pos: Tensor, k_pos: Tensor, sizes: Sizes) -> Any:
-    heads = sizes.heads or module_size(module, "heads") or 1
-    d_head = sizes.d_head or module_size(module, "d_head") or query.size(-1) // heads
+    heads = sizes.heads or module_size(module, "heads") or inner_size(module, "heads") or 1
+    d_head = sizes.d_head or module_size(module, "d_head") or inner_size(module, "d_head") or query.size(-1) // heads
     if role == "positions":
         return q_pos[None].expand(query.size(0), -1)
     if role == "start_pos":

@@ -3,9 +3,10 @@
 ``discover(module, d_model)`` starts from ``adapt.read_signature`` and, with a few calls on
 batch=3, seq=4 inputs (seq_k=5 for a memory), finds: which positional inputs the module
 needs (none, all but ALiBi, or all); whether it runs at all (``Convention.could_not_run``);
-the mask convention by behaviour (the convention under which a hidden key's contents change
-no other row), except for names whose convention is their contract (``key_padding_mask``);
-the mask shape; a usable causal flag; causality by construction; returned weights.
+the layout by behaviour (the one in which batch items stay independent; recorded, calls keep the
+declared one); the mask convention by behaviour (the convention under which a hidden key's contents
+change no other row; a padding mask's name is a contract that only consistent behaviour overrides,
+with a warning); the mask shape; a usable causal flag; causality by construction; returned weights.
 A transformers-style decoder (``is_causal`` set, 4-D masks) gets the causal triangle in its mask.
 """
 
@@ -52,8 +53,12 @@ def _inputs(conv: Convention, d_model: int) -> tuple[Tensor, Tensor]:
 
 
 def discover(module: nn.Module, d_model: int, *, mask: MaskOption = "auto", layout: Optional[Layout] = None, causal: bool = False,
-             sizes: Sizes = Sizes()) -> Convention:
-    """``read_signature`` plus probe calls; ``could_not_run`` says why when no ordinary call works."""
+             sizes: Sizes = Sizes(), strict: bool = False) -> Convention:
+    """``read_signature`` plus probe calls; ``could_not_run`` says why when no ordinary call works.
+
+    ``strict`` (verify's ``--strict``): a padding mask whose behaviour contradicts its name's contract keeps the contract
+    (so the properties fail on it) instead of following the behaviour with a warning.
+    """
     conv = read_signature(module, mask=mask, layout=layout, causal=causal)
     query, key = _inputs(conv, d_model)
     conv = _causal_in_mask(module, conv)
@@ -69,7 +74,8 @@ def discover(module: nn.Module, d_model: int, *, mask: MaskOption = "auto", layo
         if isinstance(tiny, str):
             return replace(conv, could_not_run=_could_not_run(module, conv, query, key, sizes, plain))
         conv = replace(small, notes=small.notes + (f"probe: the call at batch=3, seq=4 {plain}",))
-    conv = _probe_mask(module, conv, query, key, sizes, fixed=mask != "auto")
+    conv = _probe_layout(module, conv, query, key, sizes) if layout is None else conv
+    conv = _probe_mask(module, conv, query, key, sizes, fixed=mask != "auto", strict=strict)
     conv = conv if mask != "auto" else _drop_switch_mask(module, conv, query, key, sizes)  # --mask X: the user's contract
     conv = _probe_causal(module, conv, query, sizes)
     if conv.causal_name is None and not conv.causal_always and _looks_causal(module, conv, query, sizes):
@@ -162,24 +168,89 @@ def _with_supplied_note(conv: Convention) -> Convention:
     return replace(conv, notes=notes)
 
 
+# ---------------------------------------------------------------- layout
+
+
+def _probe_layout(module: nn.Module, conv: Convention, query: Tensor, key: Tensor, sizes: Sizes) -> Convention:
+    """The layout by behaviour: the one in which changing one batch item changes no other item's output.
+
+    Calls keep the declared layout (``batch_first``: the module's attribute or annotation, else batch-first), so a module
+    whose attribute is its bug still fails ``batch_independence``; ``behaves_batch_first`` records what the module does
+    (prove, audit and report build their inputs in it) and a note says when the two differ.
+    """
+    declared = _independent(module, conv, query, key, sizes)
+    other = _independent(module, replace(conv, batch_first=not conv.batch_first), query, key, sizes)
+    if declared and other is False:
+        return replace(conv, behaves_batch_first=conv.batch_first)
+    if declared is not False or not other:
+        return conv  # both keep items apart, or neither: behaviour cannot tell
+    found, said = not conv.batch_first, "batch-first" if conv.batch_first else "seq-first"
+    shown = "batch-first" if found else "seq-first"
+    note = (f"layout: {shown} by behaviour (fed {said}, one item's change reaches the others); calls stay {said}: "
+            f"give --layout {shown} if that is its contract")
+    return replace(conv, behaves_batch_first=found, notes=conv.notes + (note,))
+
+
+def _independent(module: nn.Module, conv: Convention, query: Tensor, key: Tensor, sizes: Sizes) -> Optional[bool]:
+    """Whether outputs 0 and 2 ignore a change of item 1 (batch=3, seq=4: the two axes differ); None when a call fails."""
+    changed_query, changed_key = query.clone(), key.clone()
+    changed_query[1] = changed_query[1] * -2 + 1
+    changed_key[1] = changed_key[1] * -2 + 1
+    base = attempt(module, conv, query, key, sizes=sizes)
+    moved = attempt(module, conv, changed_query, changed_key if conv.cross else changed_query, sizes=sizes)
+    if isinstance(base, str) or isinstance(moved, str) or tuple(base.output.shape) != tuple(moved.output.shape):
+        return None
+    if base.output.dim() < 2 or base.output.size(0) != query.size(0):
+        return None
+    a, b = base.output[[0, 2]], moved.output[[0, 2]]
+    if not (torch.isfinite(a).all() and torch.isfinite(b).all()):
+        return None
+    return bool(torch.allclose(a, b, atol=1e-5, rtol=1e-4))
+
+
 # ---------------------------------------------------------------- masks
 
 
-def _probe_mask(module: nn.Module, conv: Convention, query: Tensor, key: Tensor, sizes: Sizes, *, fixed: bool) -> Convention:
-    """The convention (and shape) under which a hidden key changes no other output; the name's guess first."""
+def _probe_mask(module: nn.Module, conv: Convention, query: Tensor, key: Tensor, sizes: Sizes, *, fixed: bool,
+                strict: bool = False) -> Convention:
+    """The convention (and shape) under which a hidden key changes no other output; the name's guess first.
+
+    ``--mask X`` (``fixed``) is the user's contract: only its shape is probed. A padding mask's name is a contract too
+    (torch: True = padding); a module whose behaviour consistently shows another convention (a hidden first and last key)
+    is called in it, with a warning naming both, unless ``strict``.
+    """
     if conv.mask_name is None or conv.mask_kind is None:
         return conv
-    strict = fixed or conv.mask_name in PADDING_MASKS
-    kinds = (conv.mask_kind,) if strict else (conv.mask_kind,) + tuple(k for k in _KINDS if k != conv.mask_kind)
+    kinds = (conv.mask_kind,) if fixed else (conv.mask_kind,) + tuple(k for k in _KINDS if k != conv.mask_kind)
     shapes = _shapes(conv)
     for kind in kinds:
         for shape in shapes:
-            trial = replace(conv, mask_kind=kind, mask_shape=shape)
-            if _hides_a_key(module, trial, query, key, sizes):
+            trial = replace(conv, mask_kind=kind, mask_shape=shape, mask_by="--mask" if fixed else "behaviour")
+            if not _hides_a_key(module, trial, query, key, sizes):
+                continue
+            if kind == conv.mask_kind or conv.mask_name not in PADDING_MASKS:
                 return _with_mask_note(trial, kind != conv.mask_kind)
+            if _hides_a_key(module, trial, query, key, sizes, at=-1):  # consistently: the last key too
+                return _against_contract(conv, trial, strict)
     trial = replace(conv, mask_shape=next((s for s in shapes if _accepts_shape(module, replace(conv, mask_shape=s), query, key, sizes)), shapes[0]))
     note = f"mask: the probe found no convention under which {conv.mask_name} hides a key; using {MASK_TEXT[conv.mask_kind]}"
     return replace(_with_mask_note(trial, False), notes=_with_mask_note(trial, False).notes + (note,))
+
+
+_CONTRACT_OWNER = {"encoder_padding_mask": "fairseq's"}  # every other padding mask name: torch's
+
+
+def _against_contract(conv: Convention, found: Convention, strict: bool) -> Convention:
+    """A padding mask that behaves in another convention than its name's contract: a warning, or (``strict``) the contract kept."""
+    name = conv.mask_name or ""
+    contract, behaviour = MASK_TEXT.get(conv.mask_kind, conv.mask_kind), MASK_TEXT.get(found.mask_kind, found.mask_kind)  # type: ignore[arg-type]
+    owner = _CONTRACT_OWNER.get(name, "torch's")
+    said = f"{name}: {behaviour} by behaviour ({owner} contract for this name is {contract})"
+    if strict:
+        kept = _with_mask_note(replace(conv, mask_shape=found.mask_shape, mask_by="contract"), False)
+        return replace(kept, notes=kept.notes + (f"warning: {said}; --strict keeps the contract",))
+    called = _with_mask_note(found, True)
+    return replace(called, notes=called.notes + (f"warning: {said}; calls follow the behaviour (--strict keeps the contract)",))
 
 
 def _drop_switch_mask(module: nn.Module, conv: Convention, query: Tensor, key: Tensor, sizes: Sizes) -> Convention:
@@ -195,6 +266,14 @@ def _drop_switch_mask(module: nn.Module, conv: Convention, query: Tensor, key: T
     return replace(conv, mask_name=None, mask_kind=None, notes=notes)
 
 
+def mask_description(conv: Convention) -> Optional[dict[str, Any]]:
+    """The mask as decided, for JSON: its argument, convention, shape, whether required, and how it was decided."""
+    if conv.mask_name is None or conv.mask_kind is None:
+        return None
+    return {"name": conv.mask_name, "kind": conv.mask_kind, "convention": MASK_TEXT.get(conv.mask_kind, conv.mask_kind),
+            "shape": _SHAPE_TEXT[conv.mask_shape], "required": conv.mask_required, "by": conv.mask_by}
+
+
 def _with_mask_note(conv: Convention, changed: bool) -> Convention:
     text = f"mask: {conv.mask_name} ({MASK_TEXT[conv.mask_kind]}{', found by probing' if changed else ''}), shape {_SHAPE_TEXT[conv.mask_shape]}"  # type: ignore[index]
     notes = tuple(text if n.startswith("mask: ") else n for n in conv.notes)
@@ -207,18 +286,19 @@ def _accepts_shape(module: nn.Module, conv: Convention, query: Tensor, key: Tens
     return not isinstance(out, str) and tuple(out.output.shape) == tuple(query.shape)
 
 
-def _hides_a_key(module: nn.Module, conv: Convention, query: Tensor, key: Tensor, sizes: Sizes) -> bool:
-    """Key 0 masked: changing its contents changes no output row but its own token's, and the mask is not ignored."""
+def _hides_a_key(module: nn.Module, conv: Convention, query: Tensor, key: Tensor, sizes: Sizes, at: int = 0) -> bool:
+    """Key ``at`` masked: changing its contents changes no output row but its own token's, and the mask is not ignored."""
     keep = torch.ones(query.size(0), key.size(1), dtype=torch.bool)
-    keep[:, 0] = False
+    keep[:, at] = False
     changed_key = key.clone()
-    changed_key[:, 0] = changed_key[:, 0] * -3 + 1
+    changed_key[:, at] = changed_key[:, at] * -3 + 1
     changed_query = query if conv.cross else changed_key
     base = attempt(module, conv, query, key, keep=keep, sizes=sizes)
     moved = attempt(module, conv, changed_query, changed_key, keep=keep, sizes=sizes)
     if isinstance(base, str) or isinstance(moved, str) or tuple(base.output.shape) != tuple(query.shape):
         return False
-    rows = slice(0, None) if conv.cross else slice(1, None)
+    rows = torch.arange(query.size(1))
+    rows = rows if conv.cross else rows[rows != rows[at]]
     a, b = base.output[:, rows], moved.output[:, rows]
     if not (torch.isfinite(a).all() and torch.isfinite(b).all()):
         return False

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import HypothesisException
 from hypothesis.reporting import with_reporter
 
+from shapecheck.convention import TOKENS, Decision, convention_json
 from shapecheck.errors import UsageError, first_line
 from shapecheck.testing.compare import Skip
 from shapecheck.testing.hints import hint
@@ -63,6 +64,7 @@ class VerifyReport:
     results: tuple[PropertyResult, ...] = field(default_factory=tuple)
     interrupted: bool = False  # Ctrl-C: ``results`` holds the properties that finished
     selected: tuple[str, ...] = ()  # the properties the user named (--property), if any
+    convention: dict[str, Any] = field(default_factory=dict)  # what the probe decided (``shapecheck.convention``)
 
     @property
     def passed(self) -> bool:
@@ -97,7 +99,7 @@ class VerifyReport:
     def as_dict(self) -> dict[str, Any]:
         return {"target": self.target, "passed": self.passed, "checked": self.checked,
                 "interrupted": self.interrupted, "construction": self.construction, "coverage": self.coverage,
-                "notes": list(self.notes), "properties": [r.as_dict() for r in self.results]}
+                "notes": list(self.notes), "convention": self.convention, "properties": [r.as_dict() for r in self.results]}
 
 
 class _Failed(Exception):
@@ -266,7 +268,8 @@ def _verify(target: Target, options: VerifyOptions, progress: Optional[Progress]
             break
     construction = subject.construction.describe() if subject.construction else target.name
     notes = subject.notes if model else subject.notes + subject.conv.notes + (subject.reference_note,)
-    return VerifyReport(target.spec, construction, notes, tuple(results), interrupted, tuple(options.properties or ()))
+    convention = Decision(TOKENS).as_json() if model else convention_json(subject.conv, subject.heads)
+    return VerifyReport(target.spec, construction, notes, tuple(results), interrupted, tuple(options.properties or ()), convention)
 
 
 def _validate(options: VerifyOptions) -> None:

@@ -13,7 +13,8 @@ from torch import Tensor, nn
 
 from shapecheck.errors import UsageError
 from shapecheck.projections import STYLES
-from shapecheck.target import Construction, Target, build, has_role, probe_constraints
+from shapecheck.convention import kv_heads_accepted
+from shapecheck.target import Construction, Target, build, probe_constraints
 from shapecheck.testing.adapt import (
     Convention, Layout, MaskOption, Outcome, Sizes, arguments, call, forward_parameters, module_size, read_outcome,
 )
@@ -44,7 +45,7 @@ class VerifyOptions:
     causal: bool = False  # the module is causal by construction: assert it
     max_examples: int = 50
     seed: int = 0
-    strict: bool = False  # fully masked rows fail instead of warning
+    strict: bool = False  # fully masked rows fail instead of warning; a padding mask keeps its contract against its behaviour
     dropout: float = 0.1  # built with dropout > 0 so eval-mode determinism means something
     masked_rows: MaskedRows = "finite"  # declared policy for query rows with every key masked
     fail_fast: bool = False  # stop at the first failing property
@@ -81,8 +82,9 @@ class Subject:
         self._constructions: dict[tuple[int, int, int, Optional[int]], Construction] = {}
         self._refusals: dict[tuple[int, int, int, Optional[int]], Optional[str]] = {}
         constraints = probe_constraints(target, init=options.init, d_head_multiple=options.d_head_multiple)
-        self.grouped = has_role(target, "kv_heads")
-        self.notes: tuple[str, ...] = constraints.notes
+        self.heads = kv_heads_accepted(target, constraints.d_head_multiple, init=options.init)  # shared with prove, audit, report
+        self.grouped = self.heads.kv_heads != "none"  # a kv-heads size: kv heads < heads drawn (refused shapes are discarded)
+        self.notes: tuple[str, ...] = constraints.notes + tuple(n for n in (self.heads.note(),) if n)
         self.head_lists, notes = head_lists(options.init)
         self.notes += notes
         spread = math.lcm(*(r for ratios in self.head_lists.values() for r in ratios)) if self.head_lists else 1
@@ -126,7 +128,7 @@ class Subject:
             shape = self._shape(heads, multiple * factor)
             probe = self.module(shape)
             conv = discover(probe, shape.d_model, mask=self.options.mask, layout=self.options.layout, causal=self.options.causal,
-                            sizes=Sizes(shape.heads, shape.d_head))
+                            sizes=Sizes(shape.heads, shape.d_head), strict=self.options.strict)
             if conv.could_not_run is None:
                 conv = self._check_larger(conv, heads, 3 * multiple * factor)
             if conv.could_not_run is None and all(self._rotary_consistent(conv, heads, k * shape.d_head) for k in (1, 2, 3, 4)):

@@ -183,13 +183,14 @@ def test_torch_multihead_attention_seq_first_packed_projection_is_one_recognised
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     module = torch.nn.MultiheadAttention(16, 2, device="meta")
-    x = torch.zeros(2, 3, 16, device="meta")  # (seq, batch, d_model): batch_first=False
+    x = torch.zeros(3, 2, 16, device="meta")  # (seq, batch, d_model): batch_first=False, as the probe finds it behave
     with FlopCounterMode(display=False, custom_mapping=flop_counter_mapping()) as counter, torch.no_grad():
         module(x, x, x)
     assert data["total"]["flops"] == counter.get_total_flops()
     block = data["rows"][0]  # in_proj_weight packs q, k, v; batch_first=False reads (seq, batch, width)
     assert block["kind"] == "attention" and block["agrees"] is True
     assert block["expected_flops"] == block["flops"] == data["total"]["flops"]
+    assert data["convention"]["layout"] == "seq-first" and data["convention"]["attention"] == "cross"
 
 
 @pytest.mark.parametrize("mode, tokens", [("forward", 40), ("decode", 300)])
