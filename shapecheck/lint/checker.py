@@ -15,11 +15,13 @@ from typing import Optional, Sequence, Union
 from shapecheck.lint import events as ev
 from shapecheck.lint import names as nm
 from shapecheck.lint.calls import Calls
-from shapecheck.lint.scope import FunctionInfo, all_args, class_info
+from shapecheck.lint.scope import ClassInfo, FunctionInfo, all_args, class_info
 from shapecheck.lint.tracking import Axis, Dim, Label, Pieces, Shape, Target, Tensor, Value, join, name_label
 
 
 MAX_FOLLOW = 2  # helpers followed inside helpers, at most
+_LAYOUT_CALLS = frozenset({"view", "reshape", "transpose", "permute", "flatten", "unflatten", "einsum", "matmul",
+                           "bmm", "softmax", "masked_fill", "masked_fill_", "rearrange", "scaled_dot_product_attention"})
 _IN_PLACE = frozenset({"masked_fill_", "mul_", "div_"})  # in-place twins: the receiver's name takes the result
 
 
@@ -30,6 +32,7 @@ class Checker(Calls, ast.NodeVisitor):
         super().__init__(tree, path)
         self.memo["mask_conventions"] = dict(conventions or {})  # [tool.shapecheck] mask-conventions
         self.functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        self.classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
         self.returns: Optional[list[Optional[Value]]] = None
         self.summaries: dict[tuple, Optional[Value]] = {}
         self.aliases: dict[str, str] = {}  # ``attention_interface = eager_attention_forward``: local -> function
@@ -99,7 +102,48 @@ class Checker(Calls, ast.NodeVisitor):
         method = self.cls.methods.get(attr) if self.cls is not None else None
         if method is not None:
             return self.follow(method, node, args, method=True)
+        other = self.module_class(attr) if self.reads_layout() else None
+        if other is not None:
+            found = self.follow_class(other, node, args)
+            if found is not None:
+                return found
         return super().module_call(node, attr, args)
+
+    def module_class(self, attr: str) -> Optional[ast.ClassDef]:
+        """The class of this file that made ``self.attr`` (``self.attn = Attention(cfg)``), when it has a
+        ``forward`` and is not the class being checked."""
+        made = self.class_attr(attr) if self.cls is not None else None
+        if not (isinstance(made, ast.Call) and isinstance(made.func, ast.Name)):
+            return None
+        found = self.classes.get(made.func.id)
+        if found is None or found.name == self.cls.name or _forward(found) is None:  # type: ignore[union-attr]
+            return None
+        return found
+
+    def reads_layout(self) -> bool:
+        """Whether the current function does anything with a tensor's layout or scores (a view, transpose,
+        product, softmax, fill): only then is another class's result worth running its ``forward`` for."""
+        func = self.func
+        if func is None:
+            return False
+        key = f"reads_layout:{id(func.node)}"
+        if key not in self.memo:
+            self.memo[key] = any(
+                isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult)
+                or isinstance(n, ast.Call) and isinstance(n.func, (ast.Attribute, ast.Name))
+                and (n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id) in _LAYOUT_CALLS
+                for n in ast.walk(func.node))
+        return self.memo[key]  # type: ignore[return-value]
+
+    def follow_class(self, other: ast.ClassDef, call: ast.Call, args: list[Optional[Value]]) -> Optional[Value]:
+        """``self.attn(x)`` where ``self.attn = Attention(...)`` of this file: what that class's ``forward``
+        returns for these tensors, run with that class's sizes (inside, only the layout rules report)."""
+        saved = self.cls
+        self.cls = class_info_of(self, other)
+        try:
+            return self.follow(_forward(other), call, args, method=True)  # type: ignore[arg-type]
+        finally:
+            self.cls = saved
 
     def follow(self, helper: Union[ast.FunctionDef, ast.AsyncFunctionDef], call: ast.Call,
                args: list[Optional[Value]], method: bool) -> Optional[Value]:
@@ -455,3 +499,16 @@ def _label_from_name(node: ast.expr) -> Axis:
     if isinstance(node, ast.Name) and node.id not in ("_", "dim"):
         return name_label(node.id)
     return None
+
+
+def class_info_of(checker: "Checker", node: ast.ClassDef) -> ClassInfo:
+    """``class_info`` of a class of the module, computed once per run."""
+    key = f"class_info:{id(node)}"
+    if key not in checker.memo:
+        checker.memo[key] = class_info(node)
+    return checker.memo[key]  # type: ignore[return-value]
+
+
+def _forward(node: ast.ClassDef) -> Optional[ast.FunctionDef]:
+    return next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "forward"
+                 and not s.decorator_list), None)

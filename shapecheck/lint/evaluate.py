@@ -349,7 +349,7 @@ class Evaluator(Scope):
                     self.emit(ev.MaskAdded(node, t, other))
         if isinstance(left, Tensor) and isinstance(right, Tensor):
             a, b = left, right
-            main = a if a.role or (a.rank or 0) >= (b.rank or 0) else b
+            main = a if a.role or not b.role and (a.rank or 0) >= (b.rank or 0) else b  # a role outweighs a rank
             if isinstance(op, (ast.Mult, ast.Div)) and _factor_like(b):
                 return self.scaled(node, a, rnode)
             if isinstance(op, ast.Mult) and _factor_like(a):
@@ -513,8 +513,9 @@ def _maybe_size(value: Optional[Value]) -> bool:
 
 
 def _factor_like(t: Tensor) -> bool:
-    """An unannotated argument or unknown value used as a multiplier: a scale, not a tensor."""
-    return t.role is None and t.axes is None
+    """An unannotated argument, an unknown value or a 0-d tensor (``torch.full((), d)``) used as a multiplier: a
+    scale, not a tensor."""
+    return t.role is None and (t.axes is None or t.axes == ())
 
 
 def _as_tensor(value: Optional[Value]) -> Tensor:
