@@ -112,6 +112,34 @@ def test_mask_conventions_read_the_right_way_round():
         assert codes(src) == ["SC109"], mask
 
 
+def torch_codes(src: str) -> list[str]:
+    return codes("import torch\n\n\n" + src)
+
+
+def test_the_default_a_file_builds_for_a_mask_decides_its_convention():
+    # llm-foundry's key_padding_mask is True = keep: its own default is all True; the public name says otherwise
+    fill = "def g(scores, key_padding_mask):\n    return scores.masked_fill({mask}, -1e9)\n"
+    default = "def f(k, key_padding_mask=None):\n    if key_padding_mask is None:\n        key_padding_mask = {made}\n" \
+              "    return key_padding_mask\n\n\n"
+    keep = default.format(made="torch.ones_like(k[:, :, 0], dtype=torch.bool)")
+    assert torch_codes(keep + fill.format(mask="~key_padding_mask")) == []
+    assert torch_codes(keep + fill.format(mask="key_padding_mask")) == ["SC109"]
+    masked = default.format(made="torch.zeros(k.shape[:2], dtype=torch.bool)")
+    assert torch_codes(masked + fill.format(mask="~key_padding_mask")) == ["SC109"]
+    # defaults that disagree decide nothing: the public name's convention stands
+    both = keep + default.replace("def f(", "def h(").format(made="torch.full(k.shape[:2], False)")
+    assert torch_codes(both + fill.format(mask="~key_padding_mask")) == ["SC109"]
+    # a mask allocated and then written is a builder, not a default
+    built = "def f(n):\n    key_padding_mask = torch.ones(n, n)\n    return key_padding_mask\n\n\n"
+    assert torch_codes(built + fill.format(mask="~key_padding_mask")) == ["SC109"]
+    # in the function that builds the default, the name holds the caller's mask or the default: the same convention
+    inside = "def f(scores, k, key_padding_mask=None):\n    if key_padding_mask is None:\n" \
+             "        key_padding_mask = torch.ones_like(k[:, :, 0], dtype=torch.bool)\n" \
+             "    return scores.masked_fill({mask}, -1e9)\n"
+    assert torch_codes(inside.format(mask="key_padding_mask")) == ["SC109"]
+    assert torch_codes(inside.format(mask="~key_padding_mask")) == []
+
+
 def test_a_reassigned_mask_name_is_not_trusted():
     src = "def f(scores, attention_mask):\n    attention_mask = attention_mask == 0\n    return scores.masked_fill(attention_mask, -1e9)\n"
     assert codes(src) == []
