@@ -35,6 +35,8 @@ _ROTARY = re.compile(r"rotary|rope|apply_rot|rotate_queries", re.I)
 _SEQ_AXIS = frozenset({"seq_dim", "seq_axis", "sequence_dim"})
 _FACTORIES = frozenset({"zeros", "ones", "empty", "full", "randn", "rand", "randint"})
 _LIKE = frozenset({"zeros_like", "ones_like", "empty_like", "full_like", "randn_like", "rand_like"})
+_KEEPS_NORMALISER = frozenset({"unsqueeze", "squeeze", "expand", "expand_as", "view", "reshape", "clamp", "clamp_min",
+                               "type_as", "to", "float", "half", "contiguous"})
 _SAME_SHAPE_HELPER = re.compile(r"mask|bias|rot|rope|alibi|softcap|soft_cap", re.I)
 
 
@@ -143,7 +145,12 @@ class Calls(Evaluator):
             names: dict[str, str] = {}
             equation = re.sub(r"[A-Za-z_]\w*", lambda m: names.setdefault(m.group(0), chr(97 + len(names) % 26)),
                               equation).replace(" ", "")
-        return ops.einsum(equation, operands)
+        nodes = [n for j, n in enumerate(node.args) if j != i]
+        self.normaliser_factors(node, nodes, [self.values.get(id(n)) for n in nodes])
+        out = ops.einsum(equation, operands)
+        if out.role is None and ops.contracts_features(equation) and any(self.position_sum(n) for n in nodes[1:2]):
+            return replace(out, role="normaliser")  # einsum('...nd,...d->...n', q, k.sum(dim=-2)): q·Σk
+        return out
 
     def einops_call(self, node: ast.Call, args: list[Optional[Value]]) -> Tensor:
         pattern = node.args[1] if len(node.args) >= 2 else nm.keyword(node, "pattern")
@@ -357,6 +364,8 @@ class Calls(Evaluator):
                     offset: int = 0) -> Optional[Value]:
         if not isinstance(base, Tensor):
             return None
+        if base.role == "normaliser" and attr in _KEEPS_NORMALISER:  # D.unsqueeze(-1), D.clamp(min=eps)
+            return replace(base, axes=None, order=None, uid=0, param=False)
         arg_nodes = node.args[offset:]
         if attr in _RESHAPE:
             return self.reshape(node, attr, base, arg_nodes)

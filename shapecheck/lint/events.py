@@ -105,6 +105,15 @@ class OwnDtype:
 
 
 @dataclass(frozen=True)
+class NormaliserProduct:
+    """A linear-attention normaliser (the queries against the keys summed over the positions) used as a factor of a
+    product (``einsum(..., D)``, ``out * D``, ``out @ D``); ``operand`` is the normaliser's expression."""
+
+    node: ast.AST
+    operand: ast.expr
+
+
+@dataclass(frozen=True)
 class MaskAdded:
     """``tensor + mask``: an additive mask (a name with ``mask`` in it) added to a tensor."""
 

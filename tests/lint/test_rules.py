@@ -213,3 +213,23 @@ def test_dropout_imported_from_torch_nn_functional_is_checked_too():
     assert codes(module.format(alias="", call="dropout(x, 0.1, training=self.training)")) == []
     shadowed = "from torch.nn.functional import dropout\nfrom torch import nn\nclass B(nn.Module):\n    def forward(self, x, dropout):\n        return dropout(x)\n"
     assert codes(shadowed) == []  # a parameter named dropout is not the imported function
+
+
+def test_a_linear_attention_normaliser_divides_the_output():
+    src = """
+import torch
+def f(q, k, v):
+    D = {made}
+    context = torch.einsum("bnd,bne->bde", k, v)
+    return {out}
+"""
+    made = 'torch.einsum("bnd,bd->bn", q, k.sum(dim=1))'
+    out = 'torch.einsum("bnd,bde,bn->bne", q, context, {d})'
+    assert torch_codes(src.format(made=made, out=out.format(d="D"))) == ["SC134"]
+    assert torch_codes(src.format(made=made, out='torch.einsum("bnd,bde->bne", q, context) * D.unsqueeze(-1)')) == ["SC134"]
+    for inverse in ("1. / D", "D.reciprocal()", "torch.reciprocal(D)", "D ** -1", "1 / D.clamp(min=1e-6)"):
+        assert torch_codes(src.format(made=made, out=out.format(d=inverse))) == [], inverse
+    assert torch_codes(src.format(made=made, out='torch.einsum("bnd,bde->bne", q, context) / D.unsqueeze(-1)')) == []
+    # a sum over the features, or a mean, is no sum over the positions
+    for other in ('torch.einsum("bnd,bd->bn", q, k.sum(dim=-1))', 'torch.einsum("bnd,bd->bn", q, k.mean(dim=1))'):
+        assert torch_codes(src.format(made=other, out=out.format(d="D"))) == [], other
