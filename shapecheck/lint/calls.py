@@ -79,6 +79,10 @@ class Calls(Evaluator):
                 if isinstance(given, ast.Attribute) and given.attr == "dtype" and isinstance(given.value, ast.Name) \
                         and given.value.id == first:
                     self.emit(ev.OwnDtype(node, given))
+        if self.func is not None:
+            for kw in node.keywords:
+                if kw.arg in self.func.params and not (isinstance(kw.value, ast.Name) and kw.value.id == kw.arg):
+                    self.emit(ev.OwnParameterKeyword(node, kw))
         if isinstance(func, ast.Attribute) and func.attr in nm.FUSED_ATTENTION:  # self.flash_attn_func too
             return self.fused_attention(node, nm.dotted(func) or func.attr, func.attr, args)  # xops.memory_efficient_...
         if isinstance(func, ast.Attribute):

@@ -114,6 +114,15 @@ class NormaliserProduct:
 
 
 @dataclass(frozen=True)
+class OwnParameterKeyword:
+    """``f(..., name=other)`` inside a function that has a parameter ``name`` of its own (``keyword`` is the
+    argument)."""
+
+    call: ast.Call
+    keyword: ast.keyword
+
+
+@dataclass(frozen=True)
 class MaskAdded:
     """``tensor + mask``: an additive mask (a name with ``mask`` in it) added to a tensor."""
 

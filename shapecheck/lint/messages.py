@@ -319,6 +319,14 @@ class NormaliserMultiplied(Message):
     args = ("normaliser",)
 
 
+class MaskParameterUnread(Message):
+    code, name = "SC135", "mask-parameter-unread"
+    template = ("'{1}' is passed as {0}= as well as for another mask of the same call, while this function's own "
+                "parameter '{0}' is never read: the caller's mask is dropped")
+    hint = "pass the parameter: {0}={0} (or build the value from it)"
+    args = ("parameter", "passed")
+
+
 RULES: tuple[type[Message], ...] = (
     FileNotParsed, EmptyFile, AnalysisStopped, SoftmaxAxis, UnscaledScores, WidthScaledScores,
     MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, MaskedFillDiscarded,
@@ -327,6 +335,7 @@ RULES: tuple[type[Message], ...] = (
     LayerInForward, FillOverflowsHalf, PaddingMaskOnQueries, HeadsScaledScores, UntemperedCosineScores,
     HalfScaledScores, MaskedMasksIntersected, FusedLayout, ResultDiscarded, CausalWithCache, RotaryTwice,
     ComputedUnused, MaskSumOverflowsHalf, RotaryOnHeads, BiasInMaskDtype, NormaliserMultiplied,
+    MaskParameterUnread,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules about memory layout: they hold whatever the code means, so they are reported inside followed helpers too.

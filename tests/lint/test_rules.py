@@ -233,3 +233,17 @@ def f(q, k, v):
     # a sum over the features, or a mean, is no sum over the positions
     for other in ('torch.einsum("bnd,bd->bn", q, k.sum(dim=-1))', 'torch.einsum("bnd,bd->bn", q, k.mean(dim=1))'):
         assert torch_codes(src.format(made=other, out=out.format(d="D"))) == [], other
+
+
+def test_one_mask_for_two_mask_arguments_while_the_own_one_is_unread():
+    src = """
+def forward(self, x, mask=None, key_padding_mask=None, cross_mask=None):
+    return self.layer(x, attn_mask=mask, {rest})
+"""
+    assert torch_codes(src.format(rest="key_padding_mask=mask")) == ["SC135"]
+    assert torch_codes(src.format(rest="key_padding_mask=key_padding_mask")) == []
+    # a layer that passes the cross-attention mask under the name of the self-attention one it does not use
+    assert torch_codes(src.format(rest="attention_mask=cross_mask").replace("x, mask=None", "x, attention_mask=None, mask=None")) == []
+    # the own parameter is read (the value was built from it), a constant, a flag
+    assert torch_codes(src.format(rest="key_padding_mask=mask") + "    print(key_padding_mask)\n") == []
+    assert torch_codes(src.format(rest="key_padding_mask=None")) == []
