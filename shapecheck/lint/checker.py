@@ -20,8 +20,6 @@ from shapecheck.lint.tracking import Axis, Dim, Label, Pieces, Shape, Target, Te
 
 
 MAX_FOLLOW = 2  # helpers followed inside helpers, at most
-_LAYOUT_CALLS = frozenset({"view", "reshape", "transpose", "permute", "flatten", "unflatten", "einsum", "matmul",
-                           "bmm", "softmax", "masked_fill", "masked_fill_", "rearrange", "scaled_dot_product_attention"})
 _IN_PLACE = frozenset({"masked_fill_", "mul_", "div_"})  # in-place twins: the receiver's name takes the result
 
 
@@ -102,7 +100,7 @@ class Checker(Calls, ast.NodeVisitor):
         method = self.cls.methods.get(attr) if self.cls is not None else None
         if method is not None:
             return self.follow(method, node, args, method=True)
-        other = self.module_class(attr) if self.reads_layout() else None
+        other = self.module_class(attr)
         if other is not None:
             found = self.follow_class(other, node, args)
             if found is not None:
@@ -119,21 +117,6 @@ class Checker(Calls, ast.NodeVisitor):
         if found is None or found.name == self.cls.name or _forward(found) is None:  # type: ignore[union-attr]
             return None
         return found
-
-    def reads_layout(self) -> bool:
-        """Whether the current function does anything with a tensor's layout or scores (a view, transpose,
-        product, softmax, fill): only then is another class's result worth running its ``forward`` for."""
-        func = self.func
-        if func is None:
-            return False
-        key = f"reads_layout:{id(func.node)}"
-        if key not in self.memo:
-            self.memo[key] = any(
-                isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult)
-                or isinstance(n, ast.Call) and isinstance(n.func, (ast.Attribute, ast.Name))
-                and (n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id) in _LAYOUT_CALLS
-                for n in ast.walk(func.node))
-        return self.memo[key]  # type: ignore[return-value]
 
     def follow_class(self, other: ast.ClassDef, call: ast.Call, args: list[Optional[Value]]) -> Optional[Value]:
         """``self.attn(x)`` where ``self.attn = Attention(...)`` of this file: what that class's ``forward``

@@ -365,8 +365,10 @@ class Evaluator(Scope):
         inverted = isinstance(op, ast.Div) and isinstance(right, Tensor) and right.role == "normaliser" or \
             isinstance(op, ast.Pow) and isinstance(left, Tensor) and left.role == "normaliser"
         if inverted:  # ``1. / D``, ``out / D``, ``D ** -1``: what a normaliser is for
-            base = left if isinstance(left, Tensor) and left.role != "normaliser" else Tensor()
-            return replace(base, uid=0, param=False)
+            if isinstance(left, Tensor) and left.role != "normaliser":
+                return replace(left, order=None, uid=0, param=False)  # the output, normalised
+            normaliser = right if isinstance(op, ast.Div) else left
+            return replace(normaliser, role=None, order=None, uid=0, param=False)  # type: ignore[arg-type]
         if isinstance(op, ast.Mult) and isinstance(left, Tensor) and isinstance(right, Tensor):
             self.normaliser_factors(node, (lnode, rnode), (left, right))
         if isinstance(op, ast.Sub) and isinstance(right, Tensor) and right.role == "scores":
