@@ -185,7 +185,7 @@ def _analyse(source: str, path: str, conventions: Optional[dict[str, str]] = Non
     except (ValueError, MemoryError, RecursionError) as error:
         return [msg.FileNotParsed.finding(path, 1, 1, f"{error.__class__.__name__}: {error}")]
     try:
-        return _undefined_names(tree, path) + Checker(tree, path, conventions or {}).findings
+        return _undefined_names(tree, path) + Checker(tree, path, conventions or {}, source).findings
     except RecursionError:
         return [msg.AnalysisStopped.finding(path, 1, 1, "expressions nested too deeply")]
     except Exception as error:  # noqa: BLE001 - a gap in the analysis must not stop the other files

@@ -9,6 +9,7 @@ registered for an event in ``shapecheck.lint.checks``.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import replace
 from typing import Optional, Sequence, Union
 
@@ -20,14 +21,19 @@ from shapecheck.lint.tracking import Axis, Dim, Label, Pieces, Shape, Target, Te
 
 
 MAX_FOLLOW = 2  # helpers followed inside helpers, at most
+_LAYOUT_CALLS = frozenset({"view", "reshape", "transpose", "permute", "flatten", "unflatten", "einsum", "matmul",
+                           "bmm", "softmax", "masked_fill", "masked_fill_", "rearrange", "scaled_dot_product_attention"})
+_LAYOUT_TEXT = re.compile(r"@|\b(?:%s)\s*\(" % "|".join(sorted(_LAYOUT_CALLS)))
 _IN_PLACE = frozenset({"masked_fill_", "mul_", "div_"})  # in-place twins: the receiver's name takes the result
 
 
 class Checker(Calls, ast.NodeVisitor):
     """Lint one parsed module; ``findings`` holds the results in the order found."""
 
-    def __init__(self, tree: ast.Module, path: str, conventions: Optional[dict[str, str]] = None) -> None:
+    def __init__(self, tree: ast.Module, path: str, conventions: Optional[dict[str, str]] = None,
+                 source: Optional[str] = None) -> None:
         super().__init__(tree, path)
+        self.lines = source.splitlines() if source is not None else None  # the text, for cheap questions about it
         self.memo["mask_conventions"] = dict(conventions or {})  # [tool.shapecheck] mask-conventions
         self.functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         self.classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
@@ -101,7 +107,7 @@ class Checker(Calls, ast.NodeVisitor):
         if method is not None:
             return self.follow(method, node, args, method=True)
         other = self.module_class(attr)
-        if other is not None:
+        if other is not None and self.reads_layout():
             found = self.follow_class(other, node, args)
             if found is not None:
                 return found
@@ -117,6 +123,25 @@ class Checker(Calls, ast.NodeVisitor):
         if found is None or found.name == self.cls.name or _forward(found) is None:  # type: ignore[union-attr]
             return None
         return found
+
+    def reads_layout(self) -> bool:
+        """Whether the current function does anything with a tensor's layout or scores (a view, transpose,
+        product, softmax, fill): only then is another class's result worth running its ``forward`` for."""
+        func = self.func
+        if func is None:
+            return False
+        key = f"reads_layout:{id(func.node)}"
+        node = func.node
+        if key not in self.memo and self.lines is not None:  # a search of the function's text: far cheaper than a walk
+            text = "\n".join(self.lines[node.lineno - 1:node.end_lineno or node.lineno])
+            self.memo[key] = _LAYOUT_TEXT.search(text) is not None
+        if key not in self.memo:
+            self.memo[key] = any(
+                isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult)
+                or isinstance(n, ast.Call) and isinstance(n.func, (ast.Attribute, ast.Name))
+                and (n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id) in _LAYOUT_CALLS
+                for n in ast.walk(func.node))
+        return self.memo[key]  # type: ignore[return-value]
 
     def follow_class(self, other: ast.ClassDef, call: ast.Call, args: list[Optional[Value]]) -> Optional[Value]:
         """``self.attn(x)`` where ``self.attn = Attention(...)`` of this file: what that class's ``forward``

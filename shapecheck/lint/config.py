@@ -114,7 +114,7 @@ def find_pyproject(start: Path) -> Optional[Path]:
         here = Path(os.path.abspath(start)).parent
     for folder in [here, *here.parents] if here.is_dir() else list(here.parents):
         candidate = folder / "pyproject.toml"
-        if candidate.is_file() or candidate.is_fifo() or candidate.is_char_device():  # not a file: reported, not skipped
+        if candidate.is_file() or candidate.is_fifo() or candidate.is_char_device():  # reported, not skipped
             return candidate
     return None
 

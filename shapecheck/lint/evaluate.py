@@ -629,7 +629,8 @@ def position_sum(node: ast.expr) -> bool:
     while isinstance(node, ast.Subscript) or isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
             and node.func.attr in ("unsqueeze", "transpose", "float"):
         node = node.value if isinstance(node, ast.Subscript) else node.func.value  # type: ignore[attr-defined]
-    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("sum", "cumsum")):
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("sum", "cumsum")):
         return False
     namespace = nm.is_namespace(node.func.value)
     dim = nm.argument(node, 1 if namespace else 0, "dim")

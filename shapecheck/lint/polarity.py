@@ -266,16 +266,7 @@ def file_default(scope: Scope, name: str) -> Optional[Polarity]:
     and all False where True = masked. None when the file builds none, or defaults that disagree."""
     key = f"mask_default:{name}"
     if key not in scope.memo:
-        found = set()
-        for branch in ast.walk(scope.tree):
-            if not (isinstance(branch, ast.If) and _is_none_test(branch.test, name)):
-                continue
-            for node in branch.body:
-                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
-                        and node.targets[0].id == name:
-                    kind = _constant_mask(node.value)
-                    if kind is not None:
-                        found.add((kind, node.lineno))
+        found = _file_defaults(scope).get(name, set())
         kinds = {k for k, _ in found}
         if len(kinds) == 1:
             keep, line = min(found, key=lambda f: f[1])
@@ -284,6 +275,25 @@ def file_default(scope: Scope, name: str) -> Optional[Polarity]:
         else:
             scope.memo[key] = None
     return scope.memo[key]  # type: ignore[return-value]
+
+
+def _file_defaults(scope: Scope) -> dict[str, set[tuple[bool, int]]]:
+    """Every ``if name is None: name = <all True or all False>`` of the module: name -> {(all True, line)}."""
+    if "mask_defaults" not in scope.memo:
+        found: dict[str, set[tuple[bool, int]]] = {}
+        for branch in ast.walk(scope.tree):
+            if not (isinstance(branch, ast.If) and isinstance(branch.test, ast.Compare)
+                    and isinstance(branch.test.left, ast.Name) and _is_none_test(branch.test, branch.test.left.id)):
+                continue
+            name = branch.test.left.id
+            for node in branch.body:
+                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                        and node.targets[0].id == name:
+                    kind = _constant_mask(node.value)
+                    if kind is not None:
+                        found.setdefault(name, set()).add((kind, node.lineno))
+        scope.memo["mask_defaults"] = found
+    return scope.memo["mask_defaults"]  # type: ignore[return-value]
 
 
 def _is_none_test(test: ast.expr, name: str) -> bool:
@@ -296,11 +306,16 @@ def _is_none_test(test: ast.expr, name: str) -> bool:
 def _defaults_only(scope: Scope, func: ast.AST, name: str) -> bool:
     """Every store of parameter ``name`` in ``func`` is an all-True or all-False default (``if m is None: m =
     torch.ones(...)``): the name holds the caller's mask or the default of the same convention."""
-    stores = [n for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id == name]
-    defaults = [n for b in ast.walk(func) if isinstance(b, ast.If) and _is_none_test(b.test, name) for n in b.body
-                if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
-                and n.targets[0].id == name and _constant_mask(n.value) is not None]
-    return bool(stores) and len(stores) == len(defaults)
+    count, value = _stores(scope, func).get(name, (0, None))
+    if count != 1 or value is None or _constant_mask(value) is None:
+        return False  # the common case, decided without a walk: one default, all True or all False
+    key = f"defaults_in:{id(func)}:{name}"
+    if key not in scope.memo:
+        scope.memo[key] = sum(1 for b in ast.walk(func) if isinstance(b, ast.If) and _is_none_test(b.test, name)
+                              for n in b.body if isinstance(n, ast.Assign) and len(n.targets) == 1
+                              and isinstance(n.targets[0], ast.Name) and n.targets[0].id == name
+                              and _constant_mask(n.value) is not None)
+    return count > 0 and count == scope.memo[key]
 
 
 def _last_store(scope: Scope, func: ast.AST, name: str, line: int) -> Optional[ast.expr]:

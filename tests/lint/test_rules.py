@@ -119,8 +119,8 @@ def torch_codes(src: str) -> list[str]:
 def test_the_default_a_file_builds_for_a_mask_decides_its_convention():
     # llm-foundry's key_padding_mask is True = keep: its own default is all True; the public name says otherwise
     fill = "def g(scores, key_padding_mask):\n    return scores.masked_fill({mask}, -1e9)\n"
-    default = "def f(k, key_padding_mask=None):\n    if key_padding_mask is None:\n        key_padding_mask = {made}\n" \
-              "    return key_padding_mask\n\n\n"
+    default = "def f(k, key_padding_mask=None):\n    if key_padding_mask is None:\n" \
+              "        key_padding_mask = {made}\n    return key_padding_mask\n\n\n"
     keep = default.format(made="torch.ones_like(k[:, :, 0], dtype=torch.bool)")
     assert torch_codes(keep + fill.format(mask="~key_padding_mask")) == []
     assert torch_codes(keep + fill.format(mask="key_padding_mask")) == ["SC109"]
@@ -226,7 +226,8 @@ def f(q, k, v):
     made = 'torch.einsum("bnd,bd->bn", q, k.sum(dim=1))'
     out = 'torch.einsum("bnd,bde,bn->bne", q, context, {d})'
     assert torch_codes(src.format(made=made, out=out.format(d="D"))) == ["SC134"]
-    assert torch_codes(src.format(made=made, out='torch.einsum("bnd,bde->bne", q, context) * D.unsqueeze(-1)')) == ["SC134"]
+    multiplied = 'torch.einsum("bnd,bde->bne", q, context) * D.unsqueeze(-1)'
+    assert torch_codes(src.format(made=made, out=multiplied)) == ["SC134"]
     for inverse in ("1. / D", "D.reciprocal()", "torch.reciprocal(D)", "D ** -1", "1 / D.clamp(min=1e-6)"):
         assert torch_codes(src.format(made=made, out=out.format(d=inverse))) == [], inverse
     assert torch_codes(src.format(made=made, out='torch.einsum("bnd,bde->bne", q, context) / D.unsqueeze(-1)')) == []
@@ -243,7 +244,8 @@ def forward(self, x, mask=None, key_padding_mask=None, cross_mask=None):
     assert torch_codes(src.format(rest="key_padding_mask=mask")) == ["SC135"]
     assert torch_codes(src.format(rest="key_padding_mask=key_padding_mask")) == []
     # a layer that passes the cross-attention mask under the name of the self-attention one it does not use
-    assert torch_codes(src.format(rest="attention_mask=cross_mask").replace("x, mask=None", "x, attention_mask=None, mask=None")) == []
+    cross = src.format(rest="attention_mask=cross_mask").replace("x, mask=None", "x, attention_mask=None, mask=None")
+    assert torch_codes(cross) == []
     # the own parameter is read (the value was built from it), a constant, a flag
     assert torch_codes(src.format(rest="key_padding_mask=mask") + "    print(key_padding_mask)\n") == []
     assert torch_codes(src.format(rest="key_padding_mask=None")) == []

@@ -365,11 +365,11 @@ def mask_parameter_unread(scope: Scope, e: ev.OwnParameterKeyword) -> None:
     name = e.keyword.arg or ""
     func = scope.func
     if func is None or scope.following or not name.lower().endswith("mask") \
-            or isinstance(e.keyword.value, ast.Constant) or _reads(scope, func.node, name):
+            or isinstance(e.keyword.value, ast.Constant):
         return  # a flag (``requires_attention_mask=True``) or ``mask=None`` on purpose is no other mask
     given = ast.dump(e.keyword.value)
     if not any(kw is not e.keyword and kw.arg and kw.arg.lower().endswith("mask") and ast.dump(kw.value) == given
-               for kw in e.call.keywords):
+               for kw in e.call.keywords) or _reads(scope, func.node, name):
         return  # a layer that takes the self-attention mask and passes the cross-attention one under its name
     scope.report(msg.MaskParameterUnread, e.keyword.value, name, ast.unparse(e.keyword.value))
 
@@ -379,8 +379,6 @@ def _reads(scope: Scope, func: ast.AST, name: str) -> bool:
     key = f"loaded:{id(func)}"
     if key not in scope.memo:
         loaded = {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-        scope.memo[key] = loaded | ({name} if loaded & {"locals", "vars"} else set())
-        if loaded & {"locals", "vars"}:
-            scope.memo[key] = None
+        scope.memo[key] = None if loaded & {"locals", "vars"} else loaded
     found = scope.memo[key]
     return found is None or name in found  # type: ignore[operator]
