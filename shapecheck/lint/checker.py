@@ -120,18 +120,19 @@ class Checker(Calls, ast.NodeVisitor):
         if not (isinstance(made, ast.Call) and isinstance(made.func, ast.Name)):
             return None
         found = self.classes.get(made.func.id)
-        if found is None or found.name == self.cls.name or _forward(found) is None:  # type: ignore[union-attr]
-            return None
+        forward = _forward(found) if found is not None and found.name != self.cls.name else None  # type: ignore[union-attr]
+        if forward is None or not self.reads_layout(forward):
+            return None  # a forward that does nothing to a layout (an MLP, a norm) is not run: cheap, and little lost
         return found
 
-    def reads_layout(self) -> bool:
-        """Whether the current function does anything with a tensor's layout or scores (a view, transpose,
-        product, softmax, fill): only then is another class's result worth running its ``forward`` for."""
-        func = self.func
-        if func is None:
-            return False
-        key = f"reads_layout:{id(func.node)}"
-        node = func.node
+    def reads_layout(self, node: Optional[ast.AST] = None) -> bool:
+        """Whether a function (the current one by default) does anything with a tensor's layout or scores (a view,
+        transpose, product, softmax, fill): only then is another class's ``forward`` worth running for its result."""
+        if node is None:
+            if self.func is None:
+                return False
+            node = self.func.node
+        key = f"reads_layout:{id(node)}"
         if key not in self.memo and self.lines is not None:  # a search of the function's text: far cheaper than a walk
             text = "\n".join(self.lines[node.lineno - 1:node.end_lineno or node.lineno])
             self.memo[key] = _LAYOUT_TEXT.search(text) is not None
@@ -140,7 +141,7 @@ class Checker(Calls, ast.NodeVisitor):
                 isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult)
                 or isinstance(n, ast.Call) and isinstance(n.func, (ast.Attribute, ast.Name))
                 and (n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id) in _LAYOUT_CALLS
-                for n in ast.walk(func.node))
+                for n in ast.walk(node))
         return self.memo[key]  # type: ignore[return-value]
 
     def follow_class(self, other: ast.ClassDef, call: ast.Call, args: list[Optional[Value]]) -> Optional[Value]:
