@@ -181,7 +181,11 @@ class Checker(Calls, ast.NodeVisitor):
                     method: bool) -> Optional[Value]:
         saved = (self.env, self.scalars, self.func, self.in_class, self.returns, self.targets)
         params = frozenset(a.arg for a in all_args(helper.args))
-        self.func = FunctionInfo(helper, self.cls if method else None, params)
+        owner = self.cls if method else None
+        key = f"function_info:{id(helper)}:{id(owner)}"  # one per function and class: what it assigns is walked once
+        if key not in self.memo:
+            self.memo[key] = FunctionInfo(helper, owner, params)
+        self.func = self.memo[key]  # type: ignore[assignment]
         self.env, self.scalars, self.in_class, self.returns = {}, {}, False, []
         self.bind_scope(helper.args)
         self.env.update({k: v for k, v in bound.items() if v is not None})
@@ -225,7 +229,7 @@ class Checker(Calls, ast.NodeVisitor):
         for expr in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
             self.ev(expr)
         saved = (self.cls, self.in_class, self.env)
-        self.cls, self.in_class, self.env = class_info(node), True, dict(self.env)
+        self.cls, self.in_class, self.env = class_info_of(self, node), True, dict(self.env)
         self.run(node.body)
         self.cls, self.in_class, self.env = saved
 
