@@ -38,7 +38,7 @@ def _config(paths: list[str], config_file: Optional[str], select: Optional[list[
             extend_exclude: Optional[list[str]] = None, per_file_ignores: Optional[list[str]] = None) -> LintConfig:
     """pyproject's [tool.shapecheck], overridden (select, fail-on, exclude) or extended (ignore, extend-exclude,
     per-file-ignores) by the command-line options."""
-    if config_file is not None and not Path(config_file).is_file():
+    if config_file is not None and not Path(config_file).exists():
         usage_error(f"--config: no such file: {config_file}")
     start = next((Path(p) for p in paths if p != "-"), Path.cwd())
     found = Path(config_file) if config_file else find_pyproject(start)

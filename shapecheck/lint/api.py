@@ -26,6 +26,7 @@ from shapecheck.errors import UsageError
 from shapecheck.lint import messages as msg
 from shapecheck.lint.checker import Checker
 from shapecheck.lint.config import LintConfig
+from shapecheck.lint.reading import Unreadable, kind_of, os_reason, read_bounded
 
 _PYFLAKES_UNDEFINED = (pyflakes_messages.UndefinedName, pyflakes_messages.UndefinedLocal,
                        pyflakes_messages.UndefinedExport)
@@ -78,15 +79,9 @@ def lint_file(path: str, config: Optional[LintConfig] = None) -> list[msg.Findin
     problem = _unreadable(path)
     if problem is None:
         try:
-            with open(path, "rb") as handle:
-                data = handle.read(MAX_BYTES + 1)
-        except OSError as error:
-            problem = f"cannot read: {_os_reason(error)}"
-        else:
-            if len(data) > MAX_BYTES:
-                problem = f"larger than {MAX_BYTES // 2**20} MiB: not read"
-            else:
-                return lint_bytes(data, path, config)
+            return lint_bytes(read_bounded(path, MAX_BYTES), path, config)
+        except Unreadable as error:
+            problem = error.reason
     return _finish([msg.FileNotParsed.finding(path, 1, 1, problem)], "", config)
 
 
@@ -106,16 +101,13 @@ def _unreadable(path: str) -> Optional[str]:
             return f"cannot read directory: {_os_reason(error)}"
         return "a directory, not a file"
     if not stat.S_ISREG(mode):
-        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) \
-            else "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
-        return f"not a regular file ({kind}): not read"
+        return f"not a regular file ({kind_of(mode)}): not read"
     if info.st_size > MAX_BYTES:
         return f"larger than {MAX_BYTES // 2**20} MiB ({info.st_size} bytes): not read"
     return None
 
 
-def _os_reason(error: OSError) -> str:
-    return error.strerror or error.__class__.__name__
+_os_reason = os_reason
 
 
 def lint_paths(paths: Sequence[str], config: Optional[LintConfig] = None,
@@ -193,7 +185,7 @@ def _analyse(source: str, path: str, conventions: Optional[dict[str, str]] = Non
     except (ValueError, MemoryError, RecursionError) as error:
         return [msg.FileNotParsed.finding(path, 1, 1, f"{error.__class__.__name__}: {error}")]
     try:
-        return _undefined_names(tree, path) + Checker(tree, path, conventions or {}).findings
+        return _undefined_names(tree, path) + Checker(tree, path, conventions or {}, source).findings
     except RecursionError:
         return [msg.AnalysisStopped.finding(path, 1, 1, "expressions nested too deeply")]
     except Exception as error:  # noqa: BLE001 - a gap in the analysis must not stop the other files

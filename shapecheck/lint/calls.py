@@ -17,7 +17,9 @@ from shapecheck.lint import events as ev
 from shapecheck.lint import names as nm
 from shapecheck.lint import ops
 from shapecheck.lint.evaluate import Evaluator, _as_tensor, _each, _swap_key
-from shapecheck.lint.tracking import Dim, Label, Pieces, Shape, Target, Tensor, Value, int_label, matmul, permute, quotient
+from shapecheck.lint.tracking import (
+    WILD, Dim, Label, Pieces, Shape, Target, Tensor, Value, fresh, int_label, matmul, permute, quotient,
+)
 
 
 _RESHAPE = frozenset({"view", "reshape"})
@@ -31,6 +33,10 @@ _CAT = frozenset({"cat", "concat", "concatenate"})
 _EINOPS = frozenset({"rearrange", "repeat", "reduce"})
 _ROTARY = re.compile(r"rotary|rope|apply_rot|rotate_queries", re.I)
 _SEQ_AXIS = frozenset({"seq_dim", "seq_axis", "sequence_dim"})
+_FACTORIES = frozenset({"zeros", "ones", "empty", "full", "randn", "rand", "randint"})
+_LIKE = frozenset({"zeros_like", "ones_like", "empty_like", "full_like", "randn_like", "rand_like"})
+_KEEPS_NORMALISER = frozenset({"unsqueeze", "squeeze", "expand", "expand_as", "view", "reshape", "clamp", "clamp_min",
+                               "type_as", "to", "float", "half", "contiguous"})
 _SAME_SHAPE_HELPER = re.compile(r"mask|bias|rot|rope|alibi|softcap|soft_cap", re.I)
 
 
@@ -73,6 +79,10 @@ class Calls(Evaluator):
                 if isinstance(given, ast.Attribute) and given.attr == "dtype" and isinstance(given.value, ast.Name) \
                         and given.value.id == first:
                     self.emit(ev.OwnDtype(node, given))
+        if self.func is not None:
+            for kw in node.keywords:
+                if kw.arg in self.func.params and not (isinstance(kw.value, ast.Name) and kw.value.id == kw.arg):
+                    self.emit(ev.OwnParameterKeyword(node, kw))
         if isinstance(func, ast.Attribute) and func.attr in nm.FUSED_ATTENTION:  # self.flash_attn_func too
             return self.fused_attention(node, nm.dotted(func) or func.attr, func.attr, args)  # xops.memory_efficient_...
         if isinstance(func, ast.Attribute):
@@ -139,7 +149,12 @@ class Calls(Evaluator):
             names: dict[str, str] = {}
             equation = re.sub(r"[A-Za-z_]\w*", lambda m: names.setdefault(m.group(0), chr(97 + len(names) % 26)),
                               equation).replace(" ", "")
-        return ops.einsum(equation, operands)
+        nodes = [n for j, n in enumerate(node.args) if j != i]
+        self.normaliser_factors(node, nodes, [self.values.get(id(n)) for n in nodes])
+        out = ops.einsum(equation, operands)
+        if out.role is None and ops.contracts_features(equation) and any(self.position_sum(n) for n in nodes[1:2]):
+            return replace(out, role="normaliser")  # einsum('...nd,...d->...n', q, k.sum(dim=-2)): q·Σk
+        return out
 
     def einops_call(self, node: ast.Call, args: list[Optional[Value]]) -> Tensor:
         pattern = node.args[1] if len(node.args) >= 2 else nm.keyword(node, "pattern")
@@ -310,7 +325,33 @@ class Calls(Evaluator):
             return self.size_or_split(node, attr, first, offset=1)
         if isinstance(first, Tensor) and attr in _RESHAPE | _SWAP | {"permute"}:
             return self.method_call(node, attr, first, args[1:], offset=1)
+        if attr in _FACTORIES:
+            return self.allocated(node.args[:1] if attr in ("full", "randint") else node.args)
+        if attr in _LIKE and isinstance(first, Tensor):
+            return fresh(first.axes) if first.axes is not None else Tensor(min_rank=first.min_rank)
         return None
+
+    def allocated(self, arg_nodes: list[ast.expr]) -> Tensor:
+        """``torch.zeros(B, H, T, D)``, ``torch.full((b, t, t), -inf)``, ``x.new_zeros(shape)``: a fresh tensor
+        whose axes are the sizes it was given (unnamed where a size has no provenance); unknown when a size is a
+        shape nobody tracked."""
+        target = self.size_target(arg_nodes)
+        if target is None or any(t is WILD for t in target):
+            return Tensor()
+        return fresh([t if isinstance(t, Label) else None for t in target])
+
+    def size_target(self, arg_nodes: list[ast.expr]) -> Optional[list[Target]]:
+        """The sizes ``view(*args)`` or ``zeros(*args)`` spell: one tuple, list or shape, or the arguments."""
+        if len(arg_nodes) == 1 and not isinstance(arg_nodes[0], ast.Starred):
+            only = arg_nodes[0]
+            value = self.values.get(id(only))
+            if isinstance(value, Shape):
+                return list(value.axes) if value.known else None
+            if isinstance(only, (ast.Tuple, ast.List)):
+                return self.target_of(only.elts)
+            if value is None and nm.int_value(only) is None:
+                return None  # a shape nobody tracked, not a 1-D size
+        return self.target_of(arg_nodes)
 
     def product(self, node: ast.Call, attr: str, a_node: ast.expr, b_node: ast.expr, a: Optional[Value],
                 b: Optional[Value]) -> Tensor:
@@ -327,6 +368,8 @@ class Calls(Evaluator):
                     offset: int = 0) -> Optional[Value]:
         if not isinstance(base, Tensor):
             return None
+        if base.role == "normaliser" and attr in _KEEPS_NORMALISER:  # D.unsqueeze(-1), D.clamp(min=eps)
+            return replace(base, axes=None, order=None, uid=0, param=False)
         arg_nodes = node.args[offset:]
         if attr in _RESHAPE:
             return self.reshape(node, attr, base, arg_nodes)
@@ -363,6 +406,8 @@ class Calls(Evaluator):
             return replace(base, uid=0, param=False)
         if attr in _NEW_AXES:
             return Tensor(scale=base.scale, scale_at=base.scale_at)
+        if attr.startswith("new_") and attr[4:] in _FACTORIES:  # x.new_zeros(b, t): sizes, x gives only dtype
+            return self.allocated(arg_nodes[:1] if attr == "new_full" else arg_nodes)
         return None
 
     def axis_op(self, node: ast.Call, attr: str, base: Tensor, arg_nodes: list[ast.expr]) -> Optional[Value]:
@@ -373,8 +418,14 @@ class Calls(Evaluator):
 
         if attr in ("unbind", "select"):
             dim = int_arg(0, "dim", 0)
-            return Tensor() if dim is None else (
-                Pieces((ops.drop_axis(base, dim),), repeat=True) if attr == "unbind" else ops.drop_axis(base, dim))
+            if dim is None:
+                return Tensor()
+            piece = ops.drop_axis(base, dim)
+            if dim == -1 or base.rank is not None and dim == base.rank - 1:
+                # ``q, k, v = qkv.unbind(-1)``: the features axis is gone, so a product of the pieces is no dot
+                # product of head vectors and 1/sqrt(d_head) says nothing about it
+                piece = replace(piece, scale="unknown", scale_at=None)
+            return Pieces((piece,), repeat=True) if attr == "unbind" else piece
         if attr == "flatten":
             start, end = int_arg(0, "start_dim", 0), int_arg(1, "end_dim", -1)
             return Tensor() if start is None or end is None else ops.flatten(base, start, end)

@@ -9,27 +9,34 @@ registered for an event in ``shapecheck.lint.checks``.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import replace
 from typing import Optional, Sequence, Union
 
 from shapecheck.lint import events as ev
 from shapecheck.lint import names as nm
 from shapecheck.lint.calls import Calls
-from shapecheck.lint.scope import FunctionInfo, all_args, class_info
+from shapecheck.lint.scope import ClassInfo, FunctionInfo, all_args, class_info
 from shapecheck.lint.tracking import Axis, Dim, Label, Pieces, Shape, Target, Tensor, Value, join, name_label
 
 
 MAX_FOLLOW = 2  # helpers followed inside helpers, at most
+_LAYOUT_CALLS = frozenset({"view", "reshape", "transpose", "permute", "flatten", "unflatten", "einsum", "matmul",
+                           "bmm", "softmax", "masked_fill", "masked_fill_", "rearrange", "scaled_dot_product_attention"})
+_LAYOUT_TEXT = re.compile(r"@|\b(?:%s)\s*\(" % "|".join(sorted(_LAYOUT_CALLS)))
 _IN_PLACE = frozenset({"masked_fill_", "mul_", "div_"})  # in-place twins: the receiver's name takes the result
 
 
 class Checker(Calls, ast.NodeVisitor):
     """Lint one parsed module; ``findings`` holds the results in the order found."""
 
-    def __init__(self, tree: ast.Module, path: str, conventions: Optional[dict[str, str]] = None) -> None:
+    def __init__(self, tree: ast.Module, path: str, conventions: Optional[dict[str, str]] = None,
+                 source: Optional[str] = None) -> None:
         super().__init__(tree, path)
+        self.lines = source.splitlines() if source is not None else None  # the text, for cheap questions about it
         self.memo["mask_conventions"] = dict(conventions or {})  # [tool.shapecheck] mask-conventions
         self.functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        self.classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
         self.returns: Optional[list[Optional[Value]]] = None
         self.summaries: dict[tuple, Optional[Value]] = {}
         self.aliases: dict[str, str] = {}  # ``attention_interface = eager_attention_forward``: local -> function
@@ -99,7 +106,53 @@ class Checker(Calls, ast.NodeVisitor):
         method = self.cls.methods.get(attr) if self.cls is not None else None
         if method is not None:
             return self.follow(method, node, args, method=True)
+        other = self.module_class(attr)
+        if other is not None and self.reads_layout():
+            found = self.follow_class(other, node, args)
+            if found is not None:
+                return found
         return super().module_call(node, attr, args)
+
+    def module_class(self, attr: str) -> Optional[ast.ClassDef]:
+        """The class of this file that made ``self.attr`` (``self.attn = Attention(cfg)``), when it has a
+        ``forward`` and is not the class being checked."""
+        made = self.class_attr(attr) if self.cls is not None else None
+        if not (isinstance(made, ast.Call) and isinstance(made.func, ast.Name)):
+            return None
+        found = self.classes.get(made.func.id)
+        forward = _forward(found) if found is not None and found.name != self.cls.name else None  # type: ignore[union-attr]
+        if forward is None or not self.reads_layout(forward):
+            return None  # a forward that does nothing to a layout (an MLP, a norm) is not run: cheap, and little lost
+        return found
+
+    def reads_layout(self, node: Optional[ast.AST] = None) -> bool:
+        """Whether a function (the current one by default) does anything with a tensor's layout or scores (a view,
+        transpose, product, softmax, fill): only then is another class's ``forward`` worth running for its result."""
+        if node is None:
+            if self.func is None:
+                return False
+            node = self.func.node
+        key = f"reads_layout:{id(node)}"
+        if key not in self.memo and self.lines is not None:  # a search of the function's text: far cheaper than a walk
+            text = "\n".join(self.lines[node.lineno - 1:node.end_lineno or node.lineno])
+            self.memo[key] = _LAYOUT_TEXT.search(text) is not None
+        if key not in self.memo:
+            self.memo[key] = any(
+                isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult)
+                or isinstance(n, ast.Call) and isinstance(n.func, (ast.Attribute, ast.Name))
+                and (n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id) in _LAYOUT_CALLS
+                for n in ast.walk(node))
+        return self.memo[key]  # type: ignore[return-value]
+
+    def follow_class(self, other: ast.ClassDef, call: ast.Call, args: list[Optional[Value]]) -> Optional[Value]:
+        """``self.attn(x)`` where ``self.attn = Attention(...)`` of this file: what that class's ``forward``
+        returns for these tensors, run with that class's sizes (inside, only the layout rules report)."""
+        saved = self.cls
+        self.cls = class_info_of(self, other)
+        try:
+            return self.follow(_forward(other), call, args, method=True)  # type: ignore[arg-type]
+        finally:
+            self.cls = saved
 
     def follow(self, helper: Union[ast.FunctionDef, ast.AsyncFunctionDef], call: ast.Call,
                args: list[Optional[Value]], method: bool) -> Optional[Value]:
@@ -128,7 +181,11 @@ class Checker(Calls, ast.NodeVisitor):
                     method: bool) -> Optional[Value]:
         saved = (self.env, self.scalars, self.func, self.in_class, self.returns, self.targets)
         params = frozenset(a.arg for a in all_args(helper.args))
-        self.func = FunctionInfo(helper, self.cls if method else None, params)
+        owner = self.cls if method else None
+        key = f"function_info:{id(helper)}:{id(owner)}"  # one per function and class: what it assigns is walked once
+        if key not in self.memo:
+            self.memo[key] = FunctionInfo(helper, owner, params)
+        self.func = self.memo[key]  # type: ignore[assignment]
         self.env, self.scalars, self.in_class, self.returns = {}, {}, False, []
         self.bind_scope(helper.args)
         self.env.update({k: v for k, v in bound.items() if v is not None})
@@ -172,7 +229,7 @@ class Checker(Calls, ast.NodeVisitor):
         for expr in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
             self.ev(expr)
         saved = (self.cls, self.in_class, self.env)
-        self.cls, self.in_class, self.env = class_info(node), True, dict(self.env)
+        self.cls, self.in_class, self.env = class_info_of(self, node), True, dict(self.env)
         self.run(node.body)
         self.cls, self.in_class, self.env = saved
 
@@ -455,3 +512,16 @@ def _label_from_name(node: ast.expr) -> Axis:
     if isinstance(node, ast.Name) and node.id not in ("_", "dim"):
         return name_label(node.id)
     return None
+
+
+def class_info_of(checker: "Checker", node: ast.ClassDef) -> ClassInfo:
+    """``class_info`` of a class of the module, computed once per run."""
+    key = f"class_info:{id(node)}"
+    if key not in checker.memo:
+        checker.memo[key] = class_info(node)
+    return checker.memo[key]  # type: ignore[return-value]
+
+
+def _forward(node: ast.ClassDef) -> Optional[ast.FunctionDef]:
+    return next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "forward"
+                 and not s.decorator_list), None)

@@ -25,6 +25,7 @@ from typing import Optional, Sequence
 
 from shapecheck.errors import ConfigError
 from shapecheck.lint.messages import CODES, SEVERITIES
+from shapecheck.lint.reading import Unreadable, read_bounded
 
 try:  # Python 3.11+
     import tomllib as _toml
@@ -113,7 +114,7 @@ def find_pyproject(start: Path) -> Optional[Path]:
         here = Path(os.path.abspath(start)).parent
     for folder in [here, *here.parents] if here.is_dir() else list(here.parents):
         candidate = folder / "pyproject.toml"
-        if candidate.is_file():
+        if candidate.is_file() or candidate.is_fifo() or candidate.is_char_device():  # reported, not skipped
             return candidate
     return None
 
@@ -124,14 +125,14 @@ def load_config(pyproject: Optional[Path]) -> LintConfig:
         return LintConfig()
     if _toml is None:
         return LintConfig(note=f"{pyproject}: [tool.shapecheck] not read (needs Python 3.11+ or tomli)")
+    try:  # never more than a config file can be, never waiting on a FIFO
+        data = read_bounded(str(pyproject), MAX_CONFIG_BYTES)
+    except Unreadable as error:
+        raise ConfigError(f"{pyproject}: {error.reason}") from None
     try:
-        with open(pyproject, "rb") as handle:  # never more than a config file can be
-            data = handle.read(MAX_CONFIG_BYTES + 1)
-        if len(data) > MAX_CONFIG_BYTES:
-            raise ConfigError(f"{pyproject}: larger than {MAX_CONFIG_BYTES // 2**20} MiB, not read")
         document = _toml.loads(data.decode("utf-8"))
-    except (OSError, UnicodeDecodeError, _toml.TOMLDecodeError, RecursionError) as error:
-        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+    except (UnicodeDecodeError, _toml.TOMLDecodeError, RecursionError) as error:
+        reason = error
         raise ConfigError(f"{pyproject}: cannot read: {reason}") from None
     tool = document.get("tool", {})
     if not isinstance(tool, dict):

@@ -11,7 +11,7 @@ import ast
 import re
 from collections import Counter
 from dataclasses import replace
-from typing import Optional
+from typing import Optional, Sequence
 
 from shapecheck.vocabulary import canonical
 from shapecheck.lint import events as ev
@@ -301,7 +301,9 @@ class Evaluator(Scope):
               left: Optional[Value], right: Optional[Value]) -> Optional[Value]:
         if isinstance(op, ast.MatMult):
             left, right = self.operand(lnode, left), self.operand(rnode, right)
-            return matmul(_as_tensor(self.as_query(lnode, rnode, left)), _as_tensor(right))
+            self.normaliser_factors(node, (lnode, rnode), (left, right))
+            out = matmul(_as_tensor(self.as_query(lnode, rnode, left)), _as_tensor(right))
+            return replace(out, role="normaliser") if self.position_sum(rnode) and out.role is None else out
         if isinstance(op, ast.Add) and (isinstance(left, Shape) or isinstance(right, Shape)):
             a, b = self.shape_of(lnode, left), self.shape_of(rnode, right)
             return None if a is None or b is None else Shape(a.axes + b.axes)
@@ -337,9 +339,38 @@ class Evaluator(Scope):
         self.env[lnode.id] = query
         return query
 
+    def position_sum(self, node: ast.expr) -> bool:
+        """``position_sum`` of the expression, or of the one value a local name is assigned in the function
+        (``k_cumsum = k.cumsum(dim=-2)``)."""
+        if isinstance(node, ast.Name) and self.func is not None:
+            key = f"single_stores:{id(self.func.node)}"
+            if key not in self.memo:
+                counts = Counter(n.id for n in ast.walk(self.func.node) if isinstance(n, ast.Name)
+                                 and isinstance(n.ctx, ast.Store))
+                self.memo[key] = {a.targets[0].id: a.value for a in ast.walk(self.func.node)
+                                  if isinstance(a, ast.Assign) and len(a.targets) == 1
+                                  and isinstance(a.targets[0], ast.Name) and counts[a.targets[0].id] == 1}
+            node = self.memo[key].get(node.id, node)  # type: ignore[union-attr]
+        return position_sum(node)
+
+    def normaliser_factors(self, node: ast.AST, nodes: Sequence[ast.expr], values: Sequence[Optional[Value]]) -> None:
+        """A product with a linear-attention normaliser among its factors."""
+        for sub, value in zip(nodes, values):
+            if isinstance(value, Tensor) and value.role == "normaliser" and len(nodes) > 1:
+                self.emit(ev.NormaliserProduct(node, sub))
+
     def tensor_arith(self, node: ast.AST, op: ast.operator, lnode: ast.expr, rnode: ast.expr,
                      left: Optional[Value], right: Optional[Value]) -> Optional[Value]:
         """Elementwise arithmetic; multiplying or dividing by a factor is a scaling."""
+        inverted = isinstance(op, ast.Div) and isinstance(right, Tensor) and right.role == "normaliser" or \
+            isinstance(op, ast.Pow) and isinstance(left, Tensor) and left.role == "normaliser"
+        if inverted:  # ``1. / D``, ``out / D``, ``D ** -1``: what a normaliser is for
+            if isinstance(left, Tensor) and left.role != "normaliser":
+                return replace(left, order=None, uid=0, param=False)  # the output, normalised
+            normaliser = right if isinstance(op, ast.Div) else left
+            return replace(normaliser, role=None, order=None, uid=0, param=False)  # type: ignore[arg-type]
+        if isinstance(op, ast.Mult) and isinstance(left, Tensor) and isinstance(right, Tensor):
+            self.normaliser_factors(node, (lnode, rnode), (left, right))
         if isinstance(op, ast.Sub) and isinstance(right, Tensor) and right.role == "scores":
             # ``max(s) - s`` (DANet's channel attention): negated similarities, whose scale nobody can judge
             return replace(right, scale="unknown", scale_at=None, uid=0, param=False)
@@ -349,7 +380,7 @@ class Evaluator(Scope):
                     self.emit(ev.MaskAdded(node, t, other))
         if isinstance(left, Tensor) and isinstance(right, Tensor):
             a, b = left, right
-            main = a if a.role or (a.rank or 0) >= (b.rank or 0) else b
+            main = a if a.role or not b.role and (a.rank or 0) >= (b.rank or 0) else b  # a role outweighs a rank
             if isinstance(op, (ast.Mult, ast.Div)) and _factor_like(b):
                 return self.scaled(node, a, rnode)
             if isinstance(op, ast.Mult) and _factor_like(a):
@@ -513,8 +544,9 @@ def _maybe_size(value: Optional[Value]) -> bool:
 
 
 def _factor_like(t: Tensor) -> bool:
-    """An unannotated argument or unknown value used as a multiplier: a scale, not a tensor."""
-    return t.role is None and t.axes is None
+    """An unannotated argument, an unknown value or a 0-d tensor (``torch.full((), d)``) used as a multiplier: a
+    scale, not a tensor."""
+    return t.role is None and (t.axes is None or t.axes == ())
 
 
 def _as_tensor(value: Optional[Value]) -> Tensor:
@@ -589,3 +621,18 @@ def _caller_kind(arg: ast.expr, caller: ClassInfo) -> Optional[str]:
     if spelled is not None and (spelled in caller.widths or multi_head and canonical(spelled) == "d_model"):
         return "width"
     return None
+
+
+def position_sum(node: ast.expr) -> bool:
+    """``k.sum(dim=-2)``, ``k.cumsum(dim=-2)``, ``torch.sum(k, dim=1)`` (through ``unsqueeze``/``[..., None]``): a
+    tensor summed over an axis other than the last (the features stay): the keys summed over the positions."""
+    while isinstance(node, ast.Subscript) or isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and node.func.attr in ("unsqueeze", "transpose", "float"):
+        node = node.value if isinstance(node, ast.Subscript) else node.func.value  # type: ignore[attr-defined]
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("sum", "cumsum")):
+        return False
+    namespace = nm.is_namespace(node.func.value)
+    dim = nm.argument(node, 1 if namespace else 0, "dim")
+    value = nm.int_value(dim) if dim is not None else None
+    return value is not None and value != -1

@@ -105,6 +105,24 @@ class OwnDtype:
 
 
 @dataclass(frozen=True)
+class NormaliserProduct:
+    """A linear-attention normaliser (the queries against the keys summed over the positions) used as a factor of a
+    product (``einsum(..., D)``, ``out * D``, ``out @ D``); ``operand`` is the normaliser's expression."""
+
+    node: ast.AST
+    operand: ast.expr
+
+
+@dataclass(frozen=True)
+class OwnParameterKeyword:
+    """``f(..., name=other)`` inside a function that has a parameter ``name`` of its own (``keyword`` is the
+    argument)."""
+
+    call: ast.Call
+    keyword: ast.keyword
+
+
+@dataclass(frozen=True)
 class MaskAdded:
     """``tensor + mask``: an additive mask (a name with ``mask`` in it) added to a tensor."""
 

@@ -311,6 +311,22 @@ class BiasInMaskDtype(Message):
     args = ("call", "mask", "callee")
 
 
+class NormaliserMultiplied(Message):
+    code, name = "SC134", "normaliser-multiplied"
+    template = ("'{0}' is the normaliser of linear attention (the queries against the keys summed over the positions), "
+                "but it multiplies the output instead of dividing it")
+    hint = "divide by the normaliser: out / D, or multiply by its inverse (D_inv = 1. / einsum(...))"
+    args = ("normaliser",)
+
+
+class MaskParameterUnread(Message):
+    code, name = "SC135", "mask-parameter-unread"
+    template = ("'{1}' is passed as {0}= as well as for another mask of the same call, while this function's own "
+                "parameter '{0}' is never read: the caller's mask is dropped")
+    hint = "pass the parameter: {0}={0} (or build the value from it)"
+    args = ("parameter", "passed")
+
+
 RULES: tuple[type[Message], ...] = (
     FileNotParsed, EmptyFile, AnalysisStopped, SoftmaxAxis, UnscaledScores, WidthScaledScores,
     MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, MaskedFillDiscarded,
@@ -318,7 +334,8 @@ RULES: tuple[type[Message], ...] = (
     SdpaDropoutAlwaysOn, DropoutModuleAsProbability, ScaledAfterSoftmax, MaskAfterSoftmax, FillDoesNotMask,
     LayerInForward, FillOverflowsHalf, PaddingMaskOnQueries, HeadsScaledScores, UntemperedCosineScores,
     HalfScaledScores, MaskedMasksIntersected, FusedLayout, ResultDiscarded, CausalWithCache, RotaryTwice,
-    ComputedUnused, MaskSumOverflowsHalf, RotaryOnHeads, BiasInMaskDtype,
+    ComputedUnused, MaskSumOverflowsHalf, RotaryOnHeads, BiasInMaskDtype, NormaliserMultiplied,
+    MaskParameterUnread,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules about memory layout: they hold whatever the code means, so they are reported inside followed helpers too.

@@ -80,6 +80,17 @@ def einsum(equation: str, operands: Sequence[Optional[Tensor]]) -> Tensor:
     return Tensor(axes=axes, order=None, **fields)
 
 
+def contracts_features(equation: str) -> bool:
+    """Whether a two-operand einsum sums the first operand's last axis away against the second's last
+    (``...nd,...d->...n``): a dot product over the features."""
+    eq = equation.replace(" ", "").replace("...", "")
+    if "->" not in eq or eq.count(",") != 1:
+        return False
+    left, out = eq.split("->")
+    a, b = left.split(",")
+    return bool(a) and bool(b) and a[-1] == b[-1] and a[-1] not in out
+
+
 def _ellipsis_axes(inputs: list[str], operands: Sequence[Optional[Tensor]]) -> Optional[tuple[Axis, ...]]:
     """The axes ``...`` stands for: the longest operand's leading ones; None when a rank is unknown."""
     found: tuple[Axis, ...] = ()

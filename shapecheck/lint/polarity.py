@@ -213,11 +213,18 @@ def _name(scope: Scope, name: str, found: Optional[list[Combination]], depth: in
         documented = _documented(func.node, name)
         if documented is not None:
             return Polarity(documented, name, "its docstring")
+        defaulted = file_default(scope, name)
+        if defaulted is not None:
+            return defaulted
         if name in KEEP_MASK_NAMES:
             return Polarity(True, name, "Hugging Face convention")
         if name in PADDING_MASK_NAMES:
             return Polarity(False, name, "nn.MultiheadAttention convention")
         return None
+    if name in func.params and _defaults_only(scope, func.node, name):
+        defaulted = file_default(scope, name)  # ``if m is None: m = torch.ones(...)``: the caller's mask otherwise
+        if defaulted is not None:
+            return defaulted
     stores = _stores(scope, func.node)
     count, value = stores.get(name, (0, None))
     if count != 1:
@@ -230,6 +237,85 @@ def _name(scope: Scope, name: str, found: Optional[list[Combination]], depth: in
     built = ast.unparse(value)
     built = built if len(built) <= 60 else built[:57] + "..."
     return Polarity(inner.keep, name, f"built as {built}")  # the local is a new mask
+
+
+_ALL_ONES = frozenset({"ones", "ones_like", "new_ones"})
+_ALL_ZEROS = frozenset({"zeros", "zeros_like", "new_zeros"})
+
+
+def _constant_mask(value: ast.expr) -> Optional[bool]:
+    """Whether ``value`` builds a mask that is all True/1 (``torch.ones(b, s, dtype=torch.bool)``,
+    ``torch.full(shape, True)``), all False/0 (``zeros``), or neither (None)."""
+    if not isinstance(value, ast.Call):
+        return None
+    last = (nm.dotted(value.func) or (value.func.attr if isinstance(value.func, ast.Attribute) else "")).split(".")[-1]
+    if last in _ALL_ONES:
+        return True
+    if last in _ALL_ZEROS:
+        return False
+    if last in ("full", "new_full", "full_like") and len(value.args) >= 2:
+        fill = value.args[1]
+        if isinstance(fill, ast.Constant) and fill.value in (True, False, 0, 1) and not isinstance(fill.value, float):
+            return bool(fill.value)
+    return None
+
+
+def file_default(scope: Scope, name: str) -> Optional[Polarity]:
+    """The file's own convention for a mask name, decided by the default it builds for it: a mask that stands
+    for "nothing is masked" is all True where True = keep (``key_padding_mask = torch.ones(b, s, dtype=bool)``)
+    and all False where True = masked. None when the file builds none, or defaults that disagree."""
+    key = f"mask_default:{name}"
+    if key not in scope.memo:
+        found = _file_defaults(scope).get(name, set())
+        kinds = {k for k, _ in found}
+        if len(kinds) == 1:
+            keep, line = min(found, key=lambda f: f[1])
+            text = "all True" if keep else "all False"
+            scope.memo[key] = Polarity(keep, name, f"this file's default for it, {text} on line {line}")
+        else:
+            scope.memo[key] = None
+    return scope.memo[key]  # type: ignore[return-value]
+
+
+def _file_defaults(scope: Scope) -> dict[str, set[tuple[bool, int]]]:
+    """Every ``if name is None: name = <all True or all False>`` of the module: name -> {(all True, line)}."""
+    if "mask_defaults" not in scope.memo:
+        found: dict[str, set[tuple[bool, int]]] = {}
+        for branch in ast.walk(scope.tree):
+            if not (isinstance(branch, ast.If) and isinstance(branch.test, ast.Compare)
+                    and isinstance(branch.test.left, ast.Name) and _is_none_test(branch.test, branch.test.left.id)):
+                continue
+            name = branch.test.left.id
+            for node in branch.body:
+                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                        and node.targets[0].id == name:
+                    kind = _constant_mask(node.value)
+                    if kind is not None:
+                        found.setdefault(name, set()).add((kind, node.lineno))
+        scope.memo["mask_defaults"] = found
+    return scope.memo["mask_defaults"]  # type: ignore[return-value]
+
+
+def _is_none_test(test: ast.expr, name: str) -> bool:
+    """``name is None``: the test of a default."""
+    return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == name \
+        and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is) \
+        and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None
+
+
+def _defaults_only(scope: Scope, func: ast.AST, name: str) -> bool:
+    """Every store of parameter ``name`` in ``func`` is an all-True or all-False default (``if m is None: m =
+    torch.ones(...)``): the name holds the caller's mask or the default of the same convention."""
+    count, value = _stores(scope, func).get(name, (0, None))
+    if count != 1 or value is None or _constant_mask(value) is None:
+        return False  # the common case, decided without a walk: one default, all True or all False
+    key = f"defaults_in:{id(func)}:{name}"
+    if key not in scope.memo:
+        scope.memo[key] = sum(1 for b in ast.walk(func) if isinstance(b, ast.If) and _is_none_test(b.test, name)
+                              for n in b.body if isinstance(n, ast.Assign) and len(n.targets) == 1
+                              and isinstance(n.targets[0], ast.Name) and n.targets[0].id == name
+                              and _constant_mask(n.value) is not None)
+    return count > 0 and count == scope.memo[key]
 
 
 def _last_store(scope: Scope, func: ast.AST, name: str, line: int) -> Optional[ast.expr]:

@@ -128,3 +128,18 @@ def test_broken_pyproject_is_one_line_exit_2(tree, text, says):
     (tree / "pyproject.toml").write_text(text)
     result = lint(tree)
     assert result.exit_code == 2 and says in result.output and len(result.output.strip().splitlines()) == 1
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+@pytest.mark.parametrize("how", ["found", "--config"])
+def test_fifo_pyproject_is_one_line_and_does_not_hang(tree, how):
+    """A FIFO named pyproject.toml is read through the same bounded reader as source files: refused, not waited on."""
+    os.mkfifo(tree / "pyproject.toml")
+    result = lint(tree) if how == "found" else lint("--config", tree / "pyproject.toml", tree)
+    assert result.exit_code == 2 and "a FIFO" in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_oversized_pyproject_is_one_line(tree):
+    (tree / "pyproject.toml").write_text("# padding\n" * (2**20 // 10 + 1))
+    result = lint(tree)
+    assert result.exit_code == 2 and "larger than 1 MiB" in result.output

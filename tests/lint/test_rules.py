@@ -112,6 +112,34 @@ def test_mask_conventions_read_the_right_way_round():
         assert codes(src) == ["SC109"], mask
 
 
+def torch_codes(src: str) -> list[str]:
+    return codes("import torch\n\n\n" + src)
+
+
+def test_the_default_a_file_builds_for_a_mask_decides_its_convention():
+    # llm-foundry's key_padding_mask is True = keep: its own default is all True; the public name says otherwise
+    fill = "def g(scores, key_padding_mask):\n    return scores.masked_fill({mask}, -1e9)\n"
+    default = "def f(k, key_padding_mask=None):\n    if key_padding_mask is None:\n" \
+              "        key_padding_mask = {made}\n    return key_padding_mask\n\n\n"
+    keep = default.format(made="torch.ones_like(k[:, :, 0], dtype=torch.bool)")
+    assert torch_codes(keep + fill.format(mask="~key_padding_mask")) == []
+    assert torch_codes(keep + fill.format(mask="key_padding_mask")) == ["SC109"]
+    masked = default.format(made="torch.zeros(k.shape[:2], dtype=torch.bool)")
+    assert torch_codes(masked + fill.format(mask="~key_padding_mask")) == ["SC109"]
+    # defaults that disagree decide nothing: the public name's convention stands
+    both = keep + default.replace("def f(", "def h(").format(made="torch.full(k.shape[:2], False)")
+    assert torch_codes(both + fill.format(mask="~key_padding_mask")) == ["SC109"]
+    # a mask allocated and then written is a builder, not a default
+    built = "def f(n):\n    key_padding_mask = torch.ones(n, n)\n    return key_padding_mask\n\n\n"
+    assert torch_codes(built + fill.format(mask="~key_padding_mask")) == ["SC109"]
+    # in the function that builds the default, the name holds the caller's mask or the default: the same convention
+    inside = "def f(scores, k, key_padding_mask=None):\n    if key_padding_mask is None:\n" \
+             "        key_padding_mask = torch.ones_like(k[:, :, 0], dtype=torch.bool)\n" \
+             "    return scores.masked_fill({mask}, -1e9)\n"
+    assert torch_codes(inside.format(mask="key_padding_mask")) == ["SC109"]
+    assert torch_codes(inside.format(mask="~key_padding_mask")) == []
+
+
 def test_a_reassigned_mask_name_is_not_trusted():
     src = "def f(scores, attention_mask):\n    attention_mask = attention_mask == 0\n    return scores.masked_fill(attention_mask, -1e9)\n"
     assert codes(src) == []
@@ -185,3 +213,39 @@ def test_dropout_imported_from_torch_nn_functional_is_checked_too():
     assert codes(module.format(alias="", call="dropout(x, 0.1, training=self.training)")) == []
     shadowed = "from torch.nn.functional import dropout\nfrom torch import nn\nclass B(nn.Module):\n    def forward(self, x, dropout):\n        return dropout(x)\n"
     assert codes(shadowed) == []  # a parameter named dropout is not the imported function
+
+
+def test_a_linear_attention_normaliser_divides_the_output():
+    src = """
+import torch
+def f(q, k, v):
+    D = {made}
+    context = torch.einsum("bnd,bne->bde", k, v)
+    return {out}
+"""
+    made = 'torch.einsum("bnd,bd->bn", q, k.sum(dim=1))'
+    out = 'torch.einsum("bnd,bde,bn->bne", q, context, {d})'
+    assert torch_codes(src.format(made=made, out=out.format(d="D"))) == ["SC134"]
+    multiplied = 'torch.einsum("bnd,bde->bne", q, context) * D.unsqueeze(-1)'
+    assert torch_codes(src.format(made=made, out=multiplied)) == ["SC134"]
+    for inverse in ("1. / D", "D.reciprocal()", "torch.reciprocal(D)", "D ** -1", "1 / D.clamp(min=1e-6)"):
+        assert torch_codes(src.format(made=made, out=out.format(d=inverse))) == [], inverse
+    assert torch_codes(src.format(made=made, out='torch.einsum("bnd,bde->bne", q, context) / D.unsqueeze(-1)')) == []
+    # a sum over the features, or a mean, is no sum over the positions
+    for other in ('torch.einsum("bnd,bd->bn", q, k.sum(dim=-1))', 'torch.einsum("bnd,bd->bn", q, k.mean(dim=1))'):
+        assert torch_codes(src.format(made=other, out=out.format(d="D"))) == [], other
+
+
+def test_one_mask_for_two_mask_arguments_while_the_own_one_is_unread():
+    src = """
+def forward(self, x, mask=None, key_padding_mask=None, cross_mask=None):
+    return self.layer(x, attn_mask=mask, {rest})
+"""
+    assert torch_codes(src.format(rest="key_padding_mask=mask")) == ["SC135"]
+    assert torch_codes(src.format(rest="key_padding_mask=key_padding_mask")) == []
+    # a layer that passes the cross-attention mask under the name of the self-attention one it does not use
+    cross = src.format(rest="attention_mask=cross_mask").replace("x, mask=None", "x, attention_mask=None, mask=None")
+    assert torch_codes(cross) == []
+    # the own parameter is read (the value was built from it), a constant, a flag
+    assert torch_codes(src.format(rest="key_padding_mask=mask") + "    print(key_padding_mask)\n") == []
+    assert torch_codes(src.format(rest="key_padding_mask=None")) == []

@@ -339,3 +339,35 @@ def test_sc124_one_sided_quarter_scaling_is_d_head_to_the_minus_quarter_and_the_
     torch.testing.assert_close(clean(x), attend(8 ** -0.5), atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(buggy(x), attend(8 ** -0.25), atol=1e-5, rtol=1e-5)
     assert not torch.allclose(buggy(x), clean(x), atol=1e-4)
+
+
+@torch.no_grad()
+def test_sc134_linear_attention_multiplied_by_its_normaliser_is_no_weighted_mean_and_the_twin_is():
+    # the reference: causal attention with weights q_i·k_j (positive features) normalised over j <= i
+    torch.manual_seed(0)
+    q, k, v = torch.rand(2, 5, 4), torch.rand(2, 5, 4), torch.randn(2, 5, 3)
+    weights = (q @ k.transpose(-1, -2)).tril()
+    reference = (weights / weights.sum(dim=-1, keepdim=True)) @ v
+    clean, buggy = _clean("sc134_normaliser_multiplied"), _buggy("sc134_normaliser_multiplied")
+    assert torch.allclose(clean.causal_linear_attention(q, k, v, eps=0.0), reference, atol=1e-5)
+    assert not torch.allclose(buggy.causal_linear_attention(q, k, v, eps=0.0), reference, atol=1e-2)
+    full = q @ k.transpose(-1, -2)
+    assert torch.allclose(clean.linear_attention(q, k, v), (full / full.sum(-1, keepdim=True)) @ v, atol=1e-5)
+    assert not torch.allclose(buggy.linear_attention(q, k, v), (full / full.sum(-1, keepdim=True)) @ v, atol=1e-2)
+
+
+@torch.no_grad()
+def test_sc135_the_attention_mask_given_as_key_padding_lets_padded_frames_in_and_the_twin_keeps_them_out():
+    torch.manual_seed(0)
+    buggy = _buggy("sc135_mask_parameter_unread").DownsampledEncoder(8, 2, 2).eval()
+    clean = _clean("sc135_mask_parameter_unread").DownsampledEncoder(8, 2, 2).eval()
+    clean.load_state_dict(buggy.state_dict())
+    x = torch.randn(4, 8, 8)
+    mask = torch.zeros(8, 8, dtype=torch.bool)  # every frame may attend every other
+    padding = torch.zeros(4, 8, dtype=torch.bool)
+    padding[:, 6:] = True  # the last two frames are padding
+    changed = x.clone()
+    changed[:, 6:] = torch.randn(4, 2, 8)  # what a padded frame holds must not matter
+    for module, padded_frames_matter in ((clean, False), (buggy, True)):
+        out, out2 = module(x, mask, padding), module(changed, mask, padding)
+        assert torch.allclose(out[:, :6], out2[:, :6], atol=1e-5) != padded_frames_matter

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from shapecheck.lint import lint_source
 from shapecheck.lint import messages as m
 
@@ -1123,3 +1125,95 @@ def attend(q, k, v, mask):
     assert_lint(capped.format(activation="torch.tanh(scores / 50) * 50"), m.FillDoesNotMask)
     # ... but where no softmax (nor exp) follows, the weights are used as they are and 0 removes the keys
     assert codes(src.format(activation="torch.tanh(scores / 50) * 50")) == []
+
+
+ALLOCATING = HEADER + """
+class A(nn.Module):
+    def __init__(self, d_model, n_head):
+        super().__init__()
+        self.n_head = n_head
+        self.d_head = d_model // n_head
+    def forward(self, x):
+        B, T, C = x.shape
+        out = {alloc}
+        return out.reshape(B, T, C)
+"""
+
+
+@pytest.mark.parametrize("alloc", [
+    "torch.zeros(B, self.n_head, T, self.d_head)",
+    "torch.empty((B, self.n_head, T, self.d_head), dtype=x.dtype)",
+    "torch.full((B, self.n_head, T, self.d_head), 0.0)",
+    "x.new_zeros(B, self.n_head, T, self.d_head)",
+    "x.new_full((B, self.n_head, T, self.d_head), 0.0)",
+    "torch.zeros_like(x.view(B, T, self.n_head, self.d_head).transpose(1, 2))",
+])
+def test_allocated_tensors_have_the_axes_of_their_sizes(alloc):
+    assert_lint(ALLOCATING.format(alloc=alloc), m.MergeWithoutTranspose)
+    # the sizes in the merged order need no transpose
+    merged = alloc.replace("self.n_head, T", "T, self.n_head").replace(".transpose(1, 2)", "")
+    assert codes(ALLOCATING.format(alloc=merged)) == []
+
+
+def test_allocated_scores_added_to_products_stay_the_scores():
+    src = HEADER + """
+def f(q, k):
+    B, H, T, D = q.shape
+    s = torch.full((B, H, T, T), float("-inf")).triu(1)
+    s = s + q @ k.transpose(-1, -2) / math.sqrt(D)
+    return s.softmax(dim={dim})
+"""
+    assert_lint(src.format(dim=1), m.SoftmaxAxis)
+    assert codes(src.format(dim=-1)) == []
+
+
+def test_a_zero_dimensional_tensor_is_a_factor():
+    # LightGlue's ``m / torch.full((), d) ** 0.25`` on both sides: a scaling, not an elementwise product
+    src = HEADER + """
+def f(a, b):
+    d = a.shape[-1]
+    a = a / torch.full((), d) ** 0.25
+    b = b / torch.full((), d) ** 0.25
+    return (a @ b.transpose(-1, -2)).softmax(dim=-1)
+"""
+    assert codes(src) == []
+
+
+def test_a_module_of_another_class_returns_what_its_forward_returns():
+    src = HEADER + """
+class Attention(nn.Module):
+    def __init__(self, d_model, n_head):
+        super().__init__()
+        self.n_head = n_head
+        self.proj = nn.Linear(d_model, d_model)
+    def forward(self, x):
+        B, T, C = x.shape
+        return self.proj(x).view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+
+class Block(nn.Module):
+    def __init__(self, d_model, n_head):
+        super().__init__()
+        self.attn = Attention(d_model, n_head)
+    def forward(self, x):
+        B, T, C = x.shape
+        y = self.attn(x)
+        return {merge}
+"""
+    assert_lint(src.format(merge="y.reshape(B, T, C)"), m.MergeWithoutTranspose)
+    assert codes(src.format(merge="y.transpose(1, 2).reshape(B, T, C)")) == []
+
+
+def test_pieces_of_the_features_axis_are_no_head_vectors():
+    # timm's scalar attention: q, k, v = qkv.unbind(-1) of a Linear(1, 3); products of the pieces contract the
+    # positions, which 1/sqrt(d_head) says nothing about
+    src = HEADER + """
+class A(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Linear(1, 3)
+    def forward(self, x):
+        B, N, C = x.shape
+        q, k, v = self.qkv(x).unbind(-1)
+        return (q @ k.transpose(-1, -2)).softmax(dim=-1) @ v
+"""
+    assert codes(src) == []

@@ -355,3 +355,30 @@ def bias_in_mask_dtype(scope: Scope, e: ev.OwnDtype) -> None:
     if e.call.keywords and any(kw.value is e.dtype and kw.arg not in (None, "dtype") for kw in e.call.keywords):
         return
     scope.report(msg.BiasInMaskDtype, e.dtype, f"{callee}(...)", mask.id, callee)
+
+
+@on(ev.OwnParameterKeyword)
+def mask_parameter_unread(scope: Scope, e: ev.OwnParameterKeyword) -> None:
+    """``self.encoder(src, mask=mask, src_key_padding_mask=mask)`` in a function that takes ``src_key_padding_mask``
+    and never reads it (icefall, fbc1d3b1): one mask given for two mask arguments of a call, where the function's
+    own mask of that name belongs."""
+    name = e.keyword.arg or ""
+    func = scope.func
+    if func is None or scope.following or not name.lower().endswith("mask") \
+            or isinstance(e.keyword.value, ast.Constant):
+        return  # a flag (``requires_attention_mask=True``) or ``mask=None`` on purpose is no other mask
+    given = ast.dump(e.keyword.value)
+    if not any(kw is not e.keyword and kw.arg and kw.arg.lower().endswith("mask") and ast.dump(kw.value) == given
+               for kw in e.call.keywords) or _reads(scope, func.node, name):
+        return  # a layer that takes the self-attention mask and passes the cross-attention one under its name
+    scope.report(msg.MaskParameterUnread, e.keyword.value, name, ast.unparse(e.keyword.value))
+
+
+def _reads(scope: Scope, func: ast.AST, name: str) -> bool:
+    """Whether ``func`` reads ``name`` anywhere (``locals()`` or ``vars()`` read every name)."""
+    key = f"loaded:{id(func)}"
+    if key not in scope.memo:
+        loaded = {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        scope.memo[key] = None if loaded & {"locals", "vars"} else loaded
+    found = scope.memo[key]
+    return found is None or name in found  # type: ignore[operator]

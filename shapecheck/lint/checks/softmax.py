@@ -147,3 +147,10 @@ def fused_cosine(scope: Scope, e: ev.FusedAttention) -> None:
         return
     if e.scale is None or isinstance(e.scale, ast.Constant):
         scope.report(msg.UntemperedCosineScores, e.call)
+
+
+@on(ev.NormaliserProduct)
+def normaliser_multiplied(scope: Scope, e: ev.NormaliserProduct) -> None:
+    """Linear attention's normaliser D = q·Σk used as a factor of the output (performer's ``D_inv = einsum(q,
+    k.cumsum(-2))`` then ``einsum(..., context, q, D_inv)``): the output must be divided by it."""
+    scope.report(msg.NormaliserMultiplied, e.node, ast.unparse(e.operand))
