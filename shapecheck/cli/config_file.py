@@ -17,11 +17,11 @@ from __future__ import annotations
 import json
 import math
 import os
-import stat
 from typing import Any, Optional
 
 from shapecheck.cli.options import SIZE_LIMITS
 from shapecheck.errors import UsageError
+from shapecheck.reading import Unreadable, read_bounded
 from shapecheck.vocabulary import constructor_role
 
 MAX_BYTES = 16 * 2**20  # released config.json files are a few KB
@@ -40,22 +40,18 @@ def check_config_file(path: str) -> dict[str, Any]:
 
 
 def _read(path: str) -> str:
+    if not os.path.lexists(path):
+        raise UsageError(f"--config {path}: no such file")
     try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        raise UsageError(f"--config {path}: no such file") from None
-    except OSError as error:
-        raise UsageError(f"--config {path}: cannot read it ({error.strerror or type(error).__name__})") from None
-    if not stat.S_ISREG(info.st_mode):
-        kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
-        raise UsageError(f"--config {path}: {kind}; give a config.json file")
-    if info.st_size > MAX_BYTES:
-        raise UsageError(f"--config {path}: {info.st_size:,} bytes, more than a config file holds ({MAX_BYTES:,} at most)")
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_BYTES + 1)
-    except OSError as error:
-        raise UsageError(f"--config {path}: cannot read it ({error.strerror or type(error).__name__})") from None
+        raw = read_bounded(path, MAX_BYTES)
+    except Unreadable as problem:
+        reason = problem.reason
+        if reason.startswith("a directory") or reason.startswith("not a regular file"):
+            kind = "a directory" if reason.startswith("a directory") else reason.split(":")[0]
+            raise UsageError(f"--config {path}: {kind}; give a config.json file") from None
+        if reason.startswith("larger than"):
+            raise UsageError(f"--config {path}: more than a config file holds ({MAX_BYTES:,} bytes at most)") from None
+        raise UsageError(f"--config {path}: cannot read it ({reason.removeprefix('cannot read: ')})") from None
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as error:

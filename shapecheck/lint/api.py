@@ -26,7 +26,7 @@ from shapecheck.errors import UsageError
 from shapecheck.lint import messages as msg
 from shapecheck.lint.checker import Checker
 from shapecheck.lint.config import LintConfig
-from shapecheck.lint.reading import Unreadable, kind_of, os_reason, read_bounded
+from shapecheck.reading import Unreadable, kind_of, os_reason, read_bounded
 
 _PYFLAKES_UNDEFINED = (pyflakes_messages.UndefinedName, pyflakes_messages.UndefinedLocal,
                        pyflakes_messages.UndefinedExport)

@@ -25,7 +25,7 @@ from typing import Optional, Sequence
 
 from shapecheck.errors import ConfigError
 from shapecheck.lint.messages import CODES, SEVERITIES
-from shapecheck.lint.reading import Unreadable, read_bounded
+from shapecheck.reading import Unreadable, read_bounded
 
 try:  # Python 3.11+
     import tomllib as _toml

@@ -1,4 +1,6 @@
-"""The one way lint reads a file from disk (source files and ``pyproject.toml``): bounded, and never blocking.
+"""The one way shapecheck reads a file it is given: bounded, and never blocking.
+
+lint reads source files and ``pyproject.toml`` through it, report/audit/prove a ``--config`` file.
 
 The file is opened with ``O_NONBLOCK`` and checked with ``fstat`` on the open descriptor, so a FIFO, a device
 or a socket behind the name is refused before any read waits on it (no race between a check and the open), and
