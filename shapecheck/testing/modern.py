@@ -6,12 +6,13 @@ Same contract as ``properties.py``: ``check(subject, case, draw)`` returns a rea
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
-from typing import Optional
+from typing import Any, Optional
 
 import torch
 from hypothesis import strategies as st
-from torch import Tensor
+from torch import Tensor, nn
 
 from shapecheck.testing.adapt import Convention, Sizes, call, window_of
 from shapecheck.testing.compare import Draw, diff
@@ -194,26 +195,33 @@ def _positions_applies(s: Subject) -> Optional[str]:
 
 def sliding_window(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]:
     """With window w, query i depends on exactly the keys j with i − w < j ≤ i (each key perturbed in turn)."""
-    module, seq = s.module(case.shape), case.shape.seq_q
+    module = s.module(case.shape)
     window = window_of(module)
-    base = s.run(module, case, use_mask=False).output
-    gen = torch.Generator().manual_seed(case.seed + 3)
-    for j in range(seq):
-        edited = case.query.clone()
-        edited[:, j] = torch.randn(edited[:, j].shape, generator=gen) * 3  # (batch, d_model)
-        out = s.run(module, case, query=edited, key=edited, value=edited, use_mask=False).output
-        moved = ~torch.isclose(out, base, atol=1e-5, rtol=1e-4).all(dim=-1)  # (batch, seq)
+    for j, moved in _moved_by_each_key(s, module, case, case.seed + 3, use_mask=False):
         reason = _window_reason(moved, j, window, causal=s.causal_mode is not None)  # type: ignore[arg-type]
         if reason:
             return reason
     return None
 
 
+def _moved_by_each_key(s: Subject, module: nn.Module, case: AttentionCase, seed: int,
+                       **run: Any) -> Iterator[tuple[int, Tensor]]:
+    """(j, which query rows moved) for each position j whose token is replaced in turn: (batch, seq) booleans."""
+    base = s.run(module, case, **run).output
+    gen = torch.Generator().manual_seed(seed)
+    for j in range(case.shape.seq_q):
+        edited = case.query.clone()
+        edited[:, j] = torch.randn(edited[:, j].shape, generator=gen) * 3  # (batch, d_model)
+        out = s.run(module, case, query=edited, key=edited, value=edited, **run).output
+        yield j, ~torch.isclose(out, base, atol=1e-5, rtol=1e-4).all(dim=-1)  # (batch, seq)
+
+
 def _window_reason(moved: Tensor, j: int, window: int, *, causal: bool) -> Optional[str]:
+    allowed = _window_allowed(moved.size(1), window, causal)
     for i in range(moved.size(1)):
         if i == j:
             continue  # token j is also the query at j
-        expected = (i - window < j <= i) if causal else abs(i - j) < window
+        expected = bool(allowed[i, j])
         if bool(moved[:, i].any()) != expected:
             seen = "depends on" if not expected else "ignores"
             last = i if causal else i + window - 1
@@ -243,13 +251,7 @@ def window_padding(s: Subject, case: AttentionCase, draw: Draw) -> Optional[str]
     window, causal = window_of(module), s.causal_mode is not None
     allowed = keep[:, None, :] & _window_allowed(seq, window, causal)[None]  # (batch, seq_q, seq_k)
     judged = keep & allowed.any(dim=-1)  # (batch, seq_q): real query rows that see some key
-    base = s.run(module, case, keep=keep).output
-    gen = torch.Generator().manual_seed(case.seed + 5)
-    for j in range(seq):
-        edited = case.query.clone()
-        edited[:, j] = torch.randn(edited[:, j].shape, generator=gen) * 3  # (batch, d_model)
-        out = s.run(module, case, query=edited, key=edited, value=edited, keep=keep).output
-        moved = ~torch.isclose(out, base, atol=1e-5, rtol=1e-4).all(dim=-1)  # (batch, seq)
+    for j, moved in _moved_by_each_key(s, module, case, case.seed + 5, keep=keep):
         for b, i in judged.nonzero().tolist():
             if i != j and bool(moved[b, i]) != bool(allowed[b, i, j]):
                 seen = "depends on" if moved[b, i] else "ignores"
