@@ -248,19 +248,30 @@ def _diagnose(sig: _Signature, qualname: str, args: tuple, kwargs: dict, out: ob
     return ShapeError(f"{qualname}: shapes do not match the annotations")
 
 
-def _checked_call(sig: _Signature, qualname: str, memo: dict[str, object], body: Callable[..., typing.Any],
-                  args: tuple, kwargs: dict) -> typing.Any:
-    """Check the arguments, call ``body``, check what it returned: the one path of every checked call."""
+def _arguments_fit(sig: _Signature, memo: dict[str, object], args: tuple, kwargs: dict) -> bool:
+    """Whether every array argument fits its annotation (binding axis sizes in ``memo``)."""
     for p in sig.params:
         value = args[p.index] if p.index < len(args) else kwargs.get(p.name, p.default)
         if value is None and p.spec.optional:
             continue
         if p.spec.match(value, memo):
-            raise _diagnose(sig, qualname, args, kwargs) from None
+            return False
+    return True
+
+
+def _returns_fit(sig: _Signature, memo: dict[str, object], out: object) -> bool:
+    """Whether every returned array fits its annotation, with the sizes the arguments bound."""
+    return not any(spec.match(value, memo) for _, spec, value in _returned(out, sig.returns))
+
+
+def _checked_call(sig: _Signature, qualname: str, memo: dict[str, object], body: Callable[..., typing.Any],
+                  args: tuple, kwargs: dict) -> typing.Any:
+    """Check the arguments, call ``body``, check what it returned: the one path of every checked call."""
+    if not _arguments_fit(sig, memo, args, kwargs):
+        raise _diagnose(sig, qualname, args, kwargs) from None
     out = body(*args, **kwargs)
-    for _, spec, value in _returned(out, sig.returns):
-        if spec.match(value, memo):
-            raise _diagnose(sig, qualname, args, kwargs, out) from None
+    if not _returns_fit(sig, memo, out):
+        raise _diagnose(sig, qualname, args, kwargs, out) from None
     return out
 
 
@@ -304,17 +315,15 @@ def _described(value: object) -> object:
 
 
 def _rebuilt(described: object) -> object:
-    """A meta tensor (or a tuple of them) of the described shape and dtype; a stand-in object otherwise."""
+    """A meta tensor (or a tuple of them) of the described shape and dtype; a stand-in for anything else."""
     if isinstance(described, tuple) and len(described) == 2 and isinstance(described[1], torch.dtype):
         return torch.empty(described[0], dtype=described[1], device="meta")
     if isinstance(described, tuple):
         return tuple(_rebuilt(item) for item in described)
-    return None if described is None else _NotAnArray(described)
+    return None if described is None else _NOT_AN_ARRAY
 
 
-class _NotAnArray:
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
+_NOT_AN_ARRAY = object()  # stands for a traced value that is no tensor: an array annotation refuses it
 
 
 def _symbolic(described: object) -> bool:
@@ -361,19 +370,11 @@ def _fits(contract: int, owner: tuple, args: tuple, kwargs: tuple, out: object =
     """Whether a traced call of static sizes fits contract ``_CONTRACTS[contract]``, decided in plain Python
     while dynamo traces and folded into the graph as a constant: no guard on the contract's own objects, so a
     compiled call pays for the shapes it guards anyway and nothing more."""
-    sig = _CONTRACTS[contract]
+    sig, memo = _CONTRACTS[contract], dict(owner)
     try:
-        memo = dict(owner)
-        values, named = _rebuilt(args), dict(_rebuilt(kwargs))
-        for p in sig.params:
-            value = values[p.index] if p.index < len(values) else named.get(p.name, p.default)
-            if value is None and p.spec.optional:
-                continue
-            if p.spec.match(value, memo):
-                return False
-        if out == _SYMBOLIC:  # the arguments only: the forward has not run yet
-            return True
-        return not any(spec.match(value, memo) for _, spec, value in _returned(_rebuilt(out), sig.returns))
+        if not _arguments_fit(sig, memo, _rebuilt(args), dict(_rebuilt(kwargs))):
+            return False
+        return out == _SYMBOLIC or _returns_fit(sig, memo, _rebuilt(out))  # _SYMBOLIC: the forward has not run yet
     except Exception:  # noqa: BLE001 - anything unexpected: the traced checks decide, with their message
         return False
 
