@@ -15,11 +15,21 @@ import stat
 
 
 class Unreadable(Exception):
-    """Why a file was not read: ``reason`` is one short phrase (``not a regular file (a FIFO): not read``)."""
+    """Why a file was not read: ``reason`` is one short phrase (``not a regular file (a FIFO): not read``);
+    ``kind`` is what went wrong, for a caller that words it its own way ("directory", "special", "too large",
+    "cannot read"), and ``detail`` the particulars (``a FIFO``, the system's reason)."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, kind: str = "cannot read", detail: str = "") -> None:
         super().__init__(reason)
-        self.reason = reason
+        self.reason, self.kind, self.detail = reason, kind, detail or reason
+
+
+def _cannot_read(detail: str) -> Unreadable:
+    return Unreadable(f"cannot read: {detail}", "cannot read", detail)
+
+
+def _too_large(limit: int) -> Unreadable:
+    return Unreadable(f"larger than {_size(limit)}: not read", "too large")
 
 
 def read_bounded(path: str, limit: int) -> bytes:
@@ -30,25 +40,28 @@ def read_bounded(path: str, limit: int) -> bytes:
         dangling = error.errno == errno.ENOENT and os.path.islink(path)
         if error.errno == errno.ELOOP:
             raise Unreadable("symbolic-link loop") from None
-        raise Unreadable("dangling symbolic link" if dangling else f"cannot read: {os_reason(error)}") from None
+        if dangling:
+            raise Unreadable("dangling symbolic link") from None
+        raise _cannot_read(os_reason(error)) from None
     try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise Unreadable("a directory, not a file")
-        if not stat.S_ISREG(mode):
-            raise Unreadable(f"not a regular file ({kind_of(mode)}): not read")
-        if os.fstat(fd).st_size > limit:
-            raise Unreadable(f"larger than {_size(limit)}: not read")
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise Unreadable("a directory, not a file", "directory")
+        if not stat.S_ISREG(info.st_mode):
+            kind = kind_of(info.st_mode)
+            raise Unreadable(f"not a regular file ({kind}): not read", "special", kind)
+        if info.st_size > limit:
+            raise _too_large(limit)
         with os.fdopen(fd, "rb", closefd=True) as handle:
             fd = -1
             data = handle.read(limit + 1)
     except OSError as error:
-        raise Unreadable(f"cannot read: {os_reason(error)}") from None
+        raise _cannot_read(os_reason(error)) from None
     finally:
         if fd >= 0:
             os.close(fd)
     if len(data) > limit:
-        raise Unreadable(f"larger than {_size(limit)}: not read")
+        raise _too_large(limit)
     return data
 
 

@@ -45,13 +45,13 @@ def _read(path: str) -> str:
     try:
         raw = read_bounded(path, MAX_BYTES)
     except Unreadable as problem:
-        reason = problem.reason
-        if reason.startswith("a directory") or reason.startswith("not a regular file"):
-            kind = "a directory" if reason.startswith("a directory") else reason.split(":")[0]
-            raise UsageError(f"--config {path}: {kind}; give a config.json file") from None
-        if reason.startswith("larger than"):
+        if problem.kind == "directory":
+            raise UsageError(f"--config {path}: a directory; give a config.json file") from None
+        if problem.kind == "special":
+            raise UsageError(f"--config {path}: not a regular file ({problem.detail}); give a config.json file") from None
+        if problem.kind == "too large":
             raise UsageError(f"--config {path}: more than a config file holds ({MAX_BYTES:,} bytes at most)") from None
-        raise UsageError(f"--config {path}: cannot read it ({reason.removeprefix('cannot read: ')})") from None
+        raise UsageError(f"--config {path}: cannot read it ({problem.detail})") from None
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as error:
