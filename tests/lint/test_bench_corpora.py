@@ -3,6 +3,7 @@ fixed random split, and an honest count of what could not be read (a fresh clone
 
 from __future__ import annotations
 
+import collections
 import importlib.util
 import random
 import subprocess
@@ -52,6 +53,19 @@ def test_second_history_manifest_is_disjoint_and_split_at_random_with_its_seed()
     dev = set(order[: len(second) // 2])
     assert [f.half for f in second] == ["dev" if i in dev else "held-out" for i in range(len(second))]
 
+
+
+def test_third_history_manifest_is_disjoint_and_split_at_random_with_its_seed():
+    bench = _load("bench_lint_history")
+    third = bench.fixes(BENCH / "lint_corpus" / "history_manifest_3.tsv")
+    assert len(third) >= 30 and all(f.files and f.why and len(f.commit) == len(f.parent) == 40 for f in third)
+    earlier = bench.fixes() + bench.fixes(BENCH / "lint_corpus" / "history_manifest_2.tsv")
+    assert not {f.repo for f in third} & {f.repo for f in earlier}
+    assert max(collections.Counter(f.repo for f in third).values()) <= 4
+    order = list(range(len(third)))
+    random.Random(3163).shuffle(order)
+    dev = set(order[: len(third) // 2])
+    assert [f.half for f in third] == ["dev" if i in dev else "held-out" for i in range(len(third))]
 
 def test_benchmarks_say_what_they_could_not_read(tmp_path):
     """No snapshot under --mirror: every file is counted as not read and named by repository, nothing is claimed."""
