@@ -11,10 +11,11 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import replace
-from typing import Optional, Sequence, Union
+from typing import Iterator, Optional, Sequence, Union
 
 from shapecheck.lint import events as ev
 from shapecheck.lint import names as nm
+from shapecheck.lint import nodes
 from shapecheck.lint.calls import Calls
 from shapecheck.lint.scope import ClassInfo, FunctionInfo, all_args, class_info
 from shapecheck.lint.tracking import Axis, Dim, Label, Pieces, Shape, Target, Tensor, Value, join, name_label
@@ -42,7 +43,10 @@ class Checker(Calls, ast.NodeVisitor):
         self.aliases: dict[str, str] = {}  # ``attention_interface = eager_attention_forward``: local -> function
         self.call_sites: dict[str, list[dict[str, Optional[Value]]]] = {}
         self.rebound: Optional[dict[str, Value]] = None
-        self.run(tree.body)
+        try:
+            self.run(tree.body)
+        finally:
+            nodes.forget()
         self.recheck_called()
 
     # ---- module-level functions checked again with the tensors their callers pass ----------
@@ -254,7 +258,7 @@ class Checker(Calls, ast.NodeVisitor):
     visit_AsyncFunctionDef = visit_FunctionDef
 
     def visit_Assign(self, node: ast.Assign) -> None:
-        self.targets = tuple(n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        self.targets = tuple(_stored_names(node.targets))
         value = self.ev(node.value)
         self.targets = ()
         for target in node.targets:
@@ -525,3 +529,12 @@ def class_info_of(checker: "Checker", node: ast.ClassDef) -> ClassInfo:
 def _forward(node: ast.ClassDef) -> Optional[ast.FunctionDef]:
     return next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "forward"
                  and not s.decorator_list), None)
+
+
+def _stored_names(targets: list[ast.expr]) -> Iterator[str]:
+    """The names an assignment binds, in order (``a, (b, c) = ...`` -> a, b, c; ``x[i] = ...`` -> x, i)."""
+    for t in targets:
+        if isinstance(t, ast.Name):
+            yield t.id
+        else:
+            yield from (n.id for n in ast.walk(t) if isinstance(n, ast.Name))

@@ -11,6 +11,7 @@ from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
 from shapecheck.lint.scope import Scope
+from shapecheck.lint.nodes import walk
 
 
 @on(ev.FunctionalDropout)
@@ -80,7 +81,7 @@ def _guarded_by_training(scope: Scope, call: ast.Call) -> bool:
     func = scope.func
     if func is None:
         return False
-    for node in ast.walk(func.node):
+    for node in walk(func.node):
         if isinstance(node, (ast.If, ast.IfExp)) and _mentions_training(node.test):
             if any(sub is call for sub in ast.walk(node)):
                 return True

@@ -12,6 +12,7 @@ from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
 from shapecheck.lint.scope import Scope
 from shapecheck.lint.tracking import Tensor, show
+from shapecheck.lint.nodes import walk
 
 
 @on(ev.Softmax)
@@ -65,7 +66,7 @@ def _dual_softmax(scope: Scope, e: ev.Softmax) -> bool:
     if e.source is None or scope.func is None:
         return False
     root = _root(e.source)
-    others = [c for c in ast.walk(scope.func.node) if isinstance(c, ast.Call) and c is not e.call
+    others = [c for c in walk(scope.func.node) if isinstance(c, ast.Call) and c is not e.call
               and _callee(c.func) in nm.SOFTMAX | {"Softmax"} and c.args and root is not None
               and root in {_root(a) for a in c.args}  # the same scores, maybe transposed
               and not any(sub is e.call for sub in ast.walk(c))]  # not the ``.to(dtype)`` around this one
@@ -77,7 +78,7 @@ def _chosen_by_a_flag(func: ast.AST, call: ast.Call, root: Optional[str]) -> boo
     same scores on exclusive branches of one ``if`` (perceiver's inverted attention) are a choice, not a slip."""
     if root is None:
         return False
-    for node in ast.walk(func):
+    for node in walk(func):
         if not isinstance(node, ast.If) or not node.orelse or any(
                 isinstance(n, ast.Name) and n.id == root and isinstance(n.ctx, ast.Store) for n in ast.walk(node)):
             continue  # each branch computes its own scores (two implementations), not one choice over the same
@@ -117,7 +118,7 @@ def _fused_scale_one(scope: Scope) -> bool:
     scale=1.0)``, QK-normed models whose norms learn the temperature): its eager branch follows it."""
     if scope.func is None:
         return False
-    for node in ast.walk(scope.func.node):
+    for node in walk(scope.func.node):
         if isinstance(node, ast.Call) and _callee(node.func) in nm.FUSED_ATTENTION:
             scale = nm.fused_scale(node)
             if isinstance(scale, ast.Constant) and scale.value == 1:
