@@ -327,6 +327,13 @@ class MaskParameterUnread(Message):
     args = ("parameter", "passed")
 
 
+class ScaledTwice(Message):
+    code, name = "SC164", "scaled-twice"
+    template = "attention scores scaled by 1/√d_head twice: {0} (line {1}) and again {2}"
+    hint = "scale once: {3}"
+    args = ("first scaling", "line", "second scaling", "fix")
+
+
 RULES: tuple[type[Message], ...] = (
     FileNotParsed, EmptyFile, AnalysisStopped, SoftmaxAxis, UnscaledScores, WidthScaledScores,
     MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, MaskedFillDiscarded,
@@ -335,7 +342,7 @@ RULES: tuple[type[Message], ...] = (
     LayerInForward, FillOverflowsHalf, PaddingMaskOnQueries, HeadsScaledScores, UntemperedCosineScores,
     HalfScaledScores, MaskedMasksIntersected, FusedLayout, ResultDiscarded, CausalWithCache, RotaryTwice,
     ComputedUnused, MaskSumOverflowsHalf, RotaryOnHeads, BiasInMaskDtype, NormaliserMultiplied,
-    MaskParameterUnread,
+    MaskParameterUnread, ScaledTwice,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules about memory layout: they hold whatever the code means, so they are reported inside followed helpers too.

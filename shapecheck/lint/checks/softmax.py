@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Optional
 
 from shapecheck.lint import events as ev
@@ -148,6 +149,62 @@ def fused_cosine(scope: Scope, e: ev.FusedAttention) -> None:
         return
     if e.scale is None or isinstance(e.scale, ast.Constant):
         scope.report(msg.UntemperedCosineScores, e.call)
+
+
+@on(ev.Scaled)
+def note_root_scaling(scope: Scope, e: ev.Scaled) -> None:
+    """Remember where a tensor was scaled by a factor that is, by its definition, a (reciprocal) square root."""
+    if e.kind == "head":
+        roots = scope.memo.setdefault("root_scalings", set())
+        if _root_by_definition(scope, e.factor):
+            roots.add((e.node.lineno, e.node.col_offset))  # type: ignore[attr-defined, union-attr]
+
+
+@on(ev.FusedAttention)
+def fused_scaled_twice(scope: Scope, e: ev.FusedAttention) -> None:
+    """Queries already scaled by 1/√d_head handed to SDPA, flash-attn or xformers with no scale: the kernel applies
+    its default 1/√d_head again."""
+    q = e.query
+    if q is None or q.scale != "head" or not _scaled_by_a_root(scope, q) or not _default_scale(e.scale):
+        return
+    keyword = "softmax_scale" if e.name.split(".")[-1].startswith("flash_attn") else "scale"
+    scope.report(msg.ScaledTwice, e.call, "the queries", q.scale_at[0], f"by {e.name}'s default scale",  # type: ignore[index]
+                 f"pass {keyword}=1.0 to {e.name}, or leave the queries unscaled")
+
+
+@on(ev.Scaled)
+def scores_scaled_twice(scope: Scope, e: ev.Scaled) -> None:
+    """``q = q / sqrt(d)`` and then ``(q @ k.T) / sqrt(d)``: the scores carry the factor twice. A factor the
+    caller passes in (``scaling``, 1.0 where the queries were scaled) is not known here."""
+    t = e.tensor
+    if e.kind == "head" and t.role == "scores" and t.scale == "head" and _scaled_by_a_root(scope, t) \
+            and _root_by_definition(scope, e.factor) and not _from_parameters(scope, e.factor):
+        scope.report(msg.ScaledTwice, e.node, "the queries or keys", t.scale_at[0],  # type: ignore[index]
+                     f"by {ast.unparse(e.factor)}", "drop one of the two factors")
+
+
+_ROOT = re.compile(r"sqrt|\*\* \(?-?0\.5|\bpow\(-?0\.5\)")
+
+
+def _root_by_definition(scope: Scope, factor: ast.expr) -> bool:
+    """``1 / math.sqrt(d)``, ``d ** -0.5``, or a local name or ``self.`` attribute defined so."""
+    attr = nm.self_attr(factor)
+    defined = scope.class_attr(attr) if attr is not None else scope.scalar_definition(factor)  # type: ignore[attr-defined]
+    return defined is not None and _ROOT.search(ast.unparse(defined)) is not None
+
+
+def _scaled_by_a_root(scope: Scope, t: Tensor) -> bool:
+    return t.scale_at is not None and t.scale_at in scope.memo.get("root_scalings", ())  # type: ignore[operator]
+
+
+def _from_parameters(scope: Scope, factor: ast.expr) -> bool:
+    func = scope.func
+    return func is not None and any(isinstance(n, ast.Name) and n.id in func.params and n.id not in ("self", "cls")
+                                    for n in ast.walk(factor))
+
+
+def _default_scale(scale: Optional[ast.expr]) -> bool:
+    return scale is None or isinstance(scale, ast.Constant) and scale.value is None
 
 
 @on(ev.NormaliserProduct)
