@@ -334,6 +334,14 @@ class ScaledTwice(Message):
     args = ("first scaling", "line", "second scaling", "fix")
 
 
+class HostTensorMeetsInputs(Message):
+    code, name = "SC165", "host-tensor-meets-inputs"
+    template = ("{0} (line {1}) is made without device= (on the CPU, or the default GPU after .cuda()) and meets "
+                "the inputs here: fails when they are on another device")
+    hint = "make it where the inputs are: device=x.device (or torch.zeros_like / x.new_zeros)"
+    args = ("allocation", "line")
+
+
 RULES: tuple[type[Message], ...] = (
     FileNotParsed, EmptyFile, AnalysisStopped, SoftmaxAxis, UnscaledScores, WidthScaledScores,
     MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, MaskedFillDiscarded,
@@ -342,7 +350,7 @@ RULES: tuple[type[Message], ...] = (
     LayerInForward, FillOverflowsHalf, PaddingMaskOnQueries, HeadsScaledScores, UntemperedCosineScores,
     HalfScaledScores, MaskedMasksIntersected, FusedLayout, ResultDiscarded, CausalWithCache, RotaryTwice,
     ComputedUnused, MaskSumOverflowsHalf, RotaryOnHeads, BiasInMaskDtype, NormaliserMultiplied,
-    MaskParameterUnread, ScaledTwice,
+    MaskParameterUnread, ScaledTwice, HostTensorMeetsInputs,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules about memory layout: they hold whatever the code means, so they are reported inside followed helpers too.
