@@ -342,6 +342,21 @@ class HostTensorMeetsInputs(Message):
     args = ("allocation", "line")
 
 
+class RepeatedAssert(Message):
+    code, name = "SC166", "repeated-assert"
+    template = "assert {0} repeats line {1} word for word with nothing rebound between: a copy meant for another name?"
+    hint = "check the name the copy was for (the key/value twin of a query-side check, say)"
+    args = ("test", "line")
+
+
+class ResidualDropped(Message):
+    code, name = "SC167", "residual-dropped"
+    template = ("'{0}' replaces '{1}' instead of adding to it, while the other blocks of the loop add their output "
+                "to '{1}' (a residual)")
+    hint = "add the residual: {1} = {0}({1}, ...) + {1}"
+    args = ("block", "stream")
+
+
 RULES: tuple[type[Message], ...] = (
     FileNotParsed, EmptyFile, AnalysisStopped, SoftmaxAxis, UnscaledScores, WidthScaledScores,
     MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, MaskedFillDiscarded,
@@ -350,7 +365,7 @@ RULES: tuple[type[Message], ...] = (
     LayerInForward, FillOverflowsHalf, PaddingMaskOnQueries, HeadsScaledScores, UntemperedCosineScores,
     HalfScaledScores, MaskedMasksIntersected, FusedLayout, ResultDiscarded, CausalWithCache, RotaryTwice,
     ComputedUnused, MaskSumOverflowsHalf, RotaryOnHeads, BiasInMaskDtype, NormaliserMultiplied,
-    MaskParameterUnread, ScaledTwice, HostTensorMeetsInputs,
+    MaskParameterUnread, ScaledTwice, HostTensorMeetsInputs, RepeatedAssert, ResidualDropped,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules about memory layout: they hold whatever the code means, so they are reported inside followed helpers too.
