@@ -357,6 +357,13 @@ class ResidualDropped(Message):
     args = ("block", "stream")
 
 
+class ReplacementUnused(Message):
+    code, name = "SC168", "replacement-unused"
+    template = "'{0}' is made to stand in for '{1}' (a default or a recast of it) but never read: the code below reads '{1}'"
+    hint = "read '{0}' where '{1}' is read below, or drop it"
+    args = ("name", "parameter")
+
+
 RULES: tuple[type[Message], ...] = (
     FileNotParsed, EmptyFile, AnalysisStopped, SoftmaxAxis, UnscaledScores, WidthScaledScores,
     MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, MaskedFillDiscarded,
@@ -366,6 +373,7 @@ RULES: tuple[type[Message], ...] = (
     HalfScaledScores, MaskedMasksIntersected, FusedLayout, ResultDiscarded, CausalWithCache, RotaryTwice,
     ComputedUnused, MaskSumOverflowsHalf, RotaryOnHeads, BiasInMaskDtype, NormaliserMultiplied,
     MaskParameterUnread, ScaledTwice, HostTensorMeetsInputs, RepeatedAssert, ResidualDropped,
+    ReplacementUnused,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules about memory layout: they hold whatever the code means, so they are reported inside followed helpers too.

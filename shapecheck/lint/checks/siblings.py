@@ -1,5 +1,6 @@
 """What a statement's siblings show was meant: an assert repeated word for word where a copy was to check another
-name (SC166), a block of a residual stack applied without its residual (SC167)."""
+name (SC166), a block of a residual stack applied without its residual (SC167), a value computed to stand in for a
+parameter that the code below still reads instead (SC168)."""
 
 from __future__ import annotations
 
@@ -79,6 +80,54 @@ def _class_of(node: ast.expr, local: dict[str, ast.expr]) -> Optional[str]:
         node = node.body
     if isinstance(node, ast.Call):
         return ast.unparse(node.func)
+    return None
+
+
+@on(ev.FunctionDone)
+def replacement_unused(scope: Scope, e: ev.FunctionDone) -> None:
+    """``mask = default(attn_mask, lambda: ids != pad_id)`` never read, while ``attn_mask`` (maybe None) is what
+    the call below gets: the value meant to replace the parameter is dropped."""
+    func = scope.func
+    if func is None or func.node is not e.node or scope.following:
+        return
+    params = func.params - {"self", "cls"}
+    loads: dict[str, list[int]] = {}
+    stores: dict[str, list[ast.Assign]] = {}
+    for node in walk(func.node):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            loads.setdefault(node.id, []).append(node.lineno)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            stores.setdefault(node.targets[0].id, []).append(node)
+    for name, assigned in stores.items():
+        if name in loads or name in params or name.startswith("_") or len(assigned) != 1:
+            continue
+        stmt = assigned[0]
+        param = _stand_in_for(stmt.value, params)
+        if param is not None and any(line > (stmt.end_lineno or stmt.lineno) for line in loads.get(param, ())):
+            scope.report(msg.ReplacementUnused, stmt, name, param)
+
+
+# methods that give the same values in another dtype, device or shape: what they return stands in for the tensor
+_RECAST = frozenset({"to", "bool", "float", "half", "long", "int", "type", "type_as", "view", "reshape", "unsqueeze",
+                     "squeeze", "contiguous", "transpose", "expand", "flatten"})
+
+
+def _stand_in_for(value: ast.expr, params: frozenset[str]) -> Optional[str]:
+    """The parameter ``value`` stands in for: ``default(p, fallback)``, ``p if p is not None else x``, ``p or x``,
+    ``p.to(dtype)``, ``p.bool()``; None for anything merely computed from it."""
+    if isinstance(value, ast.IfExp):
+        found = [v.id for v in (value.body, value.orelse) if isinstance(v, ast.Name) and v.id in params]
+        return found[0] if found else None
+    if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or):
+        found = [v.id for v in value.values if isinstance(v, ast.Name) and v.id in params]
+        return found[0] if found else None
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _RECAST:
+        value = value.func.value
+        if isinstance(value, ast.Name):
+            return value.id if value.id in params else None
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and len(value.args) == 2 and not value.keywords \
+            and isinstance(value.args[0], ast.Name) and value.args[0].id in params:
+        return value.args[0].id  # default(p, fallback), cast(p, dtype)
     return None
 
 
