@@ -364,6 +364,14 @@ class ReplacementUnused(Message):
     args = ("name", "parameter")
 
 
+class StaleCompanion(Message):
+    code, name = "SC169", "stale-companion"
+    template = ("self.{0} is rebuilt here and the call's other results are dropped: {1} (taken with it in "
+                "__init__, line {2}) no longer match it")
+    hint = "take them all again, as __init__ does: self.a, self.b = f(...)"
+    args = ("attribute", "companions", "line")
+
+
 RULES: tuple[type[Message], ...] = (
     FileNotParsed, EmptyFile, AnalysisStopped, SoftmaxAxis, UnscaledScores, WidthScaledScores,
     MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, MaskedFillDiscarded,
@@ -373,7 +381,7 @@ RULES: tuple[type[Message], ...] = (
     HalfScaledScores, MaskedMasksIntersected, FusedLayout, ResultDiscarded, CausalWithCache, RotaryTwice,
     ComputedUnused, MaskSumOverflowsHalf, RotaryOnHeads, BiasInMaskDtype, NormaliserMultiplied,
     MaskParameterUnread, ScaledTwice, HostTensorMeetsInputs, RepeatedAssert, ResidualDropped,
-    ReplacementUnused,
+    ReplacementUnused, StaleCompanion,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules about memory layout: they hold whatever the code means, so they are reported inside followed helpers too.
