@@ -372,6 +372,21 @@ class StaleCompanion(Message):
     args = ("attribute", "companions", "line")
 
 
+class TupleAsTensor(Message):
+    code, name = "SC170", "tuple-as-tensor"
+    template = "'{0}' takes the whole result of {1}(), which always returns {2} values, and is then used as a tensor"
+    hint = "unpack it: _, {0} = {1}(...)"
+    args = ("name", "function", "count")
+
+
+class PositionsInHalf(Message):
+    code, name, severity = "SC171", "positions-in-half", "warning"
+    template = ("positions made with dtype={0} and compared to build a mask: in float16 integers are exact only up "
+                "to 2048 (bfloat16: 256), so distinct positions compare equal")
+    hint = "make positions as integers: torch.arange(n, device=..., dtype=torch.long)"
+    args = ("dtype",)
+
+
 RULES: tuple[type[Message], ...] = (
     FileNotParsed, EmptyFile, AnalysisStopped, SoftmaxAxis, UnscaledScores, WidthScaledScores,
     MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, MaskedFillDiscarded,
@@ -381,7 +396,7 @@ RULES: tuple[type[Message], ...] = (
     HalfScaledScores, MaskedMasksIntersected, FusedLayout, ResultDiscarded, CausalWithCache, RotaryTwice,
     ComputedUnused, MaskSumOverflowsHalf, RotaryOnHeads, BiasInMaskDtype, NormaliserMultiplied,
     MaskParameterUnread, ScaledTwice, HostTensorMeetsInputs, RepeatedAssert, ResidualDropped,
-    ReplacementUnused, StaleCompanion,
+    ReplacementUnused, StaleCompanion, TupleAsTensor, PositionsInHalf,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules about memory layout: they hold whatever the code means, so they are reported inside followed helpers too.
