@@ -7,7 +7,9 @@ cannot be parsed (syntax error, not UTF-8, binary) is a finding, not a crash.
 from __future__ import annotations
 
 import ast
+import contextlib
 import errno
+import gc
 import io
 import os
 import re
@@ -175,6 +177,27 @@ def _walk(root: str, config: LintConfig) -> Iterator[str]:
 
 
 def _analyse(source: str, path: str, conventions: Optional[dict[str, str]] = None) -> list[msg.Finding]:
+    with _no_cycle_collection():
+        return _analyse_tree(source, path, conventions)
+
+
+@contextlib.contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """One file's analysis makes many short-lived objects (pyflakes links each node to its parent): the cycle
+    collector would sweep the whole heap again and again while they live, so it is paused until the file is done
+    and runs again after. Memory stays bounded by one file's analysis (at most ``MAX_BYTES`` of
+    source)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _analyse_tree(source: str, path: str, conventions: Optional[dict[str, str]]) -> list[msg.Finding]:
     if not source.strip():
         return [] if os.path.basename(path) == "__init__.py" else [msg.EmptyFile.finding(path, 1, 1)]
     try:

@@ -11,10 +11,12 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import replace
-from typing import Optional, Sequence, Union
+from typing import Iterator, Optional, Sequence, Union
 
 from shapecheck.lint import events as ev
 from shapecheck.lint import names as nm
+from shapecheck.lint import nodes
+from shapecheck.lint import ops
 from shapecheck.lint.calls import Calls
 from shapecheck.lint.scope import ClassInfo, FunctionInfo, all_args, class_info
 from shapecheck.lint.tracking import Axis, Dim, Label, Pieces, Shape, Target, Tensor, Value, join, name_label
@@ -42,7 +44,10 @@ class Checker(Calls, ast.NodeVisitor):
         self.aliases: dict[str, str] = {}  # ``attention_interface = eager_attention_forward``: local -> function
         self.call_sites: dict[str, list[dict[str, Optional[Value]]]] = {}
         self.rebound: Optional[dict[str, Value]] = None
-        self.run(tree.body)
+        try:
+            self.run(tree.body)
+        finally:
+            nodes.forget()
         self.recheck_called()
 
     # ---- module-level functions checked again with the tensors their callers pass ----------
@@ -254,7 +259,7 @@ class Checker(Calls, ast.NodeVisitor):
     visit_AsyncFunctionDef = visit_FunctionDef
 
     def visit_Assign(self, node: ast.Assign) -> None:
-        self.targets = tuple(n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        self.targets = tuple(_stored_names(node.targets))
         value = self.ev(node.value)
         self.targets = ()
         for target in node.targets:
@@ -364,16 +369,18 @@ class Checker(Calls, ast.NodeVisitor):
         if isinstance(target, ast.Name):
             self.store(target.id, value, node)
         elif isinstance(target, (ast.Tuple, ast.List)):
-            self.unpack(target.elts, value)
+            self.unpack(target.elts, value, node)
         elif isinstance(target, ast.Starred):
             self.bind(target.value, None, None)
 
-    def unpack(self, elts: list[ast.expr], value: Optional[Value]) -> None:
+    def unpack(self, elts: list[ast.expr], value: Optional[Value], node: Optional[ast.expr] = None) -> None:
         starred = any(isinstance(e, ast.Starred) for e in elts)
         if isinstance(value, Shape) and not starred:
             self.unpack_shape(elts, value)
             return
         items: list[Optional[Value]] = [None] * len(elts)
+        if isinstance(value, Tensor) and not starred and _reshaped(node):
+            items = [ops.first_axis_item(value)] * len(elts)  # ``q, k, v = qkv.view(...).permute(2, 0, 3, 1, 4)``
         if isinstance(value, Pieces) and not starred:
             if value.repeat:
                 items = [value.items[0]] * len(elts)
@@ -525,3 +532,21 @@ def class_info_of(checker: "Checker", node: ast.ClassDef) -> ClassInfo:
 def _forward(node: ast.ClassDef) -> Optional[ast.FunctionDef]:
     return next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "forward"
                  and not s.decorator_list), None)
+
+
+def _stored_names(targets: list[ast.expr]) -> Iterator[str]:
+    """The names an assignment binds, in order (``a, (b, c) = ...`` -> a, b, c; ``x[i] = ...`` -> x, i)."""
+    for t in targets:
+        if isinstance(t, ast.Name):
+            yield t.id
+        else:
+            yield from (n.id for n in ast.walk(t) if isinstance(n, ast.Name))
+
+
+_RESHAPES = frozenset({"view", "reshape", "permute", "transpose", "contiguous", "unflatten"})
+
+
+def _reshaped(node: Optional[ast.expr]) -> bool:
+    """``qkv.view(...).permute(...)``: a tensor this function reshaped itself, so unpacking it iterates its first
+    axis (a module's or helper's result may be a tuple of tensors instead)."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _RESHAPES

@@ -22,6 +22,7 @@ from shapecheck.lint.tracking import (
     WILD, Dim, Label, Pieces, Shape, Target, Tensor, Value, int_label, join, matmul, name_label, product, quotient,
     swap,
 )
+from shapecheck.lint.nodes import walk
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
 
@@ -109,9 +110,9 @@ class Evaluator(Scope):
             return frozenset()
         key = f"split_widths:{id(func.node)}"
         if key not in self.memo:
-            stores = Counter(n.id for n in ast.walk(func.node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+            stores = Counter(n.id for n in walk(func.node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
             self.memo[key] = frozenset(
-                n.left.id for n in ast.walk(func.node) if isinstance(n, ast.BinOp)
+                n.left.id for n in walk(func.node) if isinstance(n, ast.BinOp)
                 and isinstance(n.op, (ast.FloorDiv, ast.Div)) and isinstance(n.left, ast.Name)
                 and is_head_count(n.right, self.cls) and stores[n.left.id] <= 1)
         return self.memo[key]  # type: ignore[return-value]
@@ -332,7 +333,7 @@ class Evaluator(Scope):
         func = self.func.node
         key = f"swaps_heads:{id(func)}"
         if key not in self.memo:
-            self.memo[key] = any(_is_swap(n, {1, 2}) or _is_swap(n, {2, 3}) for n in ast.walk(func))
+            self.memo[key] = any(_is_swap(n, {1, 2}) or _is_swap(n, {2, 3}) for n in walk(func))
         if not self.memo[key]:
             return value
         query = replace(value, axes=(None,) * 4)
@@ -345,9 +346,9 @@ class Evaluator(Scope):
         if isinstance(node, ast.Name) and self.func is not None:
             key = f"single_stores:{id(self.func.node)}"
             if key not in self.memo:
-                counts = Counter(n.id for n in ast.walk(self.func.node) if isinstance(n, ast.Name)
+                counts = Counter(n.id for n in walk(self.func.node) if isinstance(n, ast.Name)
                                  and isinstance(n.ctx, ast.Store))
-                self.memo[key] = {a.targets[0].id: a.value for a in ast.walk(self.func.node)
+                self.memo[key] = {a.targets[0].id: a.value for a in walk(self.func.node)
                                   if isinstance(a, ast.Assign) and len(a.targets) == 1
                                   and isinstance(a.targets[0], ast.Name) and counts[a.targets[0].id] == 1}
             node = self.memo[key].get(node.id, node)  # type: ignore[union-attr]
@@ -600,7 +601,7 @@ def _passed_kind(tree: ast.Module, name: str, position: int, param: str) -> Opti
     for outer in tree.body:
         if not isinstance(outer, ast.ClassDef):
             continue
-        calls = [c for c in ast.walk(outer) if isinstance(c, ast.Call) and nm.dotted(c.func) == name]
+        calls = [c for c in walk(outer) if isinstance(c, ast.Call) and nm.dotted(c.func) == name]
         if not calls:
             continue
         caller = class_info(outer)

@@ -327,6 +327,66 @@ class MaskParameterUnread(Message):
     args = ("parameter", "passed")
 
 
+class ScaledTwice(Message):
+    code, name = "SC164", "scaled-twice"
+    template = "attention scores scaled by 1/√d_head twice: {0} (line {1}) and again {2}"
+    hint = "scale once: {3}"
+    args = ("first scaling", "line", "second scaling", "fix")
+
+
+class HostTensorMeetsInputs(Message):
+    code, name = "SC165", "host-tensor-meets-inputs"
+    template = ("{0} (line {1}) is made without device= (on the CPU, or the default GPU after .cuda()) and meets "
+                "the inputs here: fails when they are on another device")
+    hint = "make it where the inputs are: device=x.device (or torch.zeros_like / x.new_zeros)"
+    args = ("allocation", "line")
+
+
+class RepeatedAssert(Message):
+    code, name = "SC166", "repeated-assert"
+    template = "assert {0} repeats line {1} word for word with nothing rebound between: a copy meant for another name?"
+    hint = "check the name the copy was for (the key/value twin of a query-side check, say)"
+    args = ("test", "line")
+
+
+class ResidualDropped(Message):
+    code, name = "SC167", "residual-dropped"
+    template = ("'{0}' replaces '{1}' instead of adding to it, while the other blocks of the loop add their output "
+                "to '{1}' (a residual)")
+    hint = "add the residual: {1} = {0}({1}, ...) + {1}"
+    args = ("block", "stream")
+
+
+class ReplacementUnused(Message):
+    code, name = "SC168", "replacement-unused"
+    template = "'{0}' is made to stand in for '{1}' (a default or a recast of it) but never read: the code below reads '{1}'"
+    hint = "read '{0}' where '{1}' is read below, or drop it"
+    args = ("name", "parameter")
+
+
+class StaleCompanion(Message):
+    code, name = "SC169", "stale-companion"
+    template = ("self.{0} is rebuilt here and the call's other results are dropped: {1} (taken with it in "
+                "__init__, line {2}) no longer match it")
+    hint = "take them all again, as __init__ does: self.a, self.b = f(...)"
+    args = ("attribute", "companions", "line")
+
+
+class TupleAsTensor(Message):
+    code, name = "SC170", "tuple-as-tensor"
+    template = "'{0}' takes the whole result of {1}(), which always returns {2} values, and is then used as a tensor"
+    hint = "unpack it: _, {0} = {1}(...)"
+    args = ("name", "function", "count")
+
+
+class PositionsInHalf(Message):
+    code, name, severity = "SC171", "positions-in-half", "warning"
+    template = ("positions made with dtype={0} and compared to build a mask: in float16 integers are exact only up "
+                "to 2048 (bfloat16: 256), so distinct positions compare equal")
+    hint = "make positions as integers: torch.arange(n, device=..., dtype=torch.long)"
+    args = ("dtype",)
+
+
 RULES: tuple[type[Message], ...] = (
     FileNotParsed, EmptyFile, AnalysisStopped, SoftmaxAxis, UnscaledScores, WidthScaledScores,
     MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, MaskedFillDiscarded,
@@ -335,7 +395,8 @@ RULES: tuple[type[Message], ...] = (
     LayerInForward, FillOverflowsHalf, PaddingMaskOnQueries, HeadsScaledScores, UntemperedCosineScores,
     HalfScaledScores, MaskedMasksIntersected, FusedLayout, ResultDiscarded, CausalWithCache, RotaryTwice,
     ComputedUnused, MaskSumOverflowsHalf, RotaryOnHeads, BiasInMaskDtype, NormaliserMultiplied,
-    MaskParameterUnread,
+    MaskParameterUnread, ScaledTwice, HostTensorMeetsInputs, RepeatedAssert, ResidualDropped,
+    ReplacementUnused, StaleCompanion, TupleAsTensor, PositionsInHalf,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules about memory layout: they hold whatever the code means, so they are reported inside followed helpers too.

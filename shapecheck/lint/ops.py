@@ -201,6 +201,17 @@ def index(t: Tensor, index: ast.expr) -> Tensor:
     return Tensor(axes=tuple(axes), order=None, scale=t.scale, scale_at=t.scale_at, role=None)
 
 
+def first_axis_item(t: Tensor) -> Tensor:
+    """One item of iterating ``t`` (``a, b = t``): its first axis dropped, memory order and scaling kept."""
+    if t.axes is None or len(t.axes) < 2:
+        return Tensor(scale=t.scale, scale_at=t.scale_at)
+    order = None
+    if t.order is not None:
+        rest = t.order[1:]
+        order = tuple(sorted(rest).index(r) for r in rest)
+    return Tensor(axes=t.axes[1:], order=order, scale=t.scale, scale_at=t.scale_at)
+
+
 def _int_index(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and type(node.value) is int or (
         isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant)

@@ -20,6 +20,7 @@ from typing import Optional
 from shapecheck.lint import names as nm
 from shapecheck.lint.scope import Scope
 from shapecheck.vocabulary import KEEP_MASK_NAMES, PADDING_MASK_NAMES
+from shapecheck.lint.nodes import walk
 
 KEEP, MASKED = "keep", "masked"
 CONVENTIONS = (KEEP, MASKED)  # the values [tool.shapecheck] mask-conventions may give
@@ -281,7 +282,7 @@ def _file_defaults(scope: Scope) -> dict[str, set[tuple[bool, int]]]:
     """Every ``if name is None: name = <all True or all False>`` of the module: name -> {(all True, line)}."""
     if "mask_defaults" not in scope.memo:
         found: dict[str, set[tuple[bool, int]]] = {}
-        for branch in ast.walk(scope.tree):
+        for branch in walk(scope.tree):
             if not (isinstance(branch, ast.If) and isinstance(branch.test, ast.Compare)
                     and isinstance(branch.test.left, ast.Name) and _is_none_test(branch.test, branch.test.left.id)):
                 continue
@@ -311,7 +312,7 @@ def _defaults_only(scope: Scope, func: ast.AST, name: str) -> bool:
         return False  # the common case, decided without a walk: one default, all True or all False
     key = f"defaults_in:{id(func)}:{name}"
     if key not in scope.memo:
-        scope.memo[key] = sum(1 for b in ast.walk(func) if isinstance(b, ast.If) and _is_none_test(b.test, name)
+        scope.memo[key] = sum(1 for b in walk(func) if isinstance(b, ast.If) and _is_none_test(b.test, name)
                               for n in b.body if isinstance(n, ast.Assign) and len(n.targets) == 1
                               and isinstance(n.targets[0], ast.Name) and n.targets[0].id == name
                               and _constant_mask(n.value) is not None)
@@ -325,11 +326,11 @@ def _last_store(scope: Scope, func: ast.AST, name: str, line: int) -> Optional[a
     if key not in scope.memo:
         top = {id(s) for s in getattr(func, "body", [])}
         chain: list[ast.Assign] = []
-        for node in ast.walk(func):
+        for node in walk(func):
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
                     and node.targets[0].id == name and id(node) in top:
                 chain.append(node)
-        stored = sum(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id == name for n in ast.walk(func))
+        stored = sum(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id == name for n in walk(func))
         scope.memo[key] = sorted(chain, key=lambda a: a.lineno) if len(chain) == stored else None
     chain = scope.memo[key]
     before = [a for a in chain or [] if (a.end_lineno or a.lineno) < line]  # type: ignore[union-attr]
@@ -340,9 +341,9 @@ def _stores(scope: Scope, func: ast.AST) -> dict[str, tuple[int, Optional[ast.ex
     """Each name stored in ``func``: how many times, and its value when it is one plain assignment."""
     key = f"mask_stores:{id(func)}"
     if key not in scope.memo:
-        counts = Counter(n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+        counts = Counter(n.id for n in walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
         values: dict[str, Optional[ast.expr]] = {}
-        for node in ast.walk(func):
+        for node in walk(func):
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 values[node.targets[0].id] = node.value
         scope.memo[key] = {n: (c, values.get(n)) for n, c in counts.items()}
@@ -386,7 +387,7 @@ def passed_under_another_name(scope: Scope) -> frozenset[str]:
             return not (isinstance(value, ast.Name) and value.id == name)
 
         params = _forward_params(scope.tree)
-        for node in ast.walk(scope.tree):
+        for node in walk(scope.tree):
             if isinstance(node, ast.Call):
                 found |= {kw.arg for kw in node.keywords if kw.arg in known and other(kw.arg, kw.value)}
                 for param, arg in zip(params.get(nm.self_attr(node.func) or "", ()), node.args):
@@ -408,13 +409,13 @@ def _forward_params(tree: ast.Module) -> dict[str, list[str]]:
     """``self.attr`` -> the parameters of ``forward`` of the class of this file it was built from
     (``self.encoder = Encoder(config)``, ``nn.ModuleList([Layer(config) ...])``)."""
     forwards = {}
-    for cls in ast.walk(tree):
+    for cls in walk(tree):
         if isinstance(cls, ast.ClassDef):
             for item in cls.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == "forward":
                     forwards[cls.name] = [a.arg for a in item.args.args[1:]]
     found: dict[str, list[str]] = {}
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             attr = nm.self_attr(node.targets[0])
             made = next((forwards[c.func.id] for c in ast.walk(node.value) if isinstance(c, ast.Call)

@@ -155,7 +155,8 @@ def class_info(node: ast.ClassDef) -> ClassInfo:
                 if attr is not None:
                     attrs.setdefault(attr, sub.value)
             if stmt.name == "__init__":
-                for node in (sub, *(n for n in ast.walk(sub.value) if isinstance(n, ast.BinOp))):
+                inner = tuple(ast.walk(sub.value))
+                for node in (sub, *(n for n in inner if isinstance(n, ast.BinOp))):
                     name = _width_name(node)
                     if name is not None:
                         split.add(name)
@@ -163,7 +164,7 @@ def class_info(node: ast.ClassDef) -> ClassInfo:
                 if found is not None:
                     split.add(found[0])
                     counts.add(found[1])
-                fed |= {ast.unparse(c.args[0]) for c in (ast.walk(sub.value) if isinstance(sub.value, ast.Call) else ())
+                fed |= {ast.unparse(c.args[0]) for c in (inner if isinstance(sub.value, ast.Call) else ())
                         if isinstance(c, ast.Call) and c.args
                         and (nm.dotted(c.func) or "").split(".")[-1] == "Linear"
                         and isinstance(c.args[0], (ast.Name, ast.Attribute))}

@@ -66,6 +66,33 @@ def f(x, qkv, heads):
     assert_lint(src, m.MergeWithoutTranspose)
 
 
+@pytest.mark.parametrize("merge, expected", [
+    ("(attn @ v).reshape(B, N, C)", [m.MergeWithoutTranspose]),
+    ("(attn @ v).transpose(1, 2).reshape(B, N, C)", []),
+])
+def test_unpacking_a_reshaped_qkv_iterates_its_first_axis(merge, expected):
+    # ``q, k, v = t`` is t[0], t[1], t[2]: each keeps the permuted layout of the rest
+    src = HEADER + f"""
+def f(x, qkv, heads, scale):
+    B, N, C = x.shape
+    q, k, v = qkv(x).reshape(B, N, 3, heads, C // heads).permute(2, 0, 3, 1, 4)
+    attn = (q @ k.transpose(-2, -1) * scale).softmax(dim=-1)
+    return {merge}
+"""
+    assert_lint(src, *expected)
+
+
+def test_unpacking_a_call_result_is_not_read_as_a_tensor():
+    # a module may return a tuple: only a tensor this function reshaped itself is iterated along its first axis
+    src = HEADER + """
+def f(x, attn, heads):
+    B, N, C = x.shape
+    out, weights = attn(x.view(B, N, heads, C // heads).transpose(1, 2))
+    return out.reshape(B, N, C)
+"""
+    assert_lint(src)
+
+
 def test_a_followed_helper_returns_the_callers_layout():
     src = HEADER + """
 def split_heads(t, heads):
@@ -766,7 +793,7 @@ class ProphetAttention(nn.Module):
         batch_size, tgt_len, hidden_size = hidden_states.size()
         q = self.query_proj(hidden_states) / self.head_dim ** 0.5
         q = q.view(batch_size, tgt_len, self.num_attn_heads, self.head_dim).transpose(1, 2)
-        return F.scaled_dot_product_attention(q, q, q)
+        return F.scaled_dot_product_attention(q, q, q, scale=1.0)
 """
     assert codes(src) == []
     assert_lint(src.replace("q.view(batch_size, tgt_len, self.num_attn_heads, self.head_dim).transpose(1, 2)",

@@ -17,6 +17,7 @@ from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
 from shapecheck.lint.scope import Scope
+from shapecheck.lint.nodes import walk
 
 _CACHE = re.compile(r"past|cache|prev|memory_kv|layer_past", re.I)
 _CAUSAL = re.compile(r"bias|mask|causal|tril", re.I)
@@ -32,7 +33,7 @@ def _cached_keys(scope: Scope) -> frozenset[str]:
     key = f"cached_keys:{id(func.node)}"
     if key not in scope.memo:
         found = set()
-        for node in ast.walk(func.node):
+        for node in walk(func.node):
             if not isinstance(node, ast.Assign):
                 continue
             value = node.value
@@ -53,7 +54,7 @@ def _guarded(scope: Scope, node: ast.AST) -> bool:
     func = scope.func
     if func is None:
         return False
-    for test_owner in ast.walk(func.node):
+    for test_owner in walk(func.node):
         if isinstance(test_owner, (ast.If, ast.IfExp)) and any(sub is node for sub in ast.walk(test_owner)):
             words = nm.identifiers(test_owner.test)
             if any(_CACHE.search(w) or w in ("shape", "size") for w in words):
@@ -129,7 +130,7 @@ def _rotary_twice(scope: Scope) -> None:
         return
     func = scope.func
     rotated: dict[str, ast.Call] = {}
-    for stmt in sorted((n for n in ast.walk(func.node) if isinstance(n, ast.Assign)), key=lambda n: n.lineno):
+    for stmt in sorted((n for n in walk(func.node) if isinstance(n, ast.Assign)), key=lambda n: n.lineno):
         calls = [c for c in ast.walk(stmt.value) if isinstance(c, ast.Call) and _applies_rotary(c)]
         targets = [n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
         args = {a.id for c in calls for a in c.args if isinstance(a, ast.Name)}
@@ -154,7 +155,7 @@ def _applies_rotary(call: ast.Call) -> bool:
 
 def _same_block(func: ast.AST, first: ast.AST, second: ast.AST) -> bool:
     """Both statements in the same statement list (so both run, one after the other)."""
-    for node in ast.walk(func):
+    for node in walk(func):
         for field in ("body", "orelse", "finalbody"):
             body = getattr(node, field, None)
             if isinstance(body, list) and first in body and second in body:

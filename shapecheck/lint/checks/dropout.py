@@ -11,6 +11,7 @@ from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
 from shapecheck.lint.scope import Scope
+from shapecheck.lint.nodes import walk
 
 
 @on(ev.FunctionalDropout)
@@ -61,6 +62,8 @@ def _attribute_probability(scope: Scope, node: ast.expr, depth: int) -> bool:
     if _mentions_training(node):
         return False
     if nm.self_attr(node) is not None:
+        if _set_by_a_method(scope, nm.self_attr(node)):  # type: ignore[arg-type]
+            return False  # ``update_dropout(p)`` sets it: the owner manages the rate (0 at inference), not lint's to know
         made = scope.class_attr(nm.self_attr(node))  # type: ignore[arg-type]
         return made is None or not _mentions_training(made)
     if isinstance(node, ast.Attribute) and (nm.dotted(node) or "").startswith("self."):
@@ -68,6 +71,16 @@ def _attribute_probability(scope: Scope, node: ast.expr, depth: int) -> bool:
     if isinstance(node, ast.Name) and node.id in scope.scalars and depth < 3:
         return _attribute_probability(scope, scope.scalars[node.id], depth + 1)
     return False
+
+
+def _set_by_a_method(scope: Scope, attr: str) -> bool:
+    """Whether a method of the class other than ``__init__`` assigns ``self.<attr>``."""
+    cls = scope.cls
+    return cls is not None and any(
+        nm.self_attr(target) == attr
+        for name, method in cls.methods.items() if name != "__init__"
+        for node in walk(method) if isinstance(node, (ast.Assign, ast.AugAssign))
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target]))
 
 
 def _mentions_training(node: ast.AST) -> bool:
@@ -80,7 +93,7 @@ def _guarded_by_training(scope: Scope, call: ast.Call) -> bool:
     func = scope.func
     if func is None:
         return False
-    for node in ast.walk(func.node):
+    for node in walk(func.node):
         if isinstance(node, (ast.If, ast.IfExp)) and _mentions_training(node.test):
             if any(sub is call for sub in ast.walk(node)):
                 return True

@@ -11,6 +11,7 @@ from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
 from shapecheck.lint.scope import Scope
+from shapecheck.lint.nodes import walk
 
 # The memory layout each fused kernel reads its queries in: (batch, heads, seq, d_head) or (batch, seq, heads, d_head).
 HEADS_FIRST, SEQ_FIRST = "(batch, heads, seq, d_head)", "(batch, seq, heads, d_head)"
@@ -40,7 +41,7 @@ def fused_layout(scope: Scope, e: ev.FusedAttention) -> None:
     query = e.call.args[0].id
     if query in func.assigned:
         return  # reassigned (``q = q.transpose(1, 2)``): each path may lay it out for its own kernel
-    for other in ast.walk(func.node):
+    for other in walk(func.node):
         if isinstance(other, ast.Call) and other is not e.call and _kernel(other) is not None \
                 and LAYOUT[_kernel(other)] != LAYOUT[kernel] and other.args \
                 and isinstance(other.args[0], ast.Name) and other.args[0].id == query:  # type: ignore[index]

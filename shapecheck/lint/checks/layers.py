@@ -8,6 +8,7 @@ from shapecheck.lint import events as ev
 from shapecheck.lint import messages as msg
 from shapecheck.lint.checks import on
 from shapecheck.lint.scope import Scope
+from shapecheck.lint.nodes import walk
 
 # torch.nn layers that own trainable parameters
 WEIGHTED = frozenset({
@@ -30,7 +31,7 @@ def layer_in_forward(scope: Scope, e: ev.Construct) -> None:
 
 def _applied_and_dropped(func: ast.AST, made: ast.Call) -> bool:
     local = None
-    for node in ast.walk(func):
+    for node in walk(func):
         if isinstance(node, ast.Call) and node.func is made:
             return True  # nn.Linear(a, b)(x)
         if isinstance(node, ast.Assign) and node.value is made and len(node.targets) == 1:
@@ -38,7 +39,7 @@ def _applied_and_dropped(func: ast.AST, made: ast.Call) -> bool:
     if local is None:
         return False
     called = kept = False
-    for node in ast.walk(func):
+    for node in walk(func):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == local:
             called = True
         if isinstance(node, (ast.Assign, ast.Return)) and any(

@@ -20,6 +20,7 @@ from shapecheck.lint import polarity as pol
 from shapecheck.lint.checks import on
 from shapecheck.lint.scope import Scope
 from shapecheck.lint.tracking import Label, Tensor
+from shapecheck.lint.nodes import walk
 
 _SCORE_WORDS = re.compile(r"score|attn|attention|weight|logit|bias", re.I)
 
@@ -106,10 +107,10 @@ def _reaches_exp(scope: Scope, e: ev.MaskedFill, strict: bool = False) -> bool:
         return True
     filled = set(names)
     for _ in range(3):  # what is computed from the filled scores (``scores = scores + bias``) carries them on
-        names |= {t.id for node in ast.walk(func.node) if isinstance(node, (ast.Assign, ast.AugAssign))
+        names |= {t.id for node in walk(func.node) if isinstance(node, (ast.Assign, ast.AugAssign))
                   and names & set(nm.identifiers(node.value))
                   for t in (node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(t, ast.Name)}
-    for node in ast.walk(func.node):
+    for node in walk(func.node):
         if isinstance(node, ast.Call) and _EXP_WORDS.search(nm.dotted(node.func) or ""):
             if names & set(nm.identifiers(node)):
                 return True
@@ -164,7 +165,7 @@ def _mentions_half(scope: Scope) -> bool:
 
 
 def _has_softmax(func: ast.AST) -> bool:
-    return any(isinstance(n, ast.Call) and "softmax" in (nm.dotted(n.func) or "").lower() for n in ast.walk(func))
+    return any(isinstance(n, ast.Call) and "softmax" in (nm.dotted(n.func) or "").lower() for n in walk(func))
 
 
 def _has_dtype_guard(func: ast.AST) -> bool:
@@ -274,7 +275,7 @@ def mask_sum_overflows_half(scope: Scope, e: ev.FunctionDone) -> None:
     stores: dict[str, list[tuple[int, Optional[ast.expr]]]] = {}  # name -> (line, value) of each store
     clamped: set[str] = set()
     sums: list[tuple[ast.AST, ast.expr, ast.expr, Optional[str]]] = []
-    for node in ast.walk(func.node):
+    for node in walk(func.node):
         if isinstance(node, ast.Assign):
             floor = isinstance(node.value, ast.Call) and _callee(node.value) in _CLAMPS  # a floor, not a mask
             for target in node.targets:
@@ -378,7 +379,7 @@ def _reads(scope: Scope, func: ast.AST, name: str) -> bool:
     """Whether ``func`` reads ``name`` anywhere (``locals()`` or ``vars()`` read every name)."""
     key = f"loaded:{id(func)}"
     if key not in scope.memo:
-        loaded = {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        loaded = {n.id for n in walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
         scope.memo[key] = None if loaded & {"locals", "vars"} else loaded
     found = scope.memo[key]
     return found is None or name in found  # type: ignore[operator]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Optional
 
 from shapecheck.lint import events as ev
@@ -12,6 +13,7 @@ from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
 from shapecheck.lint.scope import Scope
 from shapecheck.lint.tracking import Tensor, show
+from shapecheck.lint.nodes import walk
 
 
 @on(ev.Softmax)
@@ -65,7 +67,7 @@ def _dual_softmax(scope: Scope, e: ev.Softmax) -> bool:
     if e.source is None or scope.func is None:
         return False
     root = _root(e.source)
-    others = [c for c in ast.walk(scope.func.node) if isinstance(c, ast.Call) and c is not e.call
+    others = [c for c in walk(scope.func.node) if isinstance(c, ast.Call) and c is not e.call
               and _callee(c.func) in nm.SOFTMAX | {"Softmax"} and c.args and root is not None
               and root in {_root(a) for a in c.args}  # the same scores, maybe transposed
               and not any(sub is e.call for sub in ast.walk(c))]  # not the ``.to(dtype)`` around this one
@@ -77,7 +79,7 @@ def _chosen_by_a_flag(func: ast.AST, call: ast.Call, root: Optional[str]) -> boo
     same scores on exclusive branches of one ``if`` (perceiver's inverted attention) are a choice, not a slip."""
     if root is None:
         return False
-    for node in ast.walk(func):
+    for node in walk(func):
         if not isinstance(node, ast.If) or not node.orelse or any(
                 isinstance(n, ast.Name) and n.id == root and isinstance(n.ctx, ast.Store) for n in ast.walk(node)):
             continue  # each branch computes its own scores (two implementations), not one choice over the same
@@ -117,7 +119,7 @@ def _fused_scale_one(scope: Scope) -> bool:
     scale=1.0)``, QK-normed models whose norms learn the temperature): its eager branch follows it."""
     if scope.func is None:
         return False
-    for node in ast.walk(scope.func.node):
+    for node in walk(scope.func.node):
         if isinstance(node, ast.Call) and _callee(node.func) in nm.FUSED_ATTENTION:
             scale = nm.fused_scale(node)
             if isinstance(scale, ast.Constant) and scale.value == 1:
@@ -147,6 +149,62 @@ def fused_cosine(scope: Scope, e: ev.FusedAttention) -> None:
         return
     if e.scale is None or isinstance(e.scale, ast.Constant):
         scope.report(msg.UntemperedCosineScores, e.call)
+
+
+@on(ev.Scaled)
+def note_root_scaling(scope: Scope, e: ev.Scaled) -> None:
+    """Remember where a tensor was scaled by a factor that is, by its definition, a (reciprocal) square root."""
+    if e.kind == "head":
+        roots = scope.memo.setdefault("root_scalings", set())
+        if _root_by_definition(scope, e.factor):
+            roots.add((e.node.lineno, e.node.col_offset))  # type: ignore[attr-defined, union-attr]
+
+
+@on(ev.FusedAttention)
+def fused_scaled_twice(scope: Scope, e: ev.FusedAttention) -> None:
+    """Queries already scaled by 1/√d_head handed to SDPA, flash-attn or xformers with no scale: the kernel applies
+    its default 1/√d_head again."""
+    q = e.query
+    if q is None or q.scale != "head" or not _scaled_by_a_root(scope, q) or not _default_scale(e.scale):
+        return
+    keyword = "softmax_scale" if e.name.split(".")[-1].startswith("flash_attn") else "scale"
+    scope.report(msg.ScaledTwice, e.call, "the queries", q.scale_at[0], f"by {e.name}'s default scale",  # type: ignore[index]
+                 f"pass {keyword}=1.0 to {e.name}, or leave the queries unscaled")
+
+
+@on(ev.Scaled)
+def scores_scaled_twice(scope: Scope, e: ev.Scaled) -> None:
+    """``q = q / sqrt(d)`` and then ``(q @ k.T) / sqrt(d)``: the scores carry the factor twice. A factor the
+    caller passes in (``scaling``, 1.0 where the queries were scaled) is not known here."""
+    t = e.tensor
+    if e.kind == "head" and t.role == "scores" and t.scale == "head" and _scaled_by_a_root(scope, t) \
+            and _root_by_definition(scope, e.factor) and not _from_parameters(scope, e.factor):
+        scope.report(msg.ScaledTwice, e.node, "the queries or keys", t.scale_at[0],  # type: ignore[index]
+                     f"by {ast.unparse(e.factor)}", "drop one of the two factors")
+
+
+_ROOT = re.compile(r"sqrt|\*\* \(?-?0\.5|\bpow\(-?0\.5\)")
+
+
+def _root_by_definition(scope: Scope, factor: ast.expr) -> bool:
+    """``1 / math.sqrt(d)``, ``d ** -0.5``, or a local name or ``self.`` attribute defined so."""
+    attr = nm.self_attr(factor)
+    defined = scope.class_attr(attr) if attr is not None else scope.scalar_definition(factor)  # type: ignore[attr-defined]
+    return defined is not None and _ROOT.search(ast.unparse(defined)) is not None
+
+
+def _scaled_by_a_root(scope: Scope, t: Tensor) -> bool:
+    return t.scale_at is not None and t.scale_at in scope.memo.get("root_scalings", ())  # type: ignore[operator]
+
+
+def _from_parameters(scope: Scope, factor: ast.expr) -> bool:
+    func = scope.func
+    return func is not None and any(isinstance(n, ast.Name) and n.id in func.params and n.id not in ("self", "cls")
+                                    for n in ast.walk(factor))
+
+
+def _default_scale(scale: Optional[ast.expr]) -> bool:
+    return scale is None or isinstance(scale, ast.Constant) and scale.value is None
 
 
 @on(ev.NormaliserProduct)

@@ -1,0 +1,196 @@
+"""What a value is, by where it comes from: a helper's tuple taken as one tensor (SC170), integer positions made
+in the activations' dtype, inexact in half precision (SC171)."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from shapecheck.lint import events as ev
+from shapecheck.lint import messages as msg
+from shapecheck.lint import names as nm
+from shapecheck.lint.checks import on
+from shapecheck.lint.nodes import walk
+from shapecheck.lint.scope import Scope
+
+
+@on(ev.FunctionDone)
+def tuple_as_tensor(scope: Scope, e: ev.FunctionDone) -> None:
+    """``mask = pad_to_multiple(mask, w)`` where every ``return`` of that function of this file is a pair
+    ``(padded, tensor)``, and ``mask`` is then used as a tensor: it is the pair."""
+    func = scope.func
+    if func is None or func.node is not e.node or scope.following:
+        return
+    arities = _tuple_arities(scope)
+    if not arities:
+        return
+    uses = _uses(func.node)
+    for stmt in walk(func.node):
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Name)
+                and stmt.value.func.id in arities):
+            continue
+        name = stmt.targets[0].id
+        after = [u for u in uses.get(name, []) if u[0] > (stmt.end_lineno or stmt.lineno)]
+        if after and min(after)[1] == "tensor":
+            scope.report(msg.TupleAsTensor, stmt, name, stmt.value.func.id, arities[stmt.value.func.id])
+
+
+def _tuple_arities(scope: Scope) -> dict[str, int]:
+    """Module-level functions of this file whose every ``return`` is a tuple of one length n >= 2 -> n."""
+    if "tuple_arities" not in scope.memo:
+        found = {}
+        for node in scope.tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                returns = [r for r in walk(node) if isinstance(r, ast.Return)]
+                sizes = {len(r.value.elts) if isinstance(r.value, ast.Tuple) else 0 for r in returns}
+                if returns and len(sizes) == 1 and min(sizes) >= 2 and not _nested_functions(node):
+                    found[node.name] = sizes.pop()
+        scope.memo["tuple_arities"] = found
+    return scope.memo["tuple_arities"]  # type: ignore[return-value]
+
+
+def _nested_functions(node: ast.AST) -> bool:
+    return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) for n in walk(node) if n is not node)
+
+
+def _uses(func: ast.AST) -> dict[str, list[tuple[int, str]]]:
+    """name -> (line, "tensor" or "any") for each read: "tensor" where only a tensor fits (an attribute other
+    than a tuple's, arithmetic other than + and *, an argument of a torch, F or einops function)."""
+    found: dict[str, list[tuple[int, str]]] = {}
+    for node in walk(func):
+        for child, how in _reads(node):
+            if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load):
+                found.setdefault(child.id, []).append((child.lineno, how))
+    return found
+
+
+_EINOPS = frozenset({"rearrange", "repeat", "reduce", "einsum", "pack", "unpack"})
+
+
+def _reads(node: ast.AST) -> list[tuple[ast.expr, str]]:
+    if isinstance(node, ast.Attribute):
+        return [(node.value, "any" if node.attr in ("count", "index") else "tensor")]
+    if isinstance(node, ast.BinOp):  # tuples add (concatenate) and multiply (repeat); nothing else
+        how = "any" if isinstance(node.op, (ast.Add, ast.Mult)) else "tensor"
+        return [(node.left, how), (node.right, how)]
+    if isinstance(node, ast.Call):
+        callee = nm.dotted(node.func) or ""
+        root = callee.split(".")[0]
+        tensor_function = callee in _EINOPS or root in ("torch", "F") or callee.split(".")[-1] in _EINOPS
+        how = "tensor" if tensor_function else "any"
+        return [(a, how) for a in node.args] + [(k.value, how) for k in node.keywords]
+    return [(c, "any") for c in ast.iter_child_nodes(node) if isinstance(c, ast.Name)]
+
+
+@on(ev.FunctionDone)
+def positions_in_half(scope: Scope, e: ev.FunctionDone) -> None:
+    """``ticker = torch.arange(t, dtype=q.dtype)`` compared to build a window or causal mask: in float16 the
+    integers stop being exact past 2048 (bfloat16: 256), so positions merge and the mask is wrong."""
+    func = scope.func
+    if func is None or func.node is not e.node or scope.following:
+        return
+    floats = _floats(func.node)
+    dtypes = _activation_dtypes(func.node, floats) | {f"{name}.dtype" for name in floats}
+    if not dtypes:
+        return
+    made: dict[str, ast.Call] = {}
+    for node in sorted((n for n in walk(func.node) if isinstance(n, ast.Assign)), key=lambda n: n.lineno):
+        for target in node.targets:
+            elts = target.elts if isinstance(target, ast.Tuple) else [target]
+            for name, value in _pairs(elts, node.value):
+                if not isinstance(name, ast.Name):
+                    continue
+                call = _positions_in(value, dtypes) or made.get(_source(value) or "")
+                if call is not None:
+                    made[name.id] = call
+                else:
+                    made.pop(name.id, None)
+    reported: set[int] = set()
+    for node in walk(func.node):
+        if isinstance(node, ast.Compare) and isinstance(node.ops[0], (ast.Lt, ast.Gt, ast.LtE, ast.GtE, ast.Eq)):
+            for side in (node.left, *node.comparators):
+                root = _root_name(side)
+                call = made.get(root) if root is not None else None
+                if call is not None and id(call) not in reported:
+                    reported.add(id(call))
+                    scope.report(msg.PositionsInHalf, call, ast.unparse(_dtype_of(call)))
+
+
+def _floats(func: ast.AST) -> set[str]:
+    """Names the function uses as floating activations: operands of ``@`` or einsum, what a submodule is called on
+    (``self.proj(x)``), what a tensor is cast to (``.type_as(q)``), what a square-root factor scales."""
+    found: set[str] = set()
+    for node in walk(func):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+            found |= {n.id for n in (node.left, node.right) if isinstance(n, ast.Name)}
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)) and "0.5" in ast.unparse(node.right):
+            found |= {node.left.id} if isinstance(node.left, ast.Name) else set()
+        elif isinstance(node, ast.Call):
+            callee = nm.dotted(node.func) or ""
+            if nm.self_attr(node.func) is not None or callee.split(".")[-1] in ("einsum", "type_as", "softmax"):
+                found |= {a.id for a in node.args if isinstance(a, ast.Name)}
+    return found
+
+
+def _activation_dtypes(func: ast.AST, floats: set[str]) -> set[str]:
+    """Local names bound to a floating activation's dtype (``dtype = q.dtype``, ``b, t, device, dtype = *q.shape,
+    q.device, q.dtype``)."""
+    found = set()
+    for node in walk(func):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                elts = target.elts if isinstance(target, ast.Tuple) else [target]
+                for t, v in _pairs(elts, node.value):
+                    if isinstance(t, ast.Name) and isinstance(v, ast.Attribute) and v.attr == "dtype" \
+                            and isinstance(v.value, ast.Name) and v.value.id in floats:
+                        found.add(t.id)
+    return found
+
+
+def _pairs(elts: list[ast.expr], value: ast.expr) -> list[tuple[ast.expr, ast.expr]]:
+    """Target and value, one by one: ``a, b = x, y``; after a starred value, from the end (``b, t, dtype =
+    *q.shape[:2], q.dtype``)."""
+    if len(elts) == 1:
+        return [(elts[0], value)]
+    if not isinstance(value, ast.Tuple):
+        return []
+    starred = [i for i, v in enumerate(value.elts) if isinstance(v, ast.Starred)]
+    if not starred:
+        return list(zip(elts, value.elts)) if len(elts) == len(value.elts) else []
+    after = len(value.elts) - starred[-1] - 1
+    return list(zip(elts[len(elts) - after:], value.elts[len(value.elts) - after:])) if after else []
+
+
+def _dtype_of(call: ast.Call) -> ast.expr:
+    return next(k.value for k in call.keywords if k.arg == "dtype")
+
+
+def _positions_in(value: ast.expr, dtypes: set[str]) -> Optional[ast.Call]:
+    """The ``torch.arange(..., dtype=<an activation's dtype>)`` at the root of ``value``, else None."""
+    node = value
+    while True:
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+                "reshape", "view", "unsqueeze", "expand", "repeat", "flatten"):
+            node = node.func.value
+        else:
+            break
+    if not (isinstance(node, ast.Call) and nm.dotted(node.func) in ("torch.arange", "arange")):
+        return None
+    dtype = next((k.value for k in node.keywords if k.arg == "dtype"), None)
+    return node if dtype is not None and ast.unparse(dtype) in dtypes else None  # ``dtype=dtype``, ``dtype=q.dtype``
+
+
+def _source(value: ast.expr) -> Optional[str]:
+    """The name a value is made from: ``b_t = ticker.reshape(...)``, ``bq_k = look_around(b_t, ...)``."""
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.args:
+        return _root_name(value.args[0])
+    return _root_name(value)
+
+
+def _root_name(node: ast.expr) -> Optional[str]:
+    while isinstance(node, (ast.Subscript, ast.Call, ast.Attribute)):
+        node = node.value if isinstance(node, (ast.Subscript, ast.Attribute)) else node.func  # type: ignore[assignment]
+    return node.id if isinstance(node, ast.Name) else None
