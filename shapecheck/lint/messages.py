@@ -327,6 +327,37 @@ class MaskParameterUnread(Message):
     args = ("parameter", "passed")
 
 
+class RotaryOnValues(Message):
+    code, name = "SC136", "rotary-on-values"
+    template = ("{0} rotates the values ({1}): the rotary embedding belongs on the queries and keys only, whose "
+                "dot product it makes relative; rotated values mix position into what is averaged")
+    hint = "apply the rotary embedding to q and k, and pass v to the attention as projected"
+    args = ("call", "values")
+
+
+class GivenOnlyWhenAbsent(Message):
+    code, name = "SC137", "given-only-when-absent"
+    template = ("'{0}' is read only where it is None (line {1}), after the default replaced it: a {0} the caller "
+                "gives is never used")
+    hint = "use '{0}' after the if, so the given one is passed on too (dedent the line that uses it)"
+    args = ("name", "line")
+
+
+class SameBranches(Message):
+    code, name, severity = "SC138", "same-branches", "warning"
+    template = "both branches of 'if {0}' do the same ({1}): the condition changes nothing"
+    hint = "make the branch for {0} do what it is for (a copy left unchanged?), or drop the if"
+    args = ("condition", "statement")
+
+
+class UnfoldSplitOrder(Message):
+    code, name = "SC139", "unfold-split-order"
+    template = ("{0} splits the unfolded axis of '{1}' as ({2}) with the kernel positions outermost, but unfold lays "
+                "it out as (channels, kernel positions): kernel positions and channels get mixed")
+    hint = "split it channels first: '(d j)' in einops, or view(batch, channels, kernel_positions, -1)"
+    args = ("call", "tensor", "split")
+
+
 RULES: tuple[type[Message], ...] = (
     FileNotParsed, EmptyFile, AnalysisStopped, SoftmaxAxis, UnscaledScores, WidthScaledScores,
     MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, MaskedFillDiscarded,
@@ -335,7 +366,7 @@ RULES: tuple[type[Message], ...] = (
     LayerInForward, FillOverflowsHalf, PaddingMaskOnQueries, HeadsScaledScores, UntemperedCosineScores,
     HalfScaledScores, MaskedMasksIntersected, FusedLayout, ResultDiscarded, CausalWithCache, RotaryTwice,
     ComputedUnused, MaskSumOverflowsHalf, RotaryOnHeads, BiasInMaskDtype, NormaliserMultiplied,
-    MaskParameterUnread,
+    MaskParameterUnread, RotaryOnValues, GivenOnlyWhenAbsent, SameBranches, UnfoldSplitOrder,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules about memory layout: they hold whatever the code means, so they are reported inside followed helpers too.

@@ -23,6 +23,6 @@ def on(event: type) -> Callable[[Callable], Callable]:
     return register
 
 
-from shapecheck.lint.checks import cache, dropout, fused, layers, masks, reshape, softmax  # noqa: E402  (registers them)
+from shapecheck.lint.checks import cache, dropout, flow, fused, layers, masks, reshape, softmax  # noqa: E402  (registers them)
 
-__all__ = ["CHECKS", "on", "cache", "dropout", "fused", "layers", "masks", "reshape", "softmax"]
+__all__ = ["CHECKS", "on", "cache", "dropout", "flow", "fused", "layers", "masks", "reshape", "softmax"]

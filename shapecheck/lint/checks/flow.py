@@ -1,0 +1,395 @@
+"""Rules decided by where a value flows: a rotary embedding given the values (SC136), an argument the caller
+gives that is read only where it is None (SC137), an ``if`` whose two branches do the same (SC138), unfolded
+patches split with the kernel positions outermost (SC139).
+
+Each whole-body check runs once per function, only where the function calls what the rule is about
+(``scope.callees``) or where an ``if`` of the function tested what it needs (``Branches``).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Iterator, Optional, Union
+
+from shapecheck.vocabulary import forward_role
+from shapecheck.lint import events as ev
+from shapecheck.lint import messages as msg
+from shapecheck.lint import names as nm
+from shapecheck.lint.checks import on
+from shapecheck.lint.checks.cache import _ROTARY, _applies_rotary, _callee_name, _once_where_called
+from shapecheck.lint.scope import Scope
+
+Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+
+# ---------------------------------------------------------------- SC136: rotary on the values
+
+# Keywords that hand a rotary call the values (``flash_rotary(q=..., k=..., v=...)``).
+_VALUE_KEYWORDS = frozenset({"v", "value", "values", "value_states", "xv", "v_states", "value_layer"})
+# Submodules whose output is the values: the value projection (``self.v_proj(x)``, ``self.wv(x)``, ``self.to_v(x)``).
+_VALUE_PROJECTION = re.compile(r"^(v|wv|w_v|to_v|v_proj|value|value_proj|proj_v|v_linear|linear_v)$", re.I)
+_SPLITS = frozenset({"chunk", "split", "unbind", "tensor_split", "unflatten"})
+_PRODUCTS = frozenset({"matmul", "bmm", "einsum"})
+
+
+def _stored(node: ast.Assign) -> list[str]:
+    return [n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+
+
+def _values(func: Function) -> set[str]:
+    """Names of the function that hold the values, by where they come from or where they go: a parameter in the
+    value role, a value projection's output, the last part of a qkv (or kv) split, what a softmax output is
+    multiplied with, the value argument of a fused attention call."""
+    args = func.args
+    found = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs] if forward_role(a.arg) == "value"}
+    probs: set[str] = set()
+    products: list[tuple[ast.expr, ast.expr]] = []
+    for node in ast.walk(func):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            call, targets = node.value, node.targets[0] if len(node.targets) == 1 else None
+            attr = nm.self_attr(call.func)
+            if attr is not None and _VALUE_PROJECTION.match(attr) and isinstance(targets, ast.Name):
+                found.add(targets.id)
+            name = _callee_name(call)
+            if name in nm.SOFTMAX:
+                probs.update(_stored(node))
+            if name in _SPLITS and isinstance(targets, ast.Tuple) and all(isinstance(e, ast.Name) for e in targets.elts):
+                text = ast.unparse(call.func).lower()
+                if len(targets.elts) == 3 and "qkv" in text or len(targets.elts) == 2 and "kv" in text:
+                    found.add(targets.elts[-1].id)  # type: ignore[attr-defined]
+        elif isinstance(node, ast.Call):
+            name = _callee_name(node)
+            if name in nm.FUSED_ATTENTION:
+                given = nm.argument(node, 2, "value")
+                if isinstance(given, ast.Name):
+                    found.add(given.id)
+            elif name in _PRODUCTS and len(node.args) >= 2:
+                operands = node.args[1:] if name == "einsum" else node.args
+                products += [(a, b) for a, b in zip(operands, operands[1:])]
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+            products.append((node.left, node.right))
+    for left, right in products:
+        if isinstance(left, ast.Name) and left.id in probs and isinstance(right, ast.Name):
+            found.add(right.id)
+    return found
+
+
+def _rotated(call: ast.Call) -> Iterator[tuple[ast.expr, bool]]:
+    """What a rotary call (or ``map(lambda t: rotary(t, ...), (q, k, v))``) rotates: each argument, and whether it
+    was handed over by a keyword that names the values."""
+    if _applies_rotary(call):
+        for arg in call.args:
+            yield arg, False
+        for kw in call.keywords:
+            if kw.arg is not None:
+                yield kw.value, kw.arg in _VALUE_KEYWORDS
+    elif _callee_name(call) == "map" and len(call.args) == 2 and isinstance(call.args[0], ast.Lambda) \
+            and isinstance(call.args[1], (ast.Tuple, ast.List)):
+        body = call.args[0].body
+        if any(isinstance(sub, ast.Call) and _applies_rotary(sub) for sub in ast.walk(body)):
+            for item in call.args[1].elts:
+                yield item, False
+
+
+def _chosen_by_flag(func: Function, node: ast.AST) -> bool:
+    """Inside an ``if`` whose test speaks of the values (``if self.rotate_value:``): rotating them is an option."""
+    for owner in ast.walk(func):
+        if isinstance(owner, (ast.If, ast.IfExp)) and any("value" in w.lower() or w in ("v", "rotate_v")
+                                                          for w in nm.identifiers(owner.test)):
+            if any(sub is node for part in (owner.body if isinstance(owner.body, list) else [owner.body])
+                   for sub in ast.walk(part)):
+                return True
+    return False
+
+
+def _rotary_on_values(scope: Scope) -> None:
+    """``v = apply_rotary(v, ...)``, ``q, k, v = rotary(q=q, k=k, v=v)``: the values stored back rotated."""
+    if not _once_where_called(scope, "rotary_on_values", _ROTARY):
+        return
+    func = scope.func.node  # type: ignore[union-attr]
+    values: Optional[set[str]] = None
+    for node in ast.walk(func):
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+            continue
+        stored = set(_stored(node))
+        for given, by_keyword in _rotated(node.value):
+            if not isinstance(given, ast.Name) or given.id not in stored:
+                continue  # ``cos, sin = self.rotary_emb(v, seq_len)``: v only gives the dtype; the tables come back
+            if values is None:
+                values = _values(func)
+            if (by_keyword or given.id in values) and not _chosen_by_flag(func, node):
+                shown = nm.dotted(node.value.func) or _callee_name(node.value)
+                scope.report(msg.RotaryOnValues, given, f"{shown}(...)", given.id)
+
+
+@on(ev.FunctionDone)
+def rotary_on_values(scope: Scope, e: ev.FunctionDone) -> None:
+    _rotary_on_values(scope)
+
+
+# ---------------------------------------------------------------- SC137: given, but read only where it is None
+
+def _none_tested(test: ast.expr) -> list[str]:
+    """Names the test requires to be None: ``x is None``, ``not x``, ``not exists(x)``, each also as a part of an
+    ``and``."""
+    parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    found = []
+    for part in parts:
+        if isinstance(part, ast.Compare) and isinstance(part.left, ast.Name) and len(part.ops) == 1 \
+                and isinstance(part.ops[0], (ast.Is, ast.Eq)) and isinstance(part.comparators[0], ast.Constant) \
+                and part.comparators[0].value is None:
+            found.append(part.left.id)
+        elif isinstance(part, ast.UnaryOp) and isinstance(part.op, ast.Not):
+            inner = part.operand
+            if isinstance(inner, ast.Call) and _callee_name(inner) in ("exists", "exist") and len(inner.args) == 1:
+                inner = inner.args[0]
+            if isinstance(inner, ast.Name):
+                found.append(inner.id)
+    return found
+
+
+@on(ev.Branches)
+def note_none_test(scope: Scope, e: ev.Branches) -> None:
+    """Remember each ``if x is None:`` of a function, for ``given_only_when_absent`` when the function is done."""
+    if scope.func is None or scope.following:
+        return
+    names = _none_tested(e.node.test)
+    if names:
+        scope.memo.setdefault(f"none_tests:{id(scope.func.node)}", []).extend(  # type: ignore[union-attr]
+            (name, e.node) for name in names)
+
+
+def _given(func: Function) -> set[str]:
+    """Names the caller may give: parameters that default to None, and ``kwargs.pop('name', None)``."""
+    args = func.args
+    positional = [*args.posonlyargs, *args.args]
+    given = {a.arg for a, d in zip(positional[len(positional) - len(args.defaults):], args.defaults)
+             if isinstance(d, ast.Constant) and d.value is None}
+    given |= {a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults)
+              if isinstance(d, ast.Constant) and d.value is None}
+    if args.kwarg is not None:
+        for stmt in func.body:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                    and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Attribute) \
+                    and stmt.value.func.attr in ("pop", "get") \
+                    and isinstance(stmt.value.func.value, ast.Name) and stmt.value.func.value.id == args.kwarg.arg:
+                given.add(stmt.targets[0].id)
+    return given
+
+
+def _parents(func: Function) -> dict[int, ast.AST]:
+    return {id(child): node for node in ast.walk(func) for child in ast.iter_child_nodes(node)}
+
+
+def _is_test(node: ast.Name, parents: dict[int, ast.AST]) -> bool:
+    """``x is None``, ``not x``, ``exists(x)``, ``if x:``: the name is only tested."""
+    parent = parents.get(id(node))
+    if isinstance(parent, ast.Compare):
+        return any(isinstance(c, ast.Constant) and c.value is None for c in [parent.left, *parent.comparators])
+    if isinstance(parent, ast.Call) and _callee_name(parent) in ("exists", "exist") and node in parent.args:
+        return True
+    if isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not):
+        return True
+    child = node
+    if isinstance(parent, ast.BoolOp):
+        child, parent = parent, parents.get(id(parent))
+    return isinstance(parent, (ast.If, ast.While, ast.IfExp, ast.Assert)) and parent.test is child
+
+
+def _in_body_of(node: ast.AST, ifs: list[ast.If], parents: dict[int, ast.AST]) -> Optional[ast.If]:
+    """The ``if`` of ``ifs`` whose body (not its test, not its else) holds ``node``."""
+    child, parent = node, parents.get(id(node))
+    while parent is not None:
+        if isinstance(parent, ast.If) and any(parent is i for i in ifs) and any(child is s for s in parent.body):
+            return parent
+        child, parent = parent, parents.get(id(parent))
+    return None
+
+
+def _given_only_when_absent(scope: Scope) -> None:
+    func = scope.func
+    if func is None or scope.following:
+        return
+    tests = scope.memo.pop(f"none_tests:{id(func.node)}", None)
+    if not tests:
+        return
+    given = _given(func.node)
+    tested: dict[str, list[ast.If]] = {}
+    for name, node in tests:  # type: ignore[attr-defined]
+        if name in given:
+            tested.setdefault(name, []).append(node)
+    if not tested:
+        return
+    parents = _parents(func.node)
+    loads: dict[str, list[ast.Name]] = {}
+    for node in ast.walk(func.node):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in tested:
+            loads.setdefault(node.id, []).append(node)
+    for name, ifs in tested.items():
+        if any(isinstance(s, ast.Raise) for i in ifs for s in i.body):
+            continue  # ``if x is None: raise``: the None case is refused, not defaulted
+        uses = [n for n in loads.get(name, ()) if not _is_test(n, parents)]
+        owners = [_in_body_of(n, ifs, parents) for n in uses]
+        if uses and all(o is not None for o in owners):
+            first = min(uses, key=lambda n: (n.lineno, n.col_offset))
+            scope.report(msg.GivenOnlyWhenAbsent, first, name, owners[uses.index(first)].lineno)  # type: ignore[union-attr]
+
+
+@on(ev.FunctionDone)
+def given_only_when_absent(scope: Scope, e: ev.FunctionDone) -> None:
+    _given_only_when_absent(scope)
+
+
+# ---------------------------------------------------------------- SC138: both branches the same
+
+_DOES = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr)
+
+
+def _short(node: ast.AST, limit: int = 60) -> str:
+    text = ast.unparse(node).splitlines()[0]
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+@on(ev.Branches)
+def same_branches(scope: Scope, e: ev.Branches) -> None:
+    """``if flag: x = a else: x = a``: the flag changes nothing (a copy left unchanged)."""
+    body, orelse = e.node.body, e.node.orelse
+    if not orelse or len(body) != len(orelse) or type(body[0]) is not type(orelse[0]) \
+            or len(orelse) == 1 and isinstance(orelse[0], ast.If):
+        return
+    doing = [s for s in body if isinstance(s, _DOES) and not (
+        isinstance(s, ast.Expr) and not isinstance(s.value, ast.Call)) and not (
+        isinstance(s, ast.Return) and (s.value is None or isinstance(s.value, ast.Constant)))]
+    if doing and all(ast.dump(a) == ast.dump(b) for a, b in zip(body, orelse)):
+        scope.report(msg.SameBranches, e.node.test, _short(e.node.test), _short(doing[0]))
+
+
+# ---------------------------------------------------------------- SC139: unfolded patches split kernel-first
+
+def _unfold_kernel(scope: Scope, call: ast.Call) -> Optional[ast.expr]:
+    """The kernel size of ``F.unfold(x, k)`` or of ``self.unfold(x)`` made by ``nn.Unfold(k)``; None for anything
+    else (``x.unfold(dim, size, step)`` keeps its windows last)."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == "unfold" and nm.is_namespace(func.value) \
+            or isinstance(func, ast.Name) and scope.functional.get(func.id) == "unfold":
+        return nm.argument(call, 1, "kernel_size")
+    attr = nm.self_attr(func)
+    made = scope.class_attr(attr) if attr is not None else None
+    if isinstance(made, ast.Call) and (nm.dotted(made.func) or "").split(".")[-1] == "Unfold":
+        return nm.argument(made, 0, "kernel_size")
+    return None
+
+
+def _const(node: ast.AST) -> Optional[int]:
+    """The int a constant expression spells (``3``, ``3 ** 2``, ``3 * 3``)."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Pow)):
+        a, b = _const(node.left), _const(node.right)
+        if a is None or b is None or b > 64:
+            return None
+        return a * b if isinstance(node.op, ast.Mult) else a ** b
+    return nm.int_value(node)
+
+
+def _is_kernel(size: ast.expr, kernel: ast.expr) -> bool:
+    """Whether a size is the kernel's number of positions: it is made of the kernel size's names, or equals its
+    area (``j = kernel_size ** 2`` with ``unfold(x, kernel_size)``; ``9`` with ``unfold(x, 3)``)."""
+    names = set(nm.identifiers(kernel)) - {"self", "config", "args", "cfg"}
+    if names and names & set(nm.identifiers(size)):
+        return True
+    value = _const(size)
+    if value is None:
+        return False
+    sides = [_const(e) for e in kernel.elts] if isinstance(kernel, (ast.Tuple, ast.List)) else [_const(kernel)] * 2
+    return None not in sides and value == sides[0] * sides[1]  # type: ignore[operator]
+
+
+def _groups(side: str) -> Optional[list[list[str]]]:
+    """``'b (j d) i'`` -> [['b'], ['j', 'd'], ['i']]; None for what this does not read (ellipses, nesting)."""
+    found: list[list[str]] = []
+    inside: Optional[list[str]] = None
+    for token in re.findall(r"\(|\)|[^\s()]+", side):
+        if token == "(":
+            if inside is not None:
+                return None
+            inside = []
+        elif token == ")":
+            if inside is None:
+                return None
+            found.append(inside)
+            inside = None
+        elif inside is not None:
+            inside.append(token)
+        else:
+            found.append([token])
+    return found if inside is None else None
+
+
+def _kernel_first(scope: Scope, use: ast.Call, kernel: ast.expr) -> Optional[str]:
+    """The split of an unfolded (batch, channels·positions, blocks) tensor that puts the kernel positions first:
+    ``rearrange(t, 'b (j d) i -> ...', j=k ** 2)`` or ``t.view(b, k * k, c, -1)``; its text, else None."""
+    name = _callee_name(use)
+    if name == "rearrange" and len(use.args) >= 2 and isinstance(use.args[1], ast.Constant) \
+            and isinstance(use.args[1].value, str):
+        groups = _groups(use.args[1].value.split("->")[0])
+        if groups is None or len(groups) != 3 or len(groups[1]) < 2:
+            return None
+        sizes = {kw.arg: kw.value for kw in use.keywords if kw.arg is not None}
+        marks = [axis in sizes and _is_kernel(sizes[axis], kernel) for axis in groups[1]]
+        if any(marks) and not marks[-1]:
+            return " ".join(groups[1])
+    elif name in ("view", "reshape"):
+        sizes = list(use.args[0].elts) if len(use.args) == 1 and isinstance(use.args[0], (ast.Tuple, ast.List)) \
+            else list(use.args)
+        if len(sizes) == 4 and _is_kernel(sizes[1], kernel) and not _is_kernel(sizes[2], kernel):
+            return f"{ast.unparse(sizes[1])}, {ast.unparse(sizes[2])}"
+    return None
+
+
+def _split_call(value: ast.expr, unfolded: set[str]) -> Optional[tuple[ast.Call, str]]:
+    """The call that splits an unfolded tensor, and the tensor's name: ``rearrange(u, ...)``, ``u.view(...)``,
+    ``map(lambda t: rearrange(t, ...), (u, w))``."""
+    if not isinstance(value, ast.Call):
+        return None
+    func = value.func
+    if isinstance(func, ast.Attribute) and func.attr in ("view", "reshape") and isinstance(func.value, ast.Name) \
+            and func.value.id in unfolded:
+        return value, func.value.id
+    if _callee_name(value) == "rearrange" and value.args and isinstance(value.args[0], ast.Name) \
+            and value.args[0].id in unfolded:
+        return value, value.args[0].id
+    if _callee_name(value) == "map" and len(value.args) == 2 and isinstance(value.args[0], ast.Lambda) \
+            and isinstance(value.args[1], (ast.Tuple, ast.List)) and isinstance(value.args[0].body, ast.Call):
+        items = [e.id for e in value.args[1].elts if isinstance(e, ast.Name) and e.id in unfolded]
+        if items:
+            return value.args[0].body, items[0]
+    return None
+
+
+def _unfold_split_order(scope: Scope) -> None:
+    func = scope.func
+    if func is None or scope.following:
+        return
+    called = scope.callees.get(id(func.node), set())
+    unfolds = {"unfold"} | ({a for a, made in scope.cls.attrs.items() if isinstance(made, ast.Call)
+                             and (nm.dotted(made.func) or "").endswith("Unfold")} if scope.cls is not None else set())
+    if not called & unfolds:
+        return
+    assigns = sorted((n for n in ast.walk(func.node) if isinstance(n, ast.Assign)), key=lambda n: n.lineno)
+    for i, stmt in enumerate(assigns):
+        kernel = next((k for c in ast.walk(stmt.value) if isinstance(c, ast.Call)
+                       for k in [_unfold_kernel(scope, c)] if k is not None), None)
+        if kernel is None:
+            continue
+        unfolded = set(_stored(stmt))
+        later = next((s for s in assigns[i + 1:] if unfolded & {n.id for n in ast.walk(s.value)
+                                                                if isinstance(n, ast.Name)}), None)
+        found = _split_call(later.value, unfolded) if later is not None else None
+        if found is not None:
+            split = _kernel_first(scope, found[0], kernel)
+            if split is not None:
+                scope.report(msg.UnfoldSplitOrder, found[0], f"{_callee_name(found[0])}(...)", found[1], split)
+
+
+@on(ev.FunctionDone)
+def unfold_split_order(scope: Scope, e: ev.FunctionDone) -> None:
+    _unfold_split_order(scope)
