@@ -45,6 +45,11 @@ def _values(func: Function) -> set[str]:
     probs: set[str] = set()
     products: list[tuple[ast.expr, ast.expr]] = []
     for node in ast.walk(func):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple) \
+                and isinstance(node.value, ast.Tuple) and len(node.targets[0].elts) == len(node.value.elts):
+            pairs = zip(node.targets[0].elts, node.value.elts)  # ``xq, xk, xv = self.wq(x), self.wk(x), self.wv(x)``
+            found |= {t.id for t, v in pairs if isinstance(t, ast.Name) and isinstance(v, ast.Call)
+                      and _VALUE_PROJECTION.match(nm.self_attr(v.func) or "")}
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             call, targets = node.value, node.targets[0] if len(node.targets) == 1 else None
             attr = nm.self_attr(call.func)
@@ -69,9 +74,21 @@ def _values(func: Function) -> set[str]:
         elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
             products.append((node.left, node.right))
     for left, right in products:
-        if isinstance(left, ast.Name) and left.id in probs and isinstance(right, ast.Name):
-            found.add(right.id)
+        left_name, right_name = _root(left), _root(right)
+        if left_name in probs and right_name is not None:
+            found.add(right_name)
     return found
+
+
+def _root(node: ast.expr) -> Optional[str]:
+    """The name a chain of methods and subscripts starts from: ``v`` for ``v.transpose(1, 2)[..., :d]``."""
+    while True:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            node = node.func.value
+        elif isinstance(node, (ast.Subscript, ast.Attribute)):
+            node = node.value
+        else:
+            return node.id if isinstance(node, ast.Name) else None
 
 
 def _rotated(call: ast.Call) -> Iterator[tuple[ast.expr, bool]]:
@@ -254,12 +271,14 @@ def _short(node: ast.AST, limit: int = 60) -> str:
 def same_branches(scope: Scope, e: ev.Branches) -> None:
     """``if flag: x = a else: x = a``: the flag changes nothing (a copy left unchanged)."""
     body, orelse = e.node.body, e.node.orelse
-    if not orelse or len(body) != len(orelse) or type(body[0]) is not type(orelse[0]) \
-            or len(orelse) == 1 and isinstance(orelse[0], ast.If):
+    if orelse and len(orelse) == 1 and isinstance(orelse[0], ast.If):
+        scope.memo.setdefault("elif", set()).add(id(orelse[0]))  # type: ignore[union-attr]
         return
-    doing = [s for s in body if isinstance(s, _DOES) and not (
-        isinstance(s, ast.Expr) and not isinstance(s.value, ast.Call)) and not (
-        isinstance(s, ast.Return) and (s.value is None or isinstance(s.value, ast.Constant)))]
+    if not orelse or len(body) != len(orelse) or type(body[0]) is not type(orelse[0]) \
+            or id(e.node) in scope.memo.get("elif", ()):  # type: ignore[operator]
+        return  # the last two arms of an elif chain: each case spelled out, the same on purpose
+    doing = [s for s in body if isinstance(s, _DOES) and getattr(s, "value", None) is not None
+             and not isinstance(s.value, (ast.Constant, ast.Name))]  # type: ignore[union-attr]
     if doing and all(ast.dump(a) == ast.dump(b) for a, b in zip(body, orelse)):
         scope.report(msg.SameBranches, e.node.test, _short(e.node.test), _short(doing[0]))
 
