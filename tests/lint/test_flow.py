@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .helpers import codes as all_codes
 
-FLOW = ("SC136", "SC137", "SC138", "SC139")
+FLOW = ("SC136", "SC137", "SC138", "SC139", "SC140")
 
 
 def codes(source: str) -> list[str]:
@@ -177,4 +177,29 @@ def test_sc139_an_unfold_module_split_by_view_kernel_first():
     assert codes(UNFOLD.format(split="b, c, 3 * 3, -1")) == []
     # Tensor.unfold keeps its windows on a new last axis: not the same layout
     src = "def f(x, k):\n    u = x.unfold(2, k, 1)\n    return u.view(x.shape[0], k * k, -1, 4)\n"
+    assert codes(src) == []
+
+
+NANOGPT = """
+import torch
+
+
+def attend(self, q, k, v):
+    att = (q @ k.transpose(-2, -1)) * self.scale
+    {lengths}
+    causal = torch.tril(torch.ones({rows}, T, dtype=torch.bool, device=att.device){offset})
+    att = att.masked_fill(~causal, float("-inf"))
+    return att.softmax(dim=-1) @ v
+"""
+
+
+def test_sc140_a_causal_mask_built_square_from_the_scores_key_length_in_nanogpt_style():
+    assert codes(NANOGPT.format(lengths="T = att.size(-1)", rows="T", offset="")) == ["SC140"]
+    assert codes(NANOGPT.format(lengths="S, T = att.shape[-2:]", rows="S", offset=", diagonal=T - S")) == []
+    # a bias of one axis (over the keys) broadcasts as it should
+    src = "def f(self, att):\n    n = att.shape[-1]\n    bias = self.key_bias(torch.arange(n))\n    return att + bias\n"
+    assert codes(src) == []
+    # the length of another tensor: the queries' own input
+    src = ("def f(self, x, att):\n    n = x.shape[-1]\n    mask = torch.ones(n, n).triu(1).bool()\n"
+           "    return att.masked_fill(mask, float('-inf'))\n")
     assert codes(src) == []

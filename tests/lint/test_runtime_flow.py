@@ -91,3 +91,15 @@ def test_sc139_keys_split_kernel_first_differ_from_a_window_loop_and_the_twin_ma
     expected = _window_reference(clean, x, 3)
     assert torch.allclose(clean(x, 3), expected, atol=1e-5)
     assert not torch.allclose(buggy(x, 3), expected, atol=1e-3)
+
+
+@torch.no_grad()
+def test_sc140_a_square_alibi_bias_breaks_cached_decoding_and_the_twin_gives_the_last_rows():
+    torch.manual_seed(0)
+    buggy = _buggy("sc140_square_from_key_length").ALiBi(4)
+    clean = _clean("sc140_square_from_key_length").ALiBi(4)
+    full = torch.randn(2, 4, 6, 6)  # no cache: as many queries as keys, both agree
+    assert torch.equal(buggy(full), clean(full))
+    step = full[:, :, -1:]  # one new query against six keys (five cached)
+    assert torch.equal(clean(step), clean(full)[:, :, -1:])
+    assert buggy(step).shape != step.shape

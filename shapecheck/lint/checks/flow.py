@@ -1,6 +1,7 @@
 """Rules decided by where a value flows: a rotary embedding given the values (SC136), an argument the caller
 gives that is read only where it is None (SC137), an ``if`` whose two branches do the same (SC138), unfolded
-patches split with the kernel positions outermost (SC139).
+patches split with the kernel positions outermost (SC139), a square bias or mask built from the key length of the
+scores it is applied to (SC140).
 
 Each whole-body check runs once per function, only where the function calls what the rule is about
 (``scope.callees``) or where an ``if`` of the function tested what it needs (``Branches``).
@@ -412,3 +413,109 @@ def _unfold_split_order(scope: Scope) -> None:
 @on(ev.FunctionDone)
 def unfold_split_order(scope: Scope, e: ev.FunctionDone) -> None:
     _unfold_split_order(scope)
+
+
+# ---------------------------------------------------------------- SC140: square from the key length
+
+_SIZED = frozenset({"arange", "ones", "zeros", "full", "empty", "rand", "randn", "view", "reshape", "repeat", "expand",
+                    "new_ones", "new_zeros", "new_full", "new_empty", "tril", "triu", "eye"})
+_BUILDS = frozenset({"arange", "ones", "zeros", "full", "empty", "tril", "triu", "eye", "new_ones", "new_zeros",
+                     "new_full"})
+
+
+def _last_axis_of(value: ast.expr) -> Optional[str]:
+    """``x.shape[-1]``, ``x.size(-1)``, ``x.size()[-1]``: the name of x."""
+    if isinstance(value, ast.Subscript) and nm.int_value(value.slice) == -1:
+        inner = value.value
+        if isinstance(inner, ast.Attribute) and inner.attr == "shape" and isinstance(inner.value, ast.Name):
+            return inner.value.id
+        if isinstance(inner, ast.Call) and not inner.args and isinstance(inner.func, ast.Attribute) \
+                and inner.func.attr == "size" and isinstance(inner.func.value, ast.Name):
+            return inner.func.value.id
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "size" \
+            and len(value.args) == 1 and nm.int_value(value.args[0]) == -1 and isinstance(value.func.value, ast.Name):
+        return value.func.value.id
+    return None
+
+
+def _square_in(value: ast.expr, length: str) -> bool:
+    """Whether ``length`` sizes two axes of what the expression builds: it is given to sizing calls twice
+    (``ones(n, n)``, ``arange(n).view(n, 1)``) or twice to one call (``self.bias(n, n)``)."""
+    count = 0
+    for call in ast.walk(value):
+        if isinstance(call, ast.Call):
+            given = sum(isinstance(a, ast.Name) and a.id == length for a in call.args)
+            if given >= 2:
+                return True
+            if given and _callee_name(call) in _SIZED:
+                count += given
+    return count >= 2
+
+
+def _square_from_key_length(scope: Scope) -> None:
+    func = scope.func
+    if func is None or scope.following or not scope.callees.get(id(func.node), set()) & _BUILDS:
+        return
+    assigns = sorted((n for n in ast.walk(func.node) if isinstance(n, ast.Assign)), key=lambda n: n.lineno)
+    lengths = {}  # a name holding the last axis of a tensor -> that tensor
+    for stmt in assigns:
+        if len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            owner = _last_axis_of(stmt.value)
+            if owner is not None:
+                lengths[stmt.targets[0].id] = (owner, stmt)
+    if not lengths:
+        return
+    square: dict[str, tuple[str, str]] = {}  # the bias -> (its length, the tensor that length was read from)
+    for stmt in assigns:
+        stored = _stored(stmt)
+        for length, (owner, _) in lengths.items():
+            if _square_in(stmt.value, length):
+                square.update({name: (length, owner) for name in stored})
+        made_from = _scaled_root(stmt.value)
+        if made_from in square:
+            for name in stored:
+                square.setdefault(name, square[made_from])
+    if not square:
+        return
+    for node in ast.walk(func.node):
+        found = _applied(node, square)
+        if found is None:
+            continue
+        bias, owner = found
+        length = square[bias][0]
+        reads = [sub for sub in ast.walk(func.node) if isinstance(sub, ast.Attribute) and sub.attr in ("shape", "size")
+                 and isinstance(sub.value, ast.Name) and sub.value.id == owner]
+        if len(reads) > sum(1 for n, (o, _) in lengths.items() if o == owner):
+            continue  # the other lengths of the tensor are read too: the code knows they may differ
+        scope.report(msg.SquareFromKeyLength, node, bias, length, owner)
+
+
+def _scaled_root(node: ast.expr) -> Optional[str]:
+    """What a tensor is made from by methods, subscripts, a sign, a comparison or a factor: ``a`` for
+    ``-a.to(x.dtype) * s``, ``~a``, ``a == 0``."""
+    while isinstance(node, (ast.UnaryOp, ast.Compare)) \
+            or isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
+        node = node.operand if isinstance(node, ast.UnaryOp) else node.left
+    return _root(node)
+
+
+def _applied(node: ast.AST, square: dict[str, tuple[str, str]]) -> Optional[tuple[str, str]]:
+    """``x + a``, ``x += a``, ``x.masked_fill(a, ...)`` for a square ``a`` built from x's last axis: (a, x)."""
+    pairs: list[tuple[ast.expr, ast.expr]] = []
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        pairs = [(node.left, node.right), (node.right, node.left)]
+    elif isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Add, ast.Sub)):
+        pairs = [(node.target, node.value)]
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and node.func.attr in ("masked_fill", "masked_fill_") and node.args:
+        pairs = [(node.func.value, node.args[0])]
+    for tensor, other in pairs:
+        bias = _scaled_root(other)
+        if isinstance(tensor, ast.Name) and bias in square and square[bias][1] == tensor.id:
+            return bias, tensor.id
+    return None
+
+
+@on(ev.FunctionDone)
+def square_from_key_length(scope: Scope, e: ev.FunctionDone) -> None:
+    _square_from_key_length(scope)
