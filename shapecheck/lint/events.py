@@ -139,6 +139,13 @@ class Branches:
 
 
 @dataclass(frozen=True)
+class Choice:
+    """A conditional expression ``a if test else b`` whose parts have been evaluated."""
+
+    node: ast.IfExp
+
+
+@dataclass(frozen=True)
 class FunctionDone:
     """A function's body has been walked (its scope is still current): for checks that read the whole body."""
 

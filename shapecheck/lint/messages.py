@@ -337,15 +337,15 @@ class RotaryOnValues(Message):
 
 class GivenOnlyWhenAbsent(Message):
     code, name = "SC137", "given-only-when-absent"
-    template = ("'{0}' is read only where it is None (line {1}), after the default replaced it: a {0} the caller "
-                "gives is never used")
+    template = ("'{0}' is read only where it is None (line {1}), after the default replaced it: what the caller "
+                "gives for it is never used")
     hint = "use '{0}' after the if, so the given one is passed on too (dedent the line that uses it)"
     args = ("name", "line")
 
 
 class SameBranches(Message):
     code, name, severity = "SC138", "same-branches", "warning"
-    template = "both branches of 'if {0}' do the same ({1}): the condition changes nothing"
+    template = "both branches of the choice on '{0}' do the same ({1}): the condition changes nothing"
     hint = "make the branch for {0} do what it is for (a copy left unchanged?), or drop the if"
     args = ("condition", "statement")
 

@@ -102,6 +102,9 @@ def test_sc137_a_mask_parameter_used_only_where_the_default_replaced_it():
     assert codes(both.format(inside="        " + fill, after="")) == ["SC137"]
     refused = MASK.replace("        mask = torch.ones", "        raise ValueError('mask needed')\n        mask = torch.ones")
     assert codes(refused.format(inside="        " + fill, after="")) == []
+    # the else of a test that the mask is given is where it is None
+    inverted = MASK.replace("if mask is None:", "if mask is not None:\n        pass\n    else:")
+    assert codes(inverted.format(inside="        " + fill, after="")) == ["SC137"]
     # the given mask read in the other branch
     other = MASK.format(inside="        " + fill, after="    else:\n        scores = scores + mask")
     assert codes(other) == []
@@ -135,6 +138,11 @@ def forward(self, x):
     # nothing done in either branch, and an elif chain (another rule's business)
     assert codes("def f(x):\n    if x:\n        pass\n    else:\n        pass\n") == []
     assert codes("def f(x, y):\n    if x:\n        y = 1\n    elif x is None:\n        y = 1\n    return y\n") == []
+    # a conditional expression
+    choice = "def f(self, d):\n    self.scale = d ** -0.5 if self.use_mup else {other}\n"
+    assert codes(choice.format(other="d ** -0.5")) == ["SC138"]
+    assert codes(choice.format(other="d ** -1")) == []
+    assert codes("def f(x, y):\n    return x if y else x\n") == []
     # the last two arms of an elif chain spelled out one case each, and a constant given in both branches
     chain = """
 def pick(kind, x):

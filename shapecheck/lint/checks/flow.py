@@ -166,15 +166,30 @@ def _none_tested(test: ast.expr) -> list[str]:
     return found
 
 
+def _given_tested(test: ast.expr) -> Optional[str]:
+    """The name a whole test requires to be given: ``x is not None``, ``exists(x)``, ``x``."""
+    if isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and len(test.ops) == 1 \
+            and isinstance(test.ops[0], (ast.IsNot, ast.NotEq)) and isinstance(test.comparators[0], ast.Constant) \
+            and test.comparators[0].value is None:
+        return test.left.id
+    if isinstance(test, ast.Call) and _callee_name(test) in ("exists", "exist") and len(test.args) == 1:
+        test = test.args[0]
+    return test.id if isinstance(test, ast.Name) else None
+
+
 @on(ev.Branches)
 def note_none_test(scope: Scope, e: ev.Branches) -> None:
-    """Remember each ``if x is None:`` of a function, for ``given_only_when_absent`` when the function is done."""
+    """Remember the branch of each ``if`` of a function where a name is None (``if x is None:``, the else of
+    ``if x is not None:``), for ``given_only_when_absent`` when the function is done."""
     if scope.func is None or scope.following:
         return
-    names = _none_tested(e.node.test)
-    if names:
+    found = [(name, e.node.body) for name in _none_tested(e.node.test)]
+    given = _given_tested(e.node.test)
+    if given is not None and e.node.orelse:
+        found.append((given, e.node.orelse))
+    if found:
         scope.memo.setdefault(f"none_tests:{id(scope.func.node)}", []).extend(  # type: ignore[union-attr]
-            (name, e.node) for name in names)
+            (name, e.node, branch) for name, branch in found)
 
 
 def _given(func: Function) -> set[str]:
@@ -214,12 +229,15 @@ def _is_test(node: ast.Name, parents: dict[int, ast.AST]) -> bool:
     return isinstance(parent, (ast.If, ast.While, ast.IfExp, ast.Assert)) and parent.test is child
 
 
-def _in_body_of(node: ast.AST, ifs: list[ast.If], parents: dict[int, ast.AST]) -> Optional[ast.If]:
-    """The ``if`` of ``ifs`` whose body (not its test, not its else) holds ``node``."""
+def _in_branch(node: ast.AST, branches: list[tuple[ast.If, list[ast.stmt]]],
+               parents: dict[int, ast.AST]) -> Optional[ast.If]:
+    """The ``if`` whose branch of ``branches`` (its body or its else, never its test) holds ``node``."""
     child, parent = node, parents.get(id(node))
     while parent is not None:
-        if isinstance(parent, ast.If) and any(parent is i for i in ifs) and any(child is s for s in parent.body):
-            return parent
+        if isinstance(parent, ast.If):
+            for owner, branch in branches:
+                if owner is parent and any(child is s for s in branch):
+                    return parent
         child, parent = parent, parents.get(id(parent))
     return None
 
@@ -232,10 +250,10 @@ def _given_only_when_absent(scope: Scope) -> None:
     if not tests:
         return
     given = _given(func.node)
-    tested: dict[str, list[ast.If]] = {}
-    for name, node in tests:  # type: ignore[attr-defined]
+    tested: dict[str, list[tuple[ast.If, list[ast.stmt]]]] = {}
+    for name, node, branch in tests:  # type: ignore[attr-defined]
         if name in given:
-            tested.setdefault(name, []).append(node)
+            tested.setdefault(name, []).append((node, branch))
     if not tested:
         return
     parents = _parents(func.node)
@@ -243,11 +261,11 @@ def _given_only_when_absent(scope: Scope) -> None:
     for node in ast.walk(func.node):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in tested:
             loads.setdefault(node.id, []).append(node)
-    for name, ifs in tested.items():
-        if any(isinstance(s, ast.Raise) for i in ifs for s in i.body):
+    for name, branches in tested.items():
+        if any(isinstance(s, ast.Raise) for _, branch in branches for s in branch):
             continue  # ``if x is None: raise``: the None case is refused, not defaulted
         uses = [n for n in loads.get(name, ()) if not _is_test(n, parents)]
-        owners = [_in_body_of(n, ifs, parents) for n in uses]
+        owners = [_in_branch(n, branches, parents) for n in uses]
         if uses and all(o is not None for o in owners):
             first = min(uses, key=lambda n: (n.lineno, n.col_offset))
             scope.report(msg.GivenOnlyWhenAbsent, first, name, owners[uses.index(first)].lineno)  # type: ignore[union-attr]
@@ -282,6 +300,14 @@ def same_branches(scope: Scope, e: ev.Branches) -> None:
              and not isinstance(s.value, (ast.Constant, ast.Name))]  # type: ignore[union-attr]
     if doing and all(ast.dump(a) == ast.dump(b) for a, b in zip(body, orelse)):
         scope.report(msg.SameBranches, e.node.test, _short(e.node.test), _short(doing[0]))
+
+
+@on(ev.Choice)
+def same_choices(scope: Scope, e: ev.Choice) -> None:
+    """``s = d ** -0.5 if mup else d ** -0.5``: the same expression on both sides."""
+    body = e.node.body
+    if not isinstance(body, (ast.Constant, ast.Name)) and ast.dump(body) == ast.dump(e.node.orelse):
+        scope.report(msg.SameBranches, e.node.test, _short(e.node.test), _short(body))
 
 
 # ---------------------------------------------------------------- SC139: unfolded patches split kernel-first
