@@ -143,6 +143,9 @@ def forward(self, x):
     assert codes(choice.format(other="d ** -0.5")) == ["SC138"]
     assert codes(choice.format(other="d ** -1")) == []
     assert codes("def f(x, y):\n    return x if y else x\n") == []
+    # a check of a type or of presence, whose branches became the same when the types did (transformers' GIT)
+    legacy = "def f(cache):\n    return cache.get_seq_length() if not isinstance(cache, Cache) else cache.get_seq_length()\n"
+    assert codes(legacy) == []
     # the last two arms of an elif chain spelled out one case each, and a constant given in both branches
     chain = """
 def pick(kind, x):

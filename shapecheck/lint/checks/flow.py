@@ -29,6 +29,7 @@ Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 _VALUE_KEYWORDS = frozenset({"v", "value", "values", "value_states", "xv", "v_states", "value_layer"})
 # Submodules whose output is the values: the value projection (``self.v_proj(x)``, ``self.wv(x)``, ``self.to_v(x)``).
 _VALUE_PROJECTION = re.compile(r"^(v|wv|w_v|to_v|v_proj|value|value_proj|proj_v|v_linear|linear_v)$", re.I)
+_VALUE_NAME = re.compile(r"^(v|xv|vs|values?|value_states|value_layer)$")
 _SPLITS = frozenset({"chunk", "split", "unbind", "tensor_split", "unflatten"})
 _PRODUCTS = frozenset({"matmul", "bmm", "einsum"})
 
@@ -59,16 +60,17 @@ def _values(func: Function) -> set[str]:
             name = _callee_name(call)
             if name in nm.SOFTMAX:
                 probs.update(_stored(node))
-            if name in _SPLITS and isinstance(targets, ast.Tuple) and all(isinstance(e, ast.Name) for e in targets.elts):
-                text = ast.unparse(call.func).lower()
-                if len(targets.elts) == 3 and "qkv" in text or len(targets.elts) == 2 and "kv" in text:
-                    found.add(targets.elts[-1].id)  # type: ignore[attr-defined]
+            if name in _SPLITS and isinstance(targets, ast.Tuple) and "kv" in ast.unparse(call.func).lower():
+                # ``q, k, v = qkv.chunk(3, dim=-1)``; the order is the project's (CodeGen splits query, value, key)
+                found |= {e.id for e in targets.elts if isinstance(e, ast.Name) and _VALUE_NAME.match(e.id)}
         elif isinstance(node, ast.Call):
             name = _callee_name(node)
             if name in nm.FUSED_ATTENTION:
                 given = nm.argument(node, 2, "value")
-                if isinstance(given, ast.Name):
-                    found.add(given.id)
+                attending = [nm.argument(node, 0, "query"), nm.argument(node, 1, "key")]
+                if isinstance(given, ast.Name) and not any(isinstance(a, ast.Name) and a.id == given.id
+                                                           for a in attending):
+                    found.add(given.id)  # not ``sdpa(q, q, q)``: what is also the queries is rotated for them
             elif name in _PRODUCTS and len(node.args) >= 2:
                 operands = node.args[1:] if name == "einsum" else node.args
                 products += [(a, b) for a, b in zip(operands, operands[1:])]
@@ -286,6 +288,28 @@ def _short(node: ast.AST, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
+def _option(test: ast.expr) -> bool:
+    """Whether a test reads an option: a flag (``config.use_mup``, ``not self.causal``), a setting compared with a
+    constant (``self.pos_emb == "alibi"``), or several of them; not a check of a value's type or presence, whose
+    branches may have become the same when the types did."""
+    if isinstance(test, ast.BoolOp):
+        return all(_option(v) for v in test.values)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _option(test.operand)
+    if isinstance(test, ast.Compare):
+        return _option(test.left) and all(isinstance(c, ast.Constant) and c.value is not None
+                                          for c in test.comparators)
+    return isinstance(test, (ast.Name, ast.Attribute)) and _plain(test)
+
+
+def _plain(node: ast.expr) -> bool:
+    """A constant, a name or an attribute read (``cfg.vocab_size``): the same in both branches on purpose, each
+    case spelled out; a computation copied unchanged is what the rule is about."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, (ast.Constant, ast.Name))
+
+
 @on(ev.Branches)
 def same_branches(scope: Scope, e: ev.Branches) -> None:
     """``if flag: x = a else: x = a``: the flag changes nothing (a copy left unchanged)."""
@@ -297,8 +321,8 @@ def same_branches(scope: Scope, e: ev.Branches) -> None:
             or id(e.node) in scope.memo.get("elif", ()):  # type: ignore[operator]
         return  # the last two arms of an elif chain: each case spelled out, the same on purpose
     doing = [s for s in body if isinstance(s, _DOES) and getattr(s, "value", None) is not None
-             and not isinstance(s.value, (ast.Constant, ast.Name))]  # type: ignore[union-attr]
-    if doing and all(ast.dump(a) == ast.dump(b) for a, b in zip(body, orelse)):
+             and not _plain(s.value)]  # type: ignore[union-attr]
+    if doing and _option(e.node.test) and all(ast.dump(a) == ast.dump(b) for a, b in zip(body, orelse)):
         scope.report(msg.SameBranches, e.node.test, _short(e.node.test), _short(doing[0]))
 
 
@@ -306,7 +330,7 @@ def same_branches(scope: Scope, e: ev.Branches) -> None:
 def same_choices(scope: Scope, e: ev.Choice) -> None:
     """``s = d ** -0.5 if mup else d ** -0.5``: the same expression on both sides."""
     body = e.node.body
-    if not isinstance(body, (ast.Constant, ast.Name)) and ast.dump(body) == ast.dump(e.node.orelse):
+    if not _plain(body) and _option(e.node.test) and ast.dump(body) == ast.dump(e.node.orelse):
         scope.report(msg.SameBranches, e.node.test, _short(e.node.test), _short(body))
 
 
