@@ -358,13 +358,14 @@ class UnfoldSplitOrder(Message):
     args = ("call", "tensor", "split")
 
 
-class SquareFromKeyLength(Message):
-    code, name = "SC140", "square-from-key-length"
-    template = ("'{0}' is built {1} x {1} from {2}.shape[-1] (the key length) and applied to {2}, whose query axis "
-                "(shape[-2]) it takes to be as long: with fewer queries than keys (a cache) the rows are wrong")
+class SquareFromOneLength(Message):
+    code, name = "SC140", "square-from-one-length"
+    template = ("'{0}' is built {1} x {1} from {2}.shape[{3}] alone and applied to {2}, taking its query axis "
+                "(shape[-2]) and its key axis (shape[-1]) to be as long: with fewer queries than keys (a cache) "
+                "the rows are wrong")
     hint = ("build it from both lengths (q_len, k_len = {2}.shape[-2:]) and keep its last q_len rows "
             "({0}[..., k_len - q_len:, :])")
-    args = ("bias", "length", "scores")
+    args = ("bias", "length", "scores", "axis")
 
 
 RULES: tuple[type[Message], ...] = (
@@ -376,7 +377,7 @@ RULES: tuple[type[Message], ...] = (
     HalfScaledScores, MaskedMasksIntersected, FusedLayout, ResultDiscarded, CausalWithCache, RotaryTwice,
     ComputedUnused, MaskSumOverflowsHalf, RotaryOnHeads, BiasInMaskDtype, NormaliserMultiplied,
     MaskParameterUnread, RotaryOnValues, GivenOnlyWhenAbsent, SameBranches, UnfoldSplitOrder,
-    SquareFromKeyLength,
+    SquareFromOneLength,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules about memory layout: they hold whatever the code means, so they are reported inside followed helpers too.

@@ -204,9 +204,11 @@ def attend(self, q, k, v):
 """
 
 
-def test_sc140_a_causal_mask_built_square_from_the_scores_key_length_in_nanogpt_style():
+def test_sc140_a_causal_mask_built_square_from_one_length_of_the_scores_in_nanogpt_style():
     assert codes(NANOGPT.format(lengths="T = att.size(-1)", rows="T", offset="")) == ["SC140"]
     assert codes(NANOGPT.format(lengths="S, T = att.shape[-2:]", rows="S", offset=", diagonal=T - S")) == []
+    # the query length alone: the mask has seq_q columns where the scores have seq_k
+    assert codes(NANOGPT.format(lengths="T = att.size(-2)", rows="T", offset="")) == ["SC140"]
     # a bias of one axis (over the keys) broadcasts as it should
     src = "def f(self, att):\n    n = att.shape[-1]\n    bias = self.key_bias(torch.arange(n))\n    return att + bias\n"
     assert codes(src) == []

@@ -1,6 +1,6 @@
 """Rules decided by where a value flows: a rotary embedding given the values (SC136), an argument the caller
 gives that is read only where it is None (SC137), an ``if`` whose two branches do the same (SC138), unfolded
-patches split with the kernel positions outermost (SC139), a square bias or mask built from the key length of the
+patches split with the kernel positions outermost (SC139), a square bias or mask built from one length of the
 scores it is applied to (SC140).
 
 Each whole-body check runs once per function, only where the function calls what the rule is about
@@ -465,7 +465,7 @@ def unfold_split_order(scope: Scope, e: ev.FunctionDone) -> None:
     _unfold_split_order(scope)
 
 
-# ---------------------------------------------------------------- SC140: square from the key length
+# ---------------------------------------------------------------- SC140: square from one length
 
 _SIZED = frozenset({"arange", "ones", "zeros", "full", "empty", "rand", "randn", "view", "reshape", "repeat", "expand",
                     "new_ones", "new_zeros", "new_full", "new_empty", "tril", "triu", "eye"})
@@ -473,18 +473,19 @@ _BUILDS = frozenset({"arange", "ones", "zeros", "full", "empty", "tril", "triu",
                      "new_full"})
 
 
-def _last_axis_of(value: ast.expr) -> Optional[str]:
-    """``x.shape[-1]``, ``x.size(-1)``, ``x.size()[-1]``: the name of x."""
-    if isinstance(value, ast.Subscript) and nm.int_value(value.slice) == -1:
-        inner = value.value
+def _axis_read(value: ast.expr) -> Optional[tuple[str, int]]:
+    """``x.shape[-1]``, ``x.size(-2)``, ``x.size()[-1]``: (the name of x, the axis), for the last two axes."""
+    if isinstance(value, ast.Subscript) and nm.int_value(value.slice) in (-1, -2):
+        inner, axis = value.value, nm.int_value(value.slice)
         if isinstance(inner, ast.Attribute) and inner.attr == "shape" and isinstance(inner.value, ast.Name):
-            return inner.value.id
+            return inner.value.id, axis  # type: ignore[return-value]
         if isinstance(inner, ast.Call) and not inner.args and isinstance(inner.func, ast.Attribute) \
                 and inner.func.attr == "size" and isinstance(inner.func.value, ast.Name):
-            return inner.func.value.id
+            return inner.func.value.id, axis  # type: ignore[return-value]
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "size" \
-            and len(value.args) == 1 and nm.int_value(value.args[0]) == -1 and isinstance(value.func.value, ast.Name):
-        return value.func.value.id
+            and len(value.args) == 1 and nm.int_value(value.args[0]) in (-1, -2) \
+            and isinstance(value.func.value, ast.Name):
+        return value.func.value.id, nm.int_value(value.args[0])  # type: ignore[return-value]
     return None
 
 
@@ -502,25 +503,25 @@ def _square_in(value: ast.expr, length: str) -> bool:
     return count >= 2
 
 
-def _square_from_key_length(scope: Scope) -> None:
+def _square_from_one_length(scope: Scope) -> None:
     func = scope.func
     if func is None or scope.following or not scope.callees.get(id(func.node), set()) & _BUILDS:
         return
     assigns = sorted((n for n in ast.walk(func.node) if isinstance(n, ast.Assign)), key=lambda n: n.lineno)
-    lengths = {}  # a name holding the last axis of a tensor -> that tensor
+    lengths: dict[str, tuple[str, int]] = {}  # a name holding one of the last two axes of a tensor -> (it, the axis)
     for stmt in assigns:
         if len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            owner = _last_axis_of(stmt.value)
-            if owner is not None:
-                lengths[stmt.targets[0].id] = (owner, stmt)
+            read = _axis_read(stmt.value)
+            if read is not None:
+                lengths[stmt.targets[0].id] = read
     if not lengths:
         return
-    square: dict[str, tuple[str, str]] = {}  # the bias -> (its length, the tensor that length was read from)
+    square: dict[str, tuple[str, str, int]] = {}  # the bias -> (its length, the tensor it was read from, the axis)
     for stmt in assigns:
         stored = _stored(stmt)
-        for length, (owner, _) in lengths.items():
+        for length, (owner, axis) in lengths.items():
             if _square_in(stmt.value, length):
-                square.update({name: (length, owner) for name in stored})
+                square.update({name: (length, owner, axis) for name in stored})
         made_from = _scaled_root(stmt.value)
         if made_from in square:
             for name in stored:
@@ -532,12 +533,12 @@ def _square_from_key_length(scope: Scope) -> None:
         if found is None:
             continue
         bias, owner = found
-        length = square[bias][0]
+        length, _, axis = square[bias]
         reads = [sub for sub in ast.walk(func.node) if isinstance(sub, ast.Attribute) and sub.attr in ("shape", "size")
                  and isinstance(sub.value, ast.Name) and sub.value.id == owner]
-        if len(reads) > sum(1 for n, (o, _) in lengths.items() if o == owner):
+        if len(reads) > sum(1 for o, _ in lengths.values() if o == owner):
             continue  # the other lengths of the tensor are read too: the code knows they may differ
-        scope.report(msg.SquareFromKeyLength, node, bias, length, owner)
+        scope.report(msg.SquareFromOneLength, node, bias, length, owner, axis)
 
 
 def _scaled_root(node: ast.expr) -> Optional[str]:
@@ -549,7 +550,7 @@ def _scaled_root(node: ast.expr) -> Optional[str]:
     return _root(node)
 
 
-def _applied(node: ast.AST, square: dict[str, tuple[str, str]]) -> Optional[tuple[str, str]]:
+def _applied(node: ast.AST, square: dict[str, tuple[str, str, int]]) -> Optional[tuple[str, str]]:
     """``x + a``, ``x += a``, ``x.masked_fill(a, ...)`` for a square ``a`` built from x's last axis: (a, x)."""
     pairs: list[tuple[ast.expr, ast.expr]] = []
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
@@ -567,5 +568,5 @@ def _applied(node: ast.AST, square: dict[str, tuple[str, str]]) -> Optional[tupl
 
 
 @on(ev.FunctionDone)
-def square_from_key_length(scope: Scope, e: ev.FunctionDone) -> None:
-    _square_from_key_length(scope)
+def square_from_one_length(scope: Scope, e: ev.FunctionDone) -> None:
+    _square_from_one_length(scope)
