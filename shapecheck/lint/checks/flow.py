@@ -19,7 +19,7 @@ from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
 from shapecheck.lint.checks.cache import _ROTARY, _applies_rotary, _callee_name, _once_where_called
-from shapecheck.lint.scope import Scope
+from shapecheck.lint.scope import Scope, _statements
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
@@ -128,7 +128,7 @@ def _rotary_on_values(scope: Scope) -> None:
         return
     func = scope.func.node  # type: ignore[union-attr]
     values: Optional[set[str]] = None
-    for node in ast.walk(func):
+    for node in _statements(func.body):
         if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
             continue
         stored = set(_stored(node))
@@ -212,36 +212,29 @@ def _given(func: Function) -> set[str]:
     return given
 
 
-def _parents(func: Function) -> dict[int, ast.AST]:
-    return {id(child): node for node in ast.walk(func) for child in ast.iter_child_nodes(node)}
-
-
-def _is_test(node: ast.Name, parents: dict[int, ast.AST]) -> bool:
-    """``x is None``, ``not x``, ``exists(x)``, ``if x:``: the name is only tested."""
-    parent = parents.get(id(node))
-    if isinstance(parent, ast.Compare):
-        return any(isinstance(c, ast.Constant) and c.value is None for c in [parent.left, *parent.comparators])
-    if isinstance(parent, ast.Call) and _callee_name(parent) in ("exists", "exist") and node in parent.args:
-        return True
-    if isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not):
-        return True
-    child = node
-    if isinstance(parent, ast.BoolOp):
-        child, parent = parent, parents.get(id(parent))
-    return isinstance(parent, (ast.If, ast.While, ast.IfExp, ast.Assert)) and parent.test is child
-
-
-def _in_branch(node: ast.AST, branches: list[tuple[ast.If, list[ast.stmt]]],
-               parents: dict[int, ast.AST]) -> Optional[ast.If]:
-    """The ``if`` whose branch of ``branches`` (its body or its else, never its test) holds ``node``."""
-    child, parent = node, parents.get(id(node))
-    while parent is not None:
-        if isinstance(parent, ast.If):
-            for owner, branch in branches:
-                if owner is parent and any(child is s for s in branch):
-                    return parent
-        child, parent = parent, parents.get(id(parent))
-    return None
+def _used(nodes: list[ast.AST], name: str) -> list[ast.Name]:
+    """Where ``name`` is read under ``nodes`` other than to test it (``x is None``, ``not x``, ``exists(x)``,
+    ``if x:``), in one walk."""
+    reads: list[ast.Name] = []
+    tests: set[int] = set()
+    for root in nodes:
+        for node in ast.walk(root):
+            if isinstance(node, ast.Name):
+                if node.id == name and isinstance(node.ctx, ast.Load):
+                    reads.append(node)
+            elif isinstance(node, ast.Compare):
+                parts = [node.left, *node.comparators]
+                if any(isinstance(p, ast.Constant) and p.value is None for p in parts):
+                    tests |= {id(p) for p in parts if isinstance(p, ast.Name)}
+            elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) and isinstance(node.operand, ast.Name):
+                tests.add(id(node.operand))
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("exists", "exist"):
+                tests |= {id(a) for a in node.args if isinstance(a, ast.Name)}
+            elif isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)):
+                test = node.test
+                tests |= {id(p) for p in (test.values if isinstance(test, ast.BoolOp) else [test])
+                          if isinstance(p, ast.Name)}
+    return [n for n in reads if id(n) not in tests]
 
 
 def _given_only_when_absent(scope: Scope) -> None:
@@ -258,19 +251,40 @@ def _given_only_when_absent(scope: Scope) -> None:
             tested.setdefault(name, []).append((node, branch))
     if not tested:
         return
-    parents = _parents(func.node)
-    loads: dict[str, list[ast.Name]] = {}
-    for node in ast.walk(func.node):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in tested:
-            loads.setdefault(node.id, []).append(node)
     for name, branches in tested.items():
         if any(isinstance(s, ast.Raise) for _, branch in branches for s in branch):
             continue  # ``if x is None: raise``: the None case is refused, not defaulted
-        uses = [n for n in loads.get(name, ()) if not _is_test(n, parents)]
-        owners = [_in_branch(n, branches, parents) for n in uses]
-        if uses and all(o is not None for o in owners):
-            first = min(uses, key=lambda n: (n.lineno, n.col_offset))
-            scope.report(msg.GivenOnlyWhenAbsent, first, name, owners[uses.index(first)].lineno)  # type: ignore[union-attr]
+        inside = {id(n): owner for owner, branch in branches for n in _used(branch, name)}  # type: ignore[arg-type]
+        if not inside:
+            continue  # the common case, ``if mask is None: mask = ...`` read after the if: no walk of the body
+        skip = {id(s) for _, branch in branches for s in _statements(branch)}
+        if not _read_outside(func.node, name, skip):
+            first = min((n for _, branch in branches for n in _used(branch, name) if id(n) in inside),
+                        key=lambda n: (n.lineno, n.col_offset))
+            scope.report(msg.GivenOnlyWhenAbsent, first, name, inside[id(first)].lineno)
+
+
+def _read_outside(func: Function, name: str, skip: set[int]) -> bool:
+    """Whether a statement of the function other than those in ``skip`` reads ``name`` other than to test it;
+    statement by statement, stopping at the first such read."""
+    for stmt in _statements(func.body):
+        if id(stmt) in skip:
+            continue
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(stmt)):
+                return True  # a closure that reads it
+            continue
+        own: list[ast.AST] = []
+        for _, value in ast.iter_fields(stmt):
+            items = value if isinstance(value, list) else [value]
+            own += [item.context_expr if isinstance(item, ast.withitem) else item for item in items
+                    if isinstance(item, (ast.expr, ast.withitem, ast.keyword))]
+        test = getattr(stmt, "test", None)
+        bare = {id(p) for p in (test.values if isinstance(test, ast.BoolOp) else [test]) if isinstance(p, ast.Name)} \
+            if isinstance(stmt, (ast.If, ast.While, ast.Assert)) and test is not None else set()
+        if any(id(n) not in bare for n in _used(own, name)):
+            return True
+    return False
 
 
 @on(ev.FunctionDone)
@@ -435,16 +449,26 @@ def _split_call(value: ast.expr, unfolded: set[str]) -> Optional[tuple[ast.Call,
     return None
 
 
+def _unfold_names(scope: Scope) -> set[str]:
+    """``unfold`` and the class's attributes made by ``nn.Unfold``, computed once per class."""
+    cls = scope.cls
+    if cls is None:
+        return {"unfold"}
+    key = f"unfolds:{id(cls)}"
+    if key not in scope.memo:
+        scope.memo[key] = {"unfold"} | {a for a, made in cls.attrs.items() if isinstance(made, ast.Call)
+                                        and (nm.dotted(made.func) or "").endswith("Unfold")}
+    return scope.memo[key]  # type: ignore[return-value]
+
+
 def _unfold_split_order(scope: Scope) -> None:
     func = scope.func
     if func is None or scope.following:
         return
-    called = scope.callees.get(id(func.node), set())
-    unfolds = {"unfold"} | ({a for a, made in scope.cls.attrs.items() if isinstance(made, ast.Call)
-                             and (nm.dotted(made.func) or "").endswith("Unfold")} if scope.cls is not None else set())
-    if not called & unfolds:
+    called = scope.callees.get(id(func.node), ())
+    if "unfold" not in called and (scope.cls is None or not called & _unfold_names(scope)):  # type: ignore[operator]
         return
-    assigns = sorted((n for n in ast.walk(func.node) if isinstance(n, ast.Assign)), key=lambda n: n.lineno)
+    assigns = sorted((n for n in _statements(func.node.body) if isinstance(n, ast.Assign)), key=lambda n: n.lineno)
     for i, stmt in enumerate(assigns):
         kernel = next((k for c in ast.walk(stmt.value) if isinstance(c, ast.Call)
                        for k in [_unfold_kernel(scope, c)] if k is not None), None)
@@ -507,7 +531,7 @@ def _square_from_one_length(scope: Scope) -> None:
     func = scope.func
     if func is None or scope.following or not scope.callees.get(id(func.node), set()) & _BUILDS:
         return
-    assigns = sorted((n for n in ast.walk(func.node) if isinstance(n, ast.Assign)), key=lambda n: n.lineno)
+    assigns = [n for n in _statements(func.node.body) if isinstance(n, ast.Assign)]
     lengths: dict[str, tuple[str, int]] = {}  # a name holding one of the last two axes of a tensor -> (it, the axis)
     for stmt in assigns:
         if len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
