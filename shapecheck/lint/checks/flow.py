@@ -465,8 +465,8 @@ def _unfold_split_order(scope: Scope) -> None:
     func = scope.func
     if func is None or scope.following:
         return
-    called = scope.callees.get(id(func.node), ())
-    if "unfold" not in called and (scope.cls is None or not called & _unfold_names(scope)):  # type: ignore[operator]
+    called = scope.callees.get(id(func.node)) or set()
+    if "unfold" not in called and (scope.cls is None or not called & _unfold_names(scope)):
         return
     assigns = sorted((n for n in _statements(func.node.body) if isinstance(n, ast.Assign)), key=lambda n: n.lineno)
     for i, stmt in enumerate(assigns):
