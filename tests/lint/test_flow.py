@@ -36,6 +36,10 @@ def test_sc136_values_rotated_in_llama_style_where_a_value_projection_makes_them
     assert codes(LLAMA.format(rotate="xq, xk, xv = apply_rotary_emb(xq, xk, xv, freqs_cis=freqs_cis)")) == ["SC136"]
     assert codes(LLAMA.format(rotate="xv = apply_rotary_emb(xv, freqs_cis)")) == ["SC136"]
     assert codes(LLAMA.format(rotate="xq, xk = apply_rotary_emb(xq, xk, freqs_cis=freqs_cis)")) == []
+    # one call per tensor, in one tuple
+    rope = "xq, xk, xv = self.rope(xq, freqs_cis), self.rope(xk, freqs_cis), self.rope(xv, freqs_cis)"
+    assert codes(LLAMA.format(rotate=rope)) == ["SC136"]
+    assert codes(LLAMA.format(rotate="xq, xk = self.rope(xq, freqs_cis), self.rope(xk, freqs_cis)")) == []
 
 
 EINSUM = """
@@ -216,3 +220,17 @@ def test_sc140_a_causal_mask_built_square_from_one_length_of_the_scores_in_nanog
     src = ("def f(self, x, att):\n    n = x.shape[-1]\n    mask = torch.ones(n, n).triu(1).bool()\n"
            "    return att.masked_fill(mask, float('-inf'))\n")
     assert codes(src) == []
+
+
+def test_sc140_a_square_block_of_a_causal_buffer_cut_by_one_length_of_the_scores():
+    # GPT-2 of 2019 had the block [ns - nd:ns, :ns]; cut [:n, :n] by the key length it is wrong with a cache
+    src = """
+def _attn(self, q, k, v):
+    w = torch.matmul(q, k) / math.sqrt(v.size(-1))
+    {lengths}
+    b = self.bias[:, :, {rows}, :ns]
+    w = w * b - 1e4 * (1 - b)
+    return torch.matmul(w.softmax(dim=-1), v)
+"""
+    assert codes(src.format(lengths="ns = w.size(-1)", rows=":ns")) == ["SC140"]
+    assert codes(src.format(lengths="nd, ns = w.size(-2), w.size(-1)", rows="ns - nd:ns")) == []

@@ -129,16 +129,20 @@ def _rotary_on_values(scope: Scope) -> None:
     func = scope.func.node  # type: ignore[union-attr]
     values: Optional[set[str]] = None
     for node in _statements(func.body):
-        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+        if not isinstance(node, ast.Assign):
             continue
+        if isinstance(node.value, ast.Tuple):  # ``q, k, v = rope(q), rope(k), rope(v)``
+            calls = [c for c in node.value.elts if isinstance(c, ast.Call)]
+        else:
+            calls = [node.value] if isinstance(node.value, ast.Call) else []
         stored = set(_stored(node))
-        for given, by_keyword in _rotated(node.value):
+        for given, by_keyword, call in ((g, b, c) for c in calls for g, b in _rotated(c)):
             if not isinstance(given, ast.Name) or given.id not in stored:
                 continue  # ``cos, sin = self.rotary_emb(v, seq_len)``: v only gives the dtype; the tables come back
             if values is None:
                 values = _values(func)
             if (by_keyword or given.id in values) and not _chosen_by_flag(func, node):
-                shown = nm.dotted(node.value.func) or _callee_name(node.value)
+                shown = nm.dotted(call.func) or _callee_name(call)
                 scope.report(msg.RotaryOnValues, given, f"{shown}(...)", given.id)
 
 
@@ -254,6 +258,7 @@ def _given_only_when_absent(scope: Scope) -> None:
     for name, branches in tested.items():
         if any(isinstance(s, ast.Raise) for _, branch in branches for s in branch):
             continue  # ``if x is None: raise``: the None case is refused, not defaulted
+        branches = [(owner, branch) for owner, branch in branches if _replaces(branch, name)]
         inside = {id(n): owner for owner, branch in branches for n in _used(branch, name)}  # type: ignore[arg-type]
         if not inside:
             continue  # the common case, ``if mask is None: mask = ...`` read after the if: no walk of the body
@@ -262,6 +267,13 @@ def _given_only_when_absent(scope: Scope) -> None:
             first = min((n for _, branch in branches for n in _used(branch, name) if id(n) in inside),
                         key=lambda n: (n.lineno, n.col_offset))
             scope.report(msg.GivenOnlyWhenAbsent, first, name, inside[id(first)].lineno)
+
+
+def _replaces(branch: list[ast.stmt], name: str) -> bool:
+    """Whether the branch stores a default under the name (``mask = torch.ones(...)``), in its own statements."""
+    return any(isinstance(s, (ast.Assign, ast.AnnAssign)) and any(
+        isinstance(t, ast.Name) and t.id == name for t in (s.targets if isinstance(s, ast.Assign) else [s.target]))
+        for s in branch)
 
 
 def _read_outside(func: Function, name: str, skip: set[int]) -> bool:
@@ -493,8 +505,10 @@ def unfold_split_order(scope: Scope, e: ev.FunctionDone) -> None:
 
 _SIZED = frozenset({"arange", "ones", "zeros", "full", "empty", "rand", "randn", "view", "reshape", "repeat", "expand",
                     "new_ones", "new_zeros", "new_full", "new_empty", "tril", "triu", "eye"})
+
+# What a function calls before it can build a square from a length: a builder, or ``size`` to slice a buffer with.
 _BUILDS = frozenset({"arange", "ones", "zeros", "full", "empty", "tril", "triu", "eye", "new_ones", "new_zeros",
-                     "new_full"})
+                     "new_full", "size"})
 
 
 def _axis_read(value: ast.expr) -> Optional[tuple[str, int]]:
@@ -515,9 +529,14 @@ def _axis_read(value: ast.expr) -> Optional[tuple[str, int]]:
 
 def _square_in(value: ast.expr, length: str) -> bool:
     """Whether ``length`` sizes two axes of what the expression builds: it is given to sizing calls twice
-    (``ones(n, n)``, ``arange(n).view(n, 1)``) or twice to one call (``self.bias(n, n)``)."""
+    (``ones(n, n)``, ``arange(n).view(n, 1)``) or twice to one call (``self.bias(n, n)``), or it bounds the last two
+    slices of a buffer (``self.bias[:, :, :n, :n]``)."""
     count = 0
     for call in ast.walk(value):
+        if isinstance(call, ast.Subscript) and isinstance(call.slice, ast.Tuple):
+            bounds = [p.upper for p in call.slice.elts[-2:] if isinstance(p, ast.Slice) and p.lower is None]
+            if len(bounds) == 2 and all(isinstance(b, ast.Name) and b.id == length for b in bounds):
+                return True  # ``self.bias[:, :, :n, :n]``: a square block of a buffer
         if isinstance(call, ast.Call):
             given = sum(isinstance(a, ast.Name) and a.id == length for a in call.args)
             if given >= 2:
@@ -575,9 +594,10 @@ def _scaled_root(node: ast.expr) -> Optional[str]:
 
 
 def _applied(node: ast.AST, square: dict[str, tuple[str, str, int]]) -> Optional[tuple[str, str]]:
-    """``x + a``, ``x += a``, ``x.masked_fill(a, ...)`` for a square ``a`` built from x's last axis: (a, x)."""
+    """``x + a``, ``x * a``, ``x += a``, ``x.masked_fill(a, ...)`` for a square ``a`` built from one of x's last two
+    axes: (a, x)."""
     pairs: list[tuple[ast.expr, ast.expr]] = []
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
         pairs = [(node.left, node.right), (node.right, node.left)]
     elif isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Add, ast.Sub)):
         pairs = [(node.target, node.value)]
