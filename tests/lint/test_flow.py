@@ -226,7 +226,7 @@ def test_sc140_a_square_block_of_a_causal_buffer_cut_by_one_length_of_the_scores
     # GPT-2 of 2019 had the block [ns - nd:ns, :ns]; cut [:n, :n] by the key length it is wrong with a cache
     src = """
 def _attn(self, q, k, v):
-    w = torch.matmul(q, k) / math.sqrt(v.size(-1))
+    w = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(v.size(-1))
     {lengths}
     b = self.bias[:, :, {rows}, :ns]
     w = w * b - 1e4 * (1 - b)
@@ -234,3 +234,19 @@ def _attn(self, q, k, v):
 """
     assert codes(src.format(lengths="ns = w.size(-1)", rows=":ns")) == ["SC140"]
     assert codes(src.format(lengths="nd, ns = w.size(-2), w.size(-1)", rows="ns - nd:ns")) == []
+
+
+def test_sc140_a_square_bias_combined_with_a_padding_mask_is_not_applied_to_scores():
+    # OLMo: the causal bias cut [:n, :n] by the padding mask's length, added to that (batch, 1, 1, n) mask, and
+    # sliced for the queries later, in the block
+    src = """
+def forward(self, x, attention_mask=None):
+    mask_len = attention_mask.shape[-1]
+    attention_bias = self.causal_bias[:, :, :mask_len, :mask_len].to(dtype=torch.float)
+    attention_bias = attention_bias + attention_mask
+    return self.blocks(x, attention_bias)
+"""
+    assert codes(src) == []
+    # the same sum returned by a bias module given the scores
+    assert codes("def forward(self, scores):\n    n = scores.size(-1)\n    a = torch.ones(n, n).tril()\n"
+                 "    return scores + a\n") == ["SC140"]

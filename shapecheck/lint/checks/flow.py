@@ -20,6 +20,7 @@ from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
 from shapecheck.lint.checks.cache import _ROTARY, _applies_rotary, _callee_name, _once_where_called
 from shapecheck.lint.scope import Scope, _statements
+from shapecheck.lint.tracking import Tensor
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
@@ -576,6 +577,8 @@ def _square_from_one_length(scope: Scope) -> None:
         if found is None:
             continue
         bias, owner = found
+        if not _scores_or_returned(scope, func.node, node, owner):
+            continue
         length, _, axis = square[bias]
         reads = [sub for sub in ast.walk(func.node) if isinstance(sub, ast.Attribute) and sub.attr in ("shape", "size")
                  and isinstance(sub.value, ast.Name) and sub.value.id == owner]
@@ -609,6 +612,20 @@ def _applied(node: ast.AST, square: dict[str, tuple[str, str, int]]) -> Optional
         if isinstance(tensor, ast.Name) and bias in square and square[bias][1] == tensor.id:
             return bias, tensor.id
     return None
+
+
+def _scores_or_returned(scope: Scope, func: Function, node: ast.AST, owner: str) -> bool:
+    """Whether what the bias is applied to is known as scores: Q·Kᵀ by data flow, or a parameter the function
+    returns with the bias applied (``def forward(self, x): ... return x + a``, a bias module given the scores); not
+    a mask the bias is combined with (``bias + attention_mask``, the mask a padding row of one query)."""
+    operand = node.target if isinstance(node, ast.AugAssign) else node.func.value if isinstance(node, ast.Call) \
+        else node.left if isinstance(node.left, ast.Name) and node.left.id == owner else node.right  # type: ignore
+    value = scope.values.get(id(operand))
+    if isinstance(value, Tensor) and value.role == "scores":
+        return True
+    args = func.args
+    return owner in {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]} and any(
+        isinstance(r, ast.Return) and r.value is node for r in _statements(func.body))
 
 
 @on(ev.FunctionDone)
