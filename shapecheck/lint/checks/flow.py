@@ -136,8 +136,11 @@ def _rotary_on_values(scope: Scope) -> None:
             calls = [c for c in node.value.elts if isinstance(c, ast.Call)]
         else:
             calls = [node.value] if isinstance(node.value, ast.Call) else []
+        rotated = [(g, b, c) for c in calls for g, b in _rotated(c)]
+        if not rotated:
+            continue
         stored = set(_stored(node))
-        for given, by_keyword, call in ((g, b, c) for c in calls for g, b in _rotated(c)):
+        for given, by_keyword, call in rotated:
             if not isinstance(given, ast.Name) or given.id not in stored:
                 continue  # ``cos, sin = self.rotary_emb(v, seq_len)``: v only gives the dtype; the tables come back
             if values is None:
