@@ -104,7 +104,8 @@ def test_sc137_a_mask_parameter_used_only_where_the_default_replaced_it():
     # a test of a conjunction, and a mask the function refuses when it is missing
     both = MASK.replace("if mask is None:", "if self.causal and not exists(mask):")
     assert codes(both.format(inside="        " + fill, after="")) == ["SC137"]
-    refused = MASK.replace("        mask = torch.ones", "        raise ValueError('mask needed')\n        mask = torch.ones")
+    refused = MASK.replace("        mask = torch.ones",
+                           "        raise ValueError('mask needed')\n        mask = torch.ones")
     assert codes(refused.format(inside="        " + fill, after="")) == []
     # the else of a test that the mask is given is where it is None
     inverted = MASK.replace("if mask is None:", "if mask is not None:\n        pass\n    else:")
@@ -148,8 +149,23 @@ def forward(self, x):
     assert codes(choice.format(other="d ** -1")) == []
     assert codes("def f(x, y):\n    return x if y else x\n") == []
     # a check of a type or of presence, whose branches became the same when the types did (transformers' GIT)
-    legacy = "def f(cache):\n    return cache.get_seq_length() if not isinstance(cache, Cache) else cache.get_seq_length()\n"
+    legacy = ("def f(cache):\n"
+              "    return cache.get_seq_length() if not isinstance(cache, Cache) else cache.get_seq_length()\n")
     assert codes(legacy) == []
+    # a local value's truth (transformers' Kosmos-2 processor appends the same box either way)
+    local = """
+def boxes(pairs, phrase):
+    out = []
+    for pair in pairs:
+        found = parse(pair)
+        if found:
+            out.append((int(found[0]), int(found[1])))
+        else:
+            out.append((int(found[0]), int(found[1])))
+    return out
+"""
+    assert codes(local) == []
+    assert codes(local.replace("if found:", "if phrase:")) == ["SC138"]  # a flag the caller passes
     # the last two arms of an elif chain spelled out one case each, and a constant given in both branches
     chain = """
 def pick(kind, x):

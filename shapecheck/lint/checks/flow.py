@@ -41,8 +41,8 @@ def _stored(node: ast.Assign) -> list[str]:
 
 def _values(func: Function) -> set[str]:
     """Names of the function that hold the values, by where they come from or where they go: a parameter in the
-    value role, a value projection's output, the last part of a qkv (or kv) split, what a softmax output is
-    multiplied with, the value argument of a fused attention call."""
+    value role, a value projection's output, the part of a qkv (or kv) split named as the values, what a softmax
+    output is multiplied with, the value argument of a fused attention call (not also its query or key)."""
     args = func.args
     found = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs] if forward_role(a.arg) == "value"}
     probs: set[str] = set()
@@ -318,18 +318,20 @@ def _short(node: ast.AST, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def _option(test: ast.expr) -> bool:
-    """Whether a test reads an option: a flag (``config.use_mup``, ``not self.causal``), a setting compared with a
-    constant (``self.pos_emb == "alibi"``), or several of them; not a check of a value's type or presence, whose
-    branches may have become the same when the types did."""
+def _option(test: ast.expr, params: frozenset[str]) -> bool:
+    """Whether a test reads an option: a flag (``config.use_mup``, ``not self.causal``, a parameter of the function),
+    a setting compared with a constant (``self.pos_emb == "alibi"``), or several of them; not a local value's truth
+    or a check of a value's type or presence, whose branches may have become the same when the types did."""
     if isinstance(test, ast.BoolOp):
-        return all(_option(v) for v in test.values)
+        return all(_option(v, params) for v in test.values)
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _option(test.operand)
+        return _option(test.operand, params)
     if isinstance(test, ast.Compare):
-        return _option(test.left) and all(isinstance(c, ast.Constant) and c.value is not None
-                                          for c in test.comparators)
-    return isinstance(test, (ast.Name, ast.Attribute)) and _plain(test)
+        return _option(test.left, params) and all(isinstance(c, ast.Constant) and c.value is not None
+                                                  for c in test.comparators)
+    if isinstance(test, ast.Name):
+        return test.id in params
+    return isinstance(test, ast.Attribute) and _plain(test)
 
 
 def _plain(node: ast.expr) -> bool:
@@ -352,7 +354,8 @@ def same_branches(scope: Scope, e: ev.Branches) -> None:
         return  # the last two arms of an elif chain: each case spelled out, the same on purpose
     doing = [s for s in body if isinstance(s, _DOES) and getattr(s, "value", None) is not None
              and not _plain(s.value)]  # type: ignore[union-attr]
-    if doing and _option(e.node.test) and all(ast.dump(a) == ast.dump(b) for a, b in zip(body, orelse)):
+    params = scope.func.params if scope.func else frozenset()
+    if doing and _option(e.node.test, params) and all(ast.dump(a) == ast.dump(b) for a, b in zip(body, orelse)):
         scope.report(msg.SameBranches, e.node.test, _short(e.node.test), _short(doing[0]))
 
 
@@ -360,7 +363,8 @@ def same_branches(scope: Scope, e: ev.Branches) -> None:
 def same_choices(scope: Scope, e: ev.Choice) -> None:
     """``s = d ** -0.5 if mup else d ** -0.5``: the same expression on both sides."""
     body = e.node.body
-    if not _plain(body) and _option(e.node.test) and ast.dump(body) == ast.dump(e.node.orelse):
+    params = scope.func.params if scope.func else frozenset()
+    if not _plain(body) and _option(e.node.test, params) and ast.dump(body) == ast.dump(e.node.orelse):
         scope.report(msg.SameBranches, e.node.test, _short(e.node.test), _short(body))
 
 
