@@ -115,6 +115,21 @@ def test_sc137_a_mask_parameter_used_only_where_the_default_replaced_it():
     assert codes(other) == []
 
 
+def test_sc137_a_read_in_a_closure_or_a_later_statement_counts():
+    src = """
+def forward(self, x, mask=None):
+    if mask is None:
+        mask = self.default_mask(x)
+        x = self.attend(x, mask)
+    {later}
+    return x
+"""
+    assert codes(src.format(later="pass")) == ["SC137"]
+    assert codes(src.format(later="fill = lambda s: s.masked_fill(~mask, 0)")) == []
+    assert codes(src.format(later="x = self.attend(x, mask) if self.again else x")) == []
+    assert codes(src.format(later="with self.scope(mask):\n        pass")) == []
+
+
 def test_sc137_a_cache_given_by_the_caller_read_only_where_it_is_none():
     src = """
 def step(self, x, cache=None):
