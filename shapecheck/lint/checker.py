@@ -318,6 +318,7 @@ class Checker(Calls, ast.NodeVisitor):
 
     def visit_If(self, node: ast.If) -> None:
         self.ev(node.test)
+        self.emit(ev.Branches(node))
         self.branch([node.body, node.orelse], keep_entry=False)
 
     def visit_For(self, node: Union[ast.For, ast.AsyncFor]) -> None:

@@ -198,6 +198,7 @@ class Evaluator(Scope):
     def ev_IfExp(self, node: ast.IfExp) -> Optional[Value]:
         self.ev(node.test)
         a, b = self.ev(node.body), self.ev(node.orelse)
+        self.emit(ev.Choice(node))
         return None if a is None or b is None else join(a, b)
 
     def ev_Attribute(self, node: ast.Attribute) -> Optional[Value]:

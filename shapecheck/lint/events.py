@@ -132,6 +132,20 @@ class MaskAdded:
 
 
 @dataclass(frozen=True)
+class Branches:
+    """An ``if`` statement whose test has been evaluated, before its arms are walked."""
+
+    node: ast.If
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A conditional expression ``a if test else b`` whose parts have been evaluated."""
+
+    node: ast.IfExp
+
+
+@dataclass(frozen=True)
 class FunctionDone:
     """A function's body has been walked (its scope is still current): for checks that read the whole body."""
 

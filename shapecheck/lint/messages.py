@@ -327,6 +327,45 @@ class MaskParameterUnread(Message):
     args = ("parameter", "passed")
 
 
+class RotaryOnValues(Message):
+    code, name = "SC136", "rotary-on-values"
+    template = ("{0} rotates the values ({1}): the rotary embedding belongs on the queries and keys only, whose "
+                "dot product it makes relative; rotated values mix position into what is averaged")
+    hint = "apply the rotary embedding to q and k, and pass v to the attention as projected"
+    args = ("call", "values")
+
+
+class GivenOnlyWhenAbsent(Message):
+    code, name = "SC137", "given-only-when-absent"
+    template = ("'{0}' is read only where it is None (line {1}), after the default replaced it: what the caller "
+                "gives for it is never used")
+    hint = "use '{0}' after the if, so the given one is passed on too (dedent the line that uses it)"
+    args = ("name", "line")
+
+
+class SameBranches(Message):
+    code, name, severity = "SC138", "same-branches", "warning"
+    template = "both branches of the choice on '{0}' do the same ({1}): the condition changes nothing"
+    hint = "make the branch for {0} do what it is for (a copy left unchanged?), or drop the if"
+    args = ("condition", "statement")
+
+
+class UnfoldSplitOrder(Message):
+    code, name = "SC139", "unfold-split-order"
+    template = ("{0} splits the unfolded axis of '{1}' as ({2}) with the kernel positions outermost, but unfold lays "
+                "it out as (channels, kernel positions): kernel positions and channels get mixed")
+    hint = "split it channels first: '(d j)' in einops, or view(batch, channels, kernel_positions, -1)"
+    args = ("call", "tensor", "split")
+
+
+class SquareFromOneLength(Message):
+    code, name = "SC140", "square-from-one-length"
+    template = ("'{0}' is built {1} x {1} from {2}.shape[{3}] alone and applied to {2}, taking its query axis "
+                "(shape[-2]) and its key axis (shape[-1]) to be as long: with fewer queries than keys (a cache) "
+                "the rows are wrong")
+    hint = ("build it from both lengths (q_len, k_len = {2}.shape[-2:]) and keep its last q_len rows "
+            "({0}[..., k_len - q_len:, :])")
+    args = ("bias", "length", "scores", "axis")
 class ScaledTwice(Message):
     code, name = "SC164", "scaled-twice"
     template = "attention scores scaled by 1/√d_head twice: {0} (line {1}) and again {2}"
@@ -395,7 +434,8 @@ RULES: tuple[type[Message], ...] = (
     LayerInForward, FillOverflowsHalf, PaddingMaskOnQueries, HeadsScaledScores, UntemperedCosineScores,
     HalfScaledScores, MaskedMasksIntersected, FusedLayout, ResultDiscarded, CausalWithCache, RotaryTwice,
     ComputedUnused, MaskSumOverflowsHalf, RotaryOnHeads, BiasInMaskDtype, NormaliserMultiplied,
-    MaskParameterUnread, ScaledTwice, HostTensorMeetsInputs, RepeatedAssert, ResidualDropped,
+    MaskParameterUnread, RotaryOnValues, GivenOnlyWhenAbsent, SameBranches, UnfoldSplitOrder,
+    SquareFromOneLength, ScaledTwice, HostTensorMeetsInputs, RepeatedAssert, ResidualDropped,
     ReplacementUnused, StaleCompanion, TupleAsTensor, PositionsInHalf,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)

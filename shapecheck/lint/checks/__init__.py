@@ -23,6 +23,9 @@ def on(event: type) -> Callable[[Callable], Callable]:
     return register
 
 
-from shapecheck.lint.checks import cache, devices, dropout, fused, layers, masks, reshape, siblings, softmax, state, values  # noqa: E402  (registers them)
+from shapecheck.lint.checks import (  # noqa: E402  (registers them)
+    cache, devices, dropout, flow, fused, layers, masks, reshape, siblings, softmax, state, values,
+)
 
-__all__ = ["CHECKS", "on", "cache", "devices", "dropout", "fused", "layers", "masks", "reshape", "siblings", "softmax", "state", "values"]
+__all__ = ["CHECKS", "on", "cache", "devices", "dropout", "flow", "fused", "layers", "masks", "reshape", "siblings",
+           "softmax", "state", "values"]

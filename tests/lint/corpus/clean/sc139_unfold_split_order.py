@@ -1,0 +1,24 @@
+"""Local attention over an image: each query attends the keys in the kernel_size x kernel_size window around it,
+gathered with F.unfold, whose second axis is (channels, kernel positions)."""
+
+import torch.nn.functional as F
+from einops import rearrange
+from torch import nn
+
+
+class WindowAttention(nn.Module):
+    def __init__(self, dim, kernel_size=3):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.scale = dim ** -0.5
+        self.to_qkv = nn.Linear(dim, 3 * dim, bias=False)
+
+    def forward(self, x, height):
+        q, k, v = self.to_qkv(x).chunk(3, dim=-1)  # (batch, seq, dim)
+        k, v = (rearrange(t, "b (h w) c -> b c h w", h=height) for t in (k, v))
+        k = F.unfold(k, self.kernel_size, padding=self.kernel_size // 2)  # (batch, dim * kernel_size**2, seq)
+        v = F.unfold(v, self.kernel_size, padding=self.kernel_size // 2)
+        k = rearrange(k, "b (d j) i -> b i j d", j=self.kernel_size ** 2)
+        v = rearrange(v, "b (d j) i -> b i j d", j=self.kernel_size ** 2)
+        scores = (q.unsqueeze(2) * k).sum(-1) * self.scale  # (batch, seq, kernel_size**2)
+        return (scores.softmax(dim=-1).unsqueeze(-1) * v).sum(2)  # (batch, seq, dim)
