@@ -327,6 +327,45 @@ class MaskParameterUnread(Message):
     args = ("parameter", "passed")
 
 
+class ArgumentsOutOfOrder(Message):
+    code, name = "SC150", "arguments-out-of-order"
+    template = ("{0}({1}) passes its arguments in another order than its parameters ({2}): names that match the "
+                "parameters land on other ones")
+    hint = "pass each name to the parameter of that name: {0}({3}) (or pass them by keyword)"
+    args = ("callee", "arguments", "parameters", "arguments in order")
+
+
+class CacheDefaultEvaluated(Message):
+    code, name = "SC151", "cache-default-evaluated"
+    template = ("{0} evaluates its default {1} before the lookup, on every call: the cached value never saves "
+                "that computation")
+    hint = "compute it only when missing: {2} if the key is in the cache, else {1}"
+    args = ("lookup", "default", "cached")
+
+
+class CacheDtypeUnmatched(Message):
+    code, name = "SC152", "cache-dtype-unmatched"
+    template = ("{0} writes '{1}' into the cache '{2}' with no dtype matched in this function: under autocast "
+                "the keys/values are float16/bfloat16 while the cache keeps its own dtype, and {3} needs both alike")
+    hint = "cast one to the other first: {2} = {2}.to({1}.dtype) (or {1}.to({2}.dtype))"
+    args = ("call", "source", "cache", "method")
+
+
+class ReshapedTwice(Message):
+    code, name = "SC153", "reshaped-twice"
+    template = "'{0}' is reshaped again on line {2} ({1}) after line {3} reshaped it: it reads {4}"
+    hint = "reshape '{0}' once (drop the repeated line, or give the second one another name)"
+    args = ("name", "reshape", "line", "first line", "what it reads")
+
+
+class KeysExpandedToQueries(Message):
+    code, name = "SC154", "keys-expanded-to-queries"
+    template = ("'{0}' ({1}) is expanded to the queries' shape ({2}) and then attended as {1}: the key length becomes "
+                "the query length, wrong whenever keys are longer (a cache, memory key/values, cross-attention)")
+    hint = "repeat only the heads axis: repeat({0}, 'b ... -> b h ...', h={3}.shape[1]) or {0}.expand(-1, heads, -1, -1)"
+    args = ("name", "role", "expansion", "query")
+
+
 RULES: tuple[type[Message], ...] = (
     FileNotParsed, EmptyFile, AnalysisStopped, SoftmaxAxis, UnscaledScores, WidthScaledScores,
     MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, MaskedFillDiscarded,
@@ -336,6 +375,7 @@ RULES: tuple[type[Message], ...] = (
     HalfScaledScores, MaskedMasksIntersected, FusedLayout, ResultDiscarded, CausalWithCache, RotaryTwice,
     ComputedUnused, MaskSumOverflowsHalf, RotaryOnHeads, BiasInMaskDtype, NormaliserMultiplied,
     MaskParameterUnread,
+    ArgumentsOutOfOrder, CacheDefaultEvaluated, CacheDtypeUnmatched, ReshapedTwice, KeysExpandedToQueries,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules about memory layout: they hold whatever the code means, so they are reported inside followed helpers too.
