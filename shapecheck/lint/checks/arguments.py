@@ -73,6 +73,10 @@ def arguments_out_of_order(scope: Scope, e: ev.NamedCall) -> None:
              if g is not None and g in params and params[i] != g]
     if len(moved) < 2 or {i for i, _ in moved} != {j for _, j in moved}:
         return  # names that only trade places among themselves; anything else is not this mistake
+    if {given[i] for i, _ in moved} <= set(scope.targets):
+        # ``k, v, attn_mask, key_padding_mask = self._add_bias(k, v, attn_mask, key_padding_mask, bsz)``: the
+        # values pass through and come back under the same swapped names (fairseq): swapped twice, nothing is lost
+        return
     slots = {i for i, _ in moved}
     ordered = ", ".join(params[i] if i in slots else ast.unparse(a) for i, a in enumerate(call.args))
     scope.report(msg.ArgumentsOutOfOrder, call, shown, ", ".join(ast.unparse(a) for a in call.args),

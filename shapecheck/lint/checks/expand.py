@@ -65,7 +65,7 @@ def note_reshape(scope: Scope, e: ev.NamedCall) -> None:
     if not (einops or e.name == "unsqueeze" and isinstance(call.func, ast.Attribute)):
         return
     if _root_name(call) == scope.targets[0]:
-        _candidates(scope, "reshaped").append(call)
+        _candidates(scope, "reshaped").append((scope.targets[0], call))
 
 
 def _parents(func: ast.AST) -> dict[int, ast.AST]:
@@ -145,9 +145,14 @@ def _reads(first: ast.Call, second: ast.Call, first_stmt: ast.stmt, second_stmt:
 
 
 def _reshaped_twice(scope: Scope) -> None:
-    calls = scope.memo.get(f"reshaped:{id(scope.func.node)}")  # type: ignore[union-attr]
-    if not calls or len({c.lineno for c in calls}) < 2:  # type: ignore[union-attr]
-        return
+    found = scope.memo.get(f"reshaped:{id(scope.func.node)}")  # type: ignore[union-attr]
+    lines: dict[str, set[int]] = {}
+    for name, call in found or ():  # type: ignore[union-attr]
+        lines.setdefault(name, set()).add(call.lineno)
+    twice = {name for name, at in lines.items() if len(at) >= 2}
+    if not twice:
+        return  # no name reshaped on two lines: nothing to read (the common case costs no walk)
+    calls = [call for name, call in found if name in twice]  # type: ignore[union-attr]
     func = scope.func.node  # type: ignore[union-attr]
     parents = _parents(func)
     outermost = {}

@@ -50,3 +50,22 @@ class CrossAttention(nn.Module):
         v = self.to_v(context).view(b, -1, self.heads, d // self.heads).transpose(1, 2)
         out = attend(q, k, v, self.scale)
         return self.to_out(out.transpose(1, 2).reshape(b, n, d))
+
+
+class BiasedKeys(nn.Module):
+    """Masks passed through a helper and named back in the same swapped order: swapped twice, nothing is lost."""
+
+    def __init__(self, dim):
+        super().__init__()
+        self.bias_k = nn.Parameter(torch.zeros(1, 1, dim))
+        self.bias_v = nn.Parameter(torch.zeros(1, 1, dim))
+
+    def _add_bias(self, k, v, key_padding_mask, attn_mask, bsz):
+        k = torch.cat([k, self.bias_k.repeat(1, bsz, 1)])
+        v = torch.cat([v, self.bias_v.repeat(1, bsz, 1)])
+        return k, v, key_padding_mask, attn_mask
+
+    def forward(self, k, v, attn_mask, key_padding_mask):
+        bsz = k.size(1)
+        k, v, attn_mask, key_padding_mask = self._add_bias(k, v, attn_mask, key_padding_mask, bsz)
+        return k, v, attn_mask, key_padding_mask
