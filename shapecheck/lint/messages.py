@@ -329,8 +329,8 @@ class MaskParameterUnread(Message):
 
 class ArgumentsOutOfOrder(Message):
     code, name = "SC150", "arguments-out-of-order"
-    template = ("{0}({1}) passes its arguments in another order than its parameters ({2}): names that match the "
-                "parameters land on other ones")
+    template = ("{0}({1}) passes its arguments in another order than its parameters ({2}): each named argument "
+                "lands on another parameter")
     hint = "pass each name to the parameter of that name: {0}({3}) (or pass them by keyword)"
     args = ("callee", "arguments", "parameters", "arguments in order")
 

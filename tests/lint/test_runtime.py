@@ -393,6 +393,17 @@ def test_sc150_arguments_in_another_order_attend_with_the_keys_as_queries_and_th
     with pytest.raises(RuntimeError):
         buggy(x, torch.randn(2, 5, 8))  # a context of another length: the swapped einsum cannot even run
     assert clean(x, torch.randn(2, 5, 8)).shape == (2, 3, 8)
+    llama = _clean("sc150_arguments_out_of_order").LlamaStyleAttention(8, 2)
+    swapped = _buggy("sc150_arguments_out_of_order").LlamaStyleAttention(8, 2)
+    swapped.load_state_dict(llama.state_dict())
+    x = torch.randn(2, 4, 8)
+    reference = torch.nn.MultiheadAttention(8, 2, bias=False, batch_first=True)
+    reference.in_proj_weight.copy_(torch.cat([llama.q_proj.weight, llama.k_proj.weight, llama.v_proj.weight]))
+    reference.out_proj.weight.copy_(llama.o_proj.weight)
+    causal = torch.nn.Transformer.generate_square_subsequent_mask(4)
+    expected, _ = reference(x, x, x, attn_mask=causal, need_weights=False)
+    torch.testing.assert_close(llama(x), expected, atol=1e-5, rtol=1e-5)
+    assert not torch.allclose(swapped(x), expected, atol=1e-3)
     mask = torch.zeros(1, 1, 32, 64, dtype=torch.bool)  # the kernel's batching asked with b and sq swapped
     assert _buggy("sc150_arguments_out_of_order").FusedScaleMaskSoftmax(1.0).is_kernel_available(mask, 1, 2, 32, 64) \
         != _clean("sc150_arguments_out_of_order").FusedScaleMaskSoftmax(1.0).is_kernel_available(mask, 1, 2, 32, 64)

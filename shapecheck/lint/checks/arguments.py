@@ -19,6 +19,10 @@ from shapecheck.lint.tracking import Tensor
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 _LOOKUPS = frozenset({"get", "setdefault", "pop"})
+_QKV_FIRST = frozenset({"scaled_dot_product_attention", "flash_attn_func", "flash_attn_varlen_func",
+                        "memory_efficient_attention"})  # fused kernels that read (query, key, value) first
+_ROLE_WORDS = {"query": frozenset({"q", "query", "queries", "xq"}), "key": frozenset({"k", "key", "keys", "xk"}),
+               "value": frozenset({"v", "value", "values", "xv"})}
 _ALLOCATIONS = frozenset({"zeros", "ones", "empty", "full", "tensor", "arange", "zeros_like", "ones_like",
                           "empty_like", "full_like", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"})
 
@@ -114,3 +118,30 @@ def cache_default_evaluated(scope: Scope, e: ev.NamedCall) -> None:
         return
     if _computes(scope, default):
         scope.report(msg.CacheDefaultEvaluated, default, lookup, ast.unparse(default), cached)
+
+
+def _role(name: str) -> Optional[str]:
+    """"query", "key" or "value" for ``q``, ``key_states``, ``xq``, ``k_rot``, ``value_layer``; None otherwise."""
+    words = set(name.lower().split("_"))
+    found = [role for role, spelled in _ROLE_WORDS.items() if words & spelled]
+    return found[0] if len(found) == 1 else None
+
+
+@on(ev.FusedAttention)
+def fused_arguments_out_of_order(scope: Scope, e: ev.FusedAttention) -> None:
+    """``F.scaled_dot_product_attention(q, v, k)``, ``flash_attn_func(k, q, v)``: the fused kernel reads (query, key,
+    value) by position, and the names given say they trade places."""
+    call = e.call
+    attr = e.name.split(".")[-1]
+    if scope.following or attr not in _QKV_FIRST or len(call.args) < 3 \
+            or not all(isinstance(a, ast.Name) for a in call.args[:3]):
+        return
+    roles = [_role(a.id) for a in call.args[:3]]  # type: ignore[attr-defined]
+    expected = ["query", "key", "value"]
+    if None in roles or len(set(roles)) != 3 or roles == expected:
+        return
+    order = {role: a.id for role, a in zip(roles, call.args[:3])}  # type: ignore[attr-defined]
+    rest = [ast.unparse(a) for a in call.args[3:]] + [ast.unparse(k) for k in call.keywords]
+    scope.report(msg.ArgumentsOutOfOrder, call, e.name, ", ".join([a.id for a in call.args[:3]]  # type: ignore[attr-defined]
+                                                                  + (["..."] if rest else [])),
+                 ", ".join(expected), ", ".join([order[r] for r in expected] + (["..."] if rest else [])))

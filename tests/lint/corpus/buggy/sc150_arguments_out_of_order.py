@@ -3,6 +3,7 @@ kernel-availability helper about (sq, sk, b, np) while the helper reads (b, np, 
 given the keys where it reads the queries."""
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 
@@ -51,3 +52,24 @@ class CrossAttention(nn.Module):
         v = self.to_v(context).view(b, -1, self.heads, d // self.heads).transpose(1, 2)
         out = attend(k, q, v, self.scale)  # expect: SC150
         return self.to_out(out.transpose(1, 2).reshape(b, n, d))
+
+
+class LlamaStyleAttention(nn.Module):
+    def __init__(self, hidden_size, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+        self.head_dim = hidden_size // num_heads
+        self.q_proj = nn.Linear(hidden_size, hidden_size, bias=False)
+        self.k_proj = nn.Linear(hidden_size, hidden_size, bias=False)
+        self.v_proj = nn.Linear(hidden_size, hidden_size, bias=False)
+        self.o_proj = nn.Linear(hidden_size, hidden_size, bias=False)
+
+    def forward(self, hidden_states):
+        bsz, q_len, hidden = hidden_states.size()
+        shape = (bsz, q_len, self.num_heads, self.head_dim)
+        query_states = self.q_proj(hidden_states).view(shape).transpose(1, 2)
+        key_states = self.k_proj(hidden_states).view(shape).transpose(1, 2)
+        value_states = self.v_proj(hidden_states).view(shape).transpose(1, 2)
+        attn_output = F.scaled_dot_product_attention(query_states, value_states, key_states,  # expect: SC150
+                                                     is_causal=True)
+        return self.o_proj(attn_output.transpose(1, 2).reshape(bsz, q_len, hidden))

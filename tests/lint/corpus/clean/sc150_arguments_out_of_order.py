@@ -2,6 +2,7 @@
 about (sq, sk, b, np) as the helper reads them, and an attention helper given the queries first."""
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 
@@ -69,3 +70,24 @@ class BiasedKeys(nn.Module):
         bsz = k.size(1)
         k, v, attn_mask, key_padding_mask = self._add_bias(k, v, attn_mask, key_padding_mask, bsz)
         return k, v, attn_mask, key_padding_mask
+
+
+class LlamaStyleAttention(nn.Module):
+    def __init__(self, hidden_size, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+        self.head_dim = hidden_size // num_heads
+        self.q_proj = nn.Linear(hidden_size, hidden_size, bias=False)
+        self.k_proj = nn.Linear(hidden_size, hidden_size, bias=False)
+        self.v_proj = nn.Linear(hidden_size, hidden_size, bias=False)
+        self.o_proj = nn.Linear(hidden_size, hidden_size, bias=False)
+
+    def forward(self, hidden_states):
+        bsz, q_len, hidden = hidden_states.size()
+        shape = (bsz, q_len, self.num_heads, self.head_dim)
+        query_states = self.q_proj(hidden_states).view(shape).transpose(1, 2)
+        key_states = self.k_proj(hidden_states).view(shape).transpose(1, 2)
+        value_states = self.v_proj(hidden_states).view(shape).transpose(1, 2)
+        attn_output = F.scaled_dot_product_attention(query_states, key_states, value_states,
+                                                     is_causal=True)
+        return self.o_proj(attn_output.transpose(1, 2).reshape(bsz, q_len, hidden))
