@@ -366,6 +366,14 @@ class KeysExpandedToQueries(Message):
     args = ("name", "role", "expansion", "query")
 
 
+class RotaryWithoutOffset(Message):
+    code, name = "SC155", "rotary-without-offset"
+    template = ("{0} slices the rotary table from position 0 by the new tokens' length, in a function with a cache or "
+                "an offset ({1}): with a cache the new tokens are rotated as the first positions")
+    hint = "start the slice at the offset: {2}[offset:offset + {3}] (or gather it with the tokens' position ids)"
+    args = ("slice", "offset", "table", "length")
+
+
 RULES: tuple[type[Message], ...] = (
     FileNotParsed, EmptyFile, AnalysisStopped, SoftmaxAxis, UnscaledScores, WidthScaledScores,
     MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, MaskedFillDiscarded,
@@ -376,6 +384,7 @@ RULES: tuple[type[Message], ...] = (
     ComputedUnused, MaskSumOverflowsHalf, RotaryOnHeads, BiasInMaskDtype, NormaliserMultiplied,
     MaskParameterUnread,
     ArgumentsOutOfOrder, CacheDefaultEvaluated, CacheDtypeUnmatched, ReshapedTwice, KeysExpandedToQueries,
+    RotaryWithoutOffset,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules about memory layout: they hold whatever the code means, so they are reported inside followed helpers too.

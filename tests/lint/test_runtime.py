@@ -504,3 +504,23 @@ def test_sc154_keys_expanded_to_the_queries_shape_fail_with_longer_keys_and_the_
         buggy_mqa(x, past)
     out, (k_all, _) = clean_mqa(x, past)
     assert out.shape == (1, 1, 16) and k_all.shape[2] == 5
+
+
+@torch.no_grad()
+def test_sc155_a_rotary_table_sliced_from_zero_decodes_differently_from_the_full_pass_and_the_twin_does_not():
+    torch.manual_seed(0)
+    positions = torch.arange(8.0)[:, None] * torch.tensor([1.0, 0.1])[None]  # 8 positions, head size 4
+    angles = torch.cat((positions, positions), dim=-1)
+    x = torch.randn(1, 5, 8)
+    for kind, load in (("clean", _clean), ("buggy", _buggy)):
+        module = load("sc155_rotary_without_offset").CachedSelfAttention(8, 2, 8)
+        module.cos.copy_(angles.cos())
+        module.sin.copy_(angles.sin())
+        if kind == "buggy":
+            module.load_state_dict(reference_state)
+        else:
+            reference_state = module.state_dict()
+        full, _ = module(x)
+        _, past = module(x[:, :4])
+        step, _ = module(x[:, 4:], past)  # the fifth token decoded with the first four in the cache
+        assert torch.allclose(step[:, 0], full[:, 4], atol=1e-5) == (kind == "clean")
