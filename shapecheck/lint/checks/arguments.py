@@ -95,6 +95,9 @@ def _computes(scope: Scope, default: ast.expr) -> bool:
     attr = nm.self_attr(default.func)
     if attr is not None:
         return scope.class_attr(attr) is not None or (scope.cls is not None and attr in scope.cls.methods)
+    if isinstance(default.func, ast.Name) and default.func.id in getattr(scope, "functions", {}) \
+            and default.func.id not in scope.env:
+        return True  # a function of this file run on the arguments
     callee = (nm.dotted(default.func) or getattr(default.func, "attr", "") or "").split(".")[-1]
     return callee not in _ALLOCATIONS and isinstance(scope.values.get(id(default)), Tensor)
 
