@@ -2,7 +2,7 @@
 default computes the very value the lookup is there to save (SC151).
 
 Both read the call as written and, for SC150, the callee's own signature in the same file (a module function, a
-method or static method of the class, or the ``forward`` of another class of the file held in ``self.<name>``).
+method or static method of the class), or the (query, key, value) order of a fused attention kernel.
 """
 
 from __future__ import annotations
@@ -40,14 +40,11 @@ def _parameters(scope: Scope, call: ast.Call) -> Optional[tuple[str, list[str]]]
         return None
     owner = getattr(scope, "classes", {}).get(scope.cls.name)
     method = _method(owner, attr) if owner is not None else None
-    if method is not None:
-        static = any(nm.dotted(d) == "staticmethod" for d in method.decorator_list)
-        return f"self.{attr}", _positional(method, skip=0 if static else 1)
-    made = scope.class_attr(attr)  # ``self.attn = Attention(cfg)``: its forward
-    other = getattr(scope, "classes", {}).get(made.func.id) if isinstance(made, ast.Call) \
-        and isinstance(made.func, ast.Name) else None
-    forward = _method(other, "forward") if other is not None else None
-    return (f"self.{attr}", _positional(forward, skip=1)) if forward is not None else None
+    if method is None:
+        return None  # another class's forward names its roles for itself (``forward(x, context)`` called with
+        # ``(context, x)`` may be the reverse direction on purpose): only the class's own methods are read
+    static = any(nm.dotted(d) == "staticmethod" for d in method.decorator_list)
+    return f"self.{attr}", _positional(method, skip=0 if static else 1)
 
 
 def _method(owner: ast.ClassDef, name: str) -> Optional[Function]:

@@ -91,3 +91,15 @@ class LlamaStyleAttention(nn.Module):
         attn_output = F.scaled_dot_product_attention(query_states, key_states, value_states,
                                                      is_causal=True)
         return self.o_proj(attn_output.transpose(1, 2).reshape(bsz, q_len, hidden))
+
+
+class BidirectionalCrossAttention(nn.Module):
+    """Each sequence attends the other: another class's forward(x, context) called with (context, x) on purpose."""
+
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.x_to_context = CrossAttention(dim, heads)
+        self.context_to_x = CrossAttention(dim, heads)
+
+    def forward(self, x, context):
+        return self.x_to_context(x, context), self.context_to_x(context, x)
