@@ -131,10 +131,21 @@ def _role(name: str) -> Optional[str]:
 def fused_arguments_out_of_order(scope: Scope, e: ev.FusedAttention) -> None:
     """``F.scaled_dot_product_attention(q, v, k)``, ``flash_attn_func(k, q, v)``: the fused kernel reads (query, key,
     value) by position, and the names given say they trade places."""
-    call = e.call
-    attr = e.name.split(".")[-1]
-    if scope.following or attr not in _QKV_FIRST or len(call.args) < 3 \
-            or not all(isinstance(a, ast.Name) for a in call.args[:3]):
+    if e.name.split(".")[-1] in _QKV_FIRST:
+        _roles_out_of_order(scope, e.call, e.name)
+
+
+@on(ev.NamedCall)
+def attention_module_arguments_out_of_order(scope: Scope, e: ev.NamedCall) -> None:
+    """``self.attn(k, q, v)`` where ``self.attn = nn.MultiheadAttention(...)``: (query, key, value) by position."""
+    attr = nm.self_attr(e.call.func)
+    made = scope.class_attr(attr) if attr is not None else None
+    if isinstance(made, ast.Call) and (nm.dotted(made.func) or "").split(".")[-1] == "MultiheadAttention":
+        _roles_out_of_order(scope, e.call, f"self.{attr}")
+
+
+def _roles_out_of_order(scope: Scope, call: ast.Call, shown: str) -> None:
+    if scope.following or len(call.args) < 3 or not all(isinstance(a, ast.Name) for a in call.args[:3]):
         return
     roles = [_role(a.id) for a in call.args[:3]]  # type: ignore[attr-defined]
     expected = ["query", "key", "value"]
@@ -142,6 +153,6 @@ def fused_arguments_out_of_order(scope: Scope, e: ev.FusedAttention) -> None:
         return
     order = {role: a.id for role, a in zip(roles, call.args[:3])}  # type: ignore[attr-defined]
     rest = [ast.unparse(a) for a in call.args[3:]] + [ast.unparse(k) for k in call.keywords]
-    scope.report(msg.ArgumentsOutOfOrder, call, e.name, ", ".join([a.id for a in call.args[:3]]  # type: ignore[attr-defined]
+    scope.report(msg.ArgumentsOutOfOrder, call, shown, ", ".join([a.id for a in call.args[:3]]  # type: ignore[attr-defined]
                                                                   + (["..."] if rest else [])),
                  ", ".join(expected), ", ".join([order[r] for r in expected] + (["..."] if rest else [])))

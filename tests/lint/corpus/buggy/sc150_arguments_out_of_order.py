@@ -73,3 +73,14 @@ class LlamaStyleAttention(nn.Module):
         attn_output = F.scaled_dot_product_attention(query_states, value_states, key_states,  # expect: SC150
                                                      is_causal=True)
         return self.o_proj(attn_output.transpose(1, 2).reshape(bsz, q_len, hidden))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, d_model, nhead):
+        super().__init__()
+        self.cross_attn = nn.MultiheadAttention(d_model, nhead, batch_first=True)
+        self.norm = nn.LayerNorm(d_model)
+
+    def forward(self, query, key, value):
+        out, _ = self.cross_attn(key, query, value, need_weights=False)  # expect: SC150
+        return self.norm(query + out)

@@ -103,3 +103,14 @@ class BidirectionalCrossAttention(nn.Module):
 
     def forward(self, x, context):
         return self.x_to_context(x, context), self.context_to_x(context, x)
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, d_model, nhead):
+        super().__init__()
+        self.cross_attn = nn.MultiheadAttention(d_model, nhead, batch_first=True)
+        self.norm = nn.LayerNorm(d_model)
+
+    def forward(self, query, key, value):
+        out, _ = self.cross_attn(query, key, value, need_weights=False)
+        return self.norm(query + out)
