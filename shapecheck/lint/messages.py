@@ -368,10 +368,10 @@ class KeysExpandedToQueries(Message):
 
 class RotaryWithoutOffset(Message):
     code, name = "SC155", "rotary-without-offset"
-    template = ("{0} slices the rotary table from position 0 by the new tokens' length, in a function with a cache or "
-                "an offset ({1}): with a cache the new tokens are rotated as the first positions")
-    hint = "start the slice at the offset: {2}[offset:offset + {3}] (or gather it with the tokens' position ids)"
-    args = ("slice", "offset", "table", "length")
+    template = ("{0} starts the rotary positions at 0 for the new tokens, in a function with a cache or an offset "
+                "({1}): with a cache the new tokens are rotated as the first positions")
+    hint = "start at the offset: {2} (or gather the table with the tokens' position ids)"
+    args = ("expression", "offset", "fix")
 
 
 RULES: tuple[type[Message], ...] = (

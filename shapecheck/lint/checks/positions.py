@@ -25,7 +25,8 @@ _OFFSET = re.compile(r"^(start_pos|input_pos|start_position|offset|seqlen_offset
                      r"cache_offset|past_len|past_length|past_key_values_length|cache_position)$")
 _CACHE = re.compile(r"past|cache|layer_past", re.I)
 _TABLE = re.compile(r"cos|sin|freq|rope|rotary|pos_emb|position_emb", re.I)
-_SLICED = re.compile(r"(?i)(cos|sin|freq|rope|rotary|pos_emb|position_emb)\w*\s*\[\s*:")
+_SLICED = re.compile(r"(?i)(cos|sin|freq|rope|rotary|pos_emb|position_emb)\w*\s*\[\s*:|arange\(")
+_POSITIONS = re.compile(r"pos|position", re.I)
 
 
 def _bound(node: ast.expr) -> Optional[ast.expr]:
@@ -104,16 +105,53 @@ def rotary_without_offset(scope: Scope, e: ev.FunctionDone) -> None:
         read = sources.get(bound.id, set()) if isinstance(bound, ast.Name) else set(nm.identifiers(bound))
         if read & cached:
             continue  # the length of keys that already hold the cache: the whole table up to them is right
-        evidence = bool(offsets or caches)
-        child, parent = node, parents.get(id(node))
-        while parent is not None and parent is not e.node:
-            if isinstance(parent, ast.If) and child is not parent.test:
-                said = _cache_test(parent.test, offsets | caches)
-                if said is not None:
-                    evidence = said and child in parent.body
-                    break
-            child, parent = parent, parents.get(id(parent))
-        if evidence:
-            where = ", ".join(sorted(offsets)) if offsets else ", ".join(sorted(caches)) or "the cache"
-            scope.report(msg.RotaryWithoutOffset, node, ast.unparse(node), where, ast.unparse(table),
-                         ast.unparse(bound))
+        if _in_use(node, parents, e.node, offsets | caches):
+            scope.report(msg.RotaryWithoutOffset, node, ast.unparse(node), _where(offsets, caches),
+                         f"{ast.unparse(table)}[offset:offset + {ast.unparse(bound)}]")
+    for node, bound in _from_zero(e.node, scope, grown, sources, cached):
+        if _in_use(node, parents, e.node, offsets | caches):
+            scope.report(msg.RotaryWithoutOffset, node, ast.unparse(node), _where(offsets, caches),
+                         f"torch.arange(offset, offset + {ast.unparse(bound)})")
+
+
+def _where(offsets: set[str], caches: set[str]) -> str:
+    return ", ".join(sorted(offsets)) if offsets else ", ".join(sorted(caches))
+
+
+def _in_use(node: ast.AST, parents: dict, top: ast.AST, names: set[str]) -> bool:
+    """Whether the cache may be in use where ``node`` runs: not in a branch that tests it (or the offset) the other
+    way; inside ``if self.use_kv_cache:`` or ``if past is not None:`` it certainly is."""
+    child, parent = node, parents.get(id(node))
+    while parent is not None and parent is not top:
+        if isinstance(parent, ast.If) and child is not parent.test:
+            said = _cache_test(parent.test, names)
+            if said is not None:
+                return said and child in parent.body
+        child, parent = parent, parents.get(id(parent))
+    return True
+
+
+def _from_zero(func: ast.AST, scope: Scope, grown: set[str], sources: dict, cached: frozenset) -> list:
+    """``positions = torch.arange(T)`` (or ``arange(0, T)``) of the new tokens' length, given to a rotary embedding
+    or used to index a rotary table: (the arange call, its length)."""
+    made: dict[str, tuple[ast.Call, ast.expr]] = {}
+    for node in ast.walk(func):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and isinstance(node.value, ast.Call) and (nm.dotted(node.value.func) or "").endswith("arange"):
+            args = node.value.args
+            bound = args[0] if len(args) == 1 else args[1] if len(args) == 2 and nm.int_value(args[0]) == 0 else None
+            if bound is not None and _length(scope, bound, grown) and not (
+                    (sources.get(bound.id, set()) if isinstance(bound, ast.Name) else set()) & cached):
+                made[node.targets[0].id] = (node.value, bound)
+    found = []
+    for node in ast.walk(func):
+        used = None
+        if isinstance(node, ast.Call) and _TABLE.search(nm.dotted(node.func) or getattr(node.func, "attr", "") or ""):
+            used = [a.id for a in [*node.args, *(k.value for k in node.keywords)] if isinstance(a, ast.Name)]
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Name) and _TABLE.search(
+                ast.unparse(node.value)):
+            used = [node.slice.id]
+        for name in used or ():
+            if name in made and _POSITIONS.search(name) or name in made and isinstance(node, ast.Subscript):
+                found.append(made.pop(name))
+    return found

@@ -58,3 +58,32 @@ class CachedSelfAttention(nn.Module):
             v = torch.cat([past_kv[1], v], dim=2)
         y = F.scaled_dot_product_attention(q, k, v, is_causal=past_kv is None)
         return self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C)), (k, v)
+
+
+class RotaryEmbedding(nn.Module):
+    def __init__(self, dim, base=10000.0):
+        super().__init__()
+        self.register_buffer("inv_freq", 1.0 / base ** (torch.arange(0, dim, 2).float() / dim))
+
+    def forward(self, position_ids):
+        freqs = position_ids[:, None].float() * self.inv_freq[None, :]
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos(), emb.sin()
+
+
+class DecoderModel(nn.Module):
+    def __init__(self, vocab_size, hidden_size, num_heads, layers):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(vocab_size, hidden_size)
+        self.rotary_emb = RotaryEmbedding(hidden_size // num_heads)
+        self.layers = nn.ModuleList(layers)
+
+    def forward(self, input_ids, past_key_values=None):
+        batch_size, seq_length = input_ids.shape
+        hidden_states = self.embed_tokens(input_ids)
+        position_ids = torch.arange(seq_length, device=input_ids.device)  # expect: SC155
+        cos, sin = self.rotary_emb(position_ids)
+        for i, layer in enumerate(self.layers):
+            past = past_key_values[i] if past_key_values is not None else None
+            hidden_states = layer(hidden_states, cos, sin, past)
+        return hidden_states
