@@ -25,7 +25,9 @@ _OFFSET = re.compile(r"^(start_pos|input_pos|start_position|offset|seqlen_offset
                      r"cache_offset|past_len|past_length|past_key_values_length|cache_position)$")
 _CACHE = re.compile(r"past|cache|layer_past", re.I)
 _TABLE = re.compile(r"cos|sin|freq|rope|rotary|pos_emb|position_emb", re.I)
-_SLICED = re.compile(r"(?i)(cos|sin|freq|rope|rotary|pos_emb|position_emb)\w*\s*\[\s*:|arange\(")
+_SLICED = re.compile(r"(?i)(cos|sin|freq|rope|rotary|pos_emb|position_emb)\w*\s*\[\s*:")
+_FROM_ZERO = re.compile(r"arange\(\s*(0\s*,\s*)?[\w.]+\s*(\)|,\s*(device|dtype)\b)")  # arange(T), arange(0, T)
+_ROTARY_WORD = re.compile(r"(?i)rotary|rope|freq")
 _POSITIONS = re.compile(r"pos|position", re.I)
 
 
@@ -74,8 +76,10 @@ def rotary_without_offset(scope: Scope, e: ev.FunctionDone) -> None:
     if not offsets and not caches:
         return  # no cache and no offset given to the function: nothing to read (the common case costs no walk)
     lines = getattr(scope, "lines", None)
-    if lines is not None and not _SLICED.search("\n".join(lines[e.node.lineno - 1:e.node.end_lineno])):
-        return  # no table sliced from 0 in its text: a search of the text is far cheaper than a walk
+    text = "\n".join(lines[e.node.lineno - 1:e.node.end_lineno]) if lines is not None else None
+    if text is not None and not _SLICED.search(text) and not (_FROM_ZERO.search(text) and _ROTARY_WORD.search(text)):
+        return  # no table sliced from 0, no positions from 0 beside a rotary embedding: a search of the text is far
+        # cheaper than a walk
     grown, shifted, parents, sources = set(), set(), {}, {}
     cached = _cached_keys(scope)
     for node in ast.walk(e.node):
