@@ -362,7 +362,8 @@ class KeysExpandedToQueries(Message):
     code, name = "SC154", "keys-expanded-to-queries"
     template = ("'{0}' ({1}) is expanded to the queries' shape ({2}) and then attended as {1}: the key length becomes "
                 "the query length, wrong whenever keys are longer (a cache, memory key/values, cross-attention)")
-    hint = "repeat only the heads axis: repeat({0}, 'b ... -> b h ...', h={3}.shape[1]) or {0}.expand(-1, heads, -1, -1)"
+    hint = ("repeat only the heads axis: repeat({0}, 'b ... -> b h ...', h={3}.shape[1]) or "
+            "{0}.expand(-1, heads, -1, -1)")
     args = ("name", "role", "expansion", "query")
 
 

@@ -264,12 +264,13 @@ def attend(dots, mask=None, flag=False):
 """
     assert torch_codes(src.format(middle="pass")) == ["SC153"]
     assert torch_codes(src.format(middle="mask = mask.flatten(1)")) == []  # a new value in between
-    exclusive = src.replace("    {middle}\n    if mask is not None:", "    else:").replace("    if mask is not None:\n", "    if flag:\n", 1)
+    exclusive = src.replace("    {middle}\n    if mask is not None:", "    else:")
+    exclusive = exclusive.replace("    if mask is not None:\n", "    if flag:\n", 1)
     assert torch_codes(exclusive) == []  # the two reshapes on different branches
     first_under_a_flag = src.format(middle="pass").replace("    if mask is not None:\n", "    if flag:\n", 1)
     assert torch_codes(first_under_a_flag) == []  # which paths run together, nobody knows
-    rank_tested = src.format(middle="pass").replace("    if mask is not None:\n        mask = rearrange(mask, 'b j -> b 1 1 j')\n    return",
-                                                    "    if mask.ndim == 2:\n        mask = rearrange(mask, 'b j -> b 1 1 j')\n    return")
+    second = "    if mask is not None:\n        mask = rearrange(mask, 'b j -> b 1 1 j')\n    return"
+    rank_tested = src.format(middle="pass").replace(second, second.replace("mask is not None", "mask.ndim == 2"))
     assert torch_codes(rank_tested) == []
 
 

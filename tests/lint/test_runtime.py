@@ -512,14 +512,14 @@ def test_sc155_a_rotary_table_sliced_from_zero_decodes_differently_from_the_full
     positions = torch.arange(8.0)[:, None] * torch.tensor([1.0, 0.1])[None]  # 8 positions, head size 4
     angles = torch.cat((positions, positions), dim=-1)
     x = torch.randn(1, 5, 8)
+    weights = None
     for kind, load in (("clean", _clean), ("buggy", _buggy)):
         module = load("sc155_rotary_without_offset").CachedSelfAttention(8, 2, 8)
         module.cos.copy_(angles.cos())
         module.sin.copy_(angles.sin())
-        if kind == "buggy":
-            module.load_state_dict(reference_state)
-        else:
-            reference_state = module.state_dict()
+        if weights is None:
+            weights = module.state_dict()
+        module.load_state_dict(weights)  # the same weights in both
         full, _ = module(x)
         _, past = module(x[:, :4])
         step, _ = module(x[:, 4:], past)  # the fifth token decoded with the first four in the cache

@@ -151,8 +151,8 @@ def _roles_out_of_order(scope: Scope, call: ast.Call, shown: str) -> None:
     expected = ["query", "key", "value"]
     if None in roles or len(set(roles)) != 3 or roles == expected:
         return
-    order = {role: a.id for role, a in zip(roles, call.args[:3])}  # type: ignore[attr-defined]
-    rest = [ast.unparse(a) for a in call.args[3:]] + [ast.unparse(k) for k in call.keywords]
-    scope.report(msg.ArgumentsOutOfOrder, call, shown, ", ".join([a.id for a in call.args[:3]]  # type: ignore[attr-defined]
-                                                                  + (["..."] if rest else [])),
-                 ", ".join(expected), ", ".join([order[r] for r in expected] + (["..."] if rest else [])))
+    given = [a.id for a in call.args[:3]]  # type: ignore[attr-defined]
+    order = dict(zip(roles, given))
+    more = ["..."] if call.args[3:] or call.keywords else []
+    scope.report(msg.ArgumentsOutOfOrder, call, shown, ", ".join(given + more), ", ".join(expected),
+                 ", ".join([order[r] for r in expected] + more))

@@ -201,8 +201,8 @@ def _shape_of(node: ast.expr) -> Optional[str]:
 
 @on(ev.NamedCall)
 def note_expansion(scope: Scope, e: ev.NamedCall) -> None:
-    """``k = rearrange(k, 'b ... -> b 1 ...').expand_as(q)``, ``k.expand(*q.shape)``, ``torch.broadcast_to(k, q.shape)``:
-    a name stored back expanded to another tensor's whole shape."""
+    """``k = rearrange(k, 'b ... -> b 1 ...').expand_as(q)``, ``k.expand(*q.shape)``,
+    ``torch.broadcast_to(k, q.shape)``: a name stored back expanded to another tensor's whole shape."""
     call = e.call
     if e.name not in _EXPAND or scope.func is None or scope.following or len(scope.targets) != 1:
         return
