@@ -375,6 +375,14 @@ class RotaryWithoutOffset(Message):
     args = ("expression", "offset", "fix")
 
 
+class SettingNotForwarded(Message):
+    code, name = "SC156", "setting-not-forwarded"
+    template = ("{0}(...) is built without {1}=, which {2} takes and never uses: the {0} keeps its default whatever "
+                "the caller asks for")
+    hint = "pass it on: {0}(..., {1}={1})"
+    args = ("class", "setting", "owner")
+
+
 RULES: tuple[type[Message], ...] = (
     FileNotParsed, EmptyFile, AnalysisStopped, SoftmaxAxis, UnscaledScores, WidthScaledScores,
     MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, MaskedFillDiscarded,
@@ -385,7 +393,7 @@ RULES: tuple[type[Message], ...] = (
     ComputedUnused, MaskSumOverflowsHalf, RotaryOnHeads, BiasInMaskDtype, NormaliserMultiplied,
     MaskParameterUnread,
     ArgumentsOutOfOrder, CacheDefaultEvaluated, CacheDtypeUnmatched, ReshapedTwice, KeysExpandedToQueries,
-    RotaryWithoutOffset,
+    RotaryWithoutOffset, SettingNotForwarded,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules about memory layout: they hold whatever the code means, so they are reported inside followed helpers too.

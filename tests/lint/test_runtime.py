@@ -524,3 +524,18 @@ def test_sc155_a_rotary_table_sliced_from_zero_decodes_differently_from_the_full
         _, past = module(x[:, :4])
         step, _ = module(x[:, 4:], past)  # the fifth token decoded with the first four in the cache
         assert torch.allclose(step[:, 0], full[:, 4], atol=1e-5) == (kind == "clean")
+
+
+@torch.no_grad()
+def test_sc156_a_setting_not_passed_on_leaves_the_inner_module_at_its_default_and_the_twin_follows_it():
+    torch.manual_seed(0)
+    x = torch.randn(2, 5, 8)
+    for kind, load in (("buggy", _buggy), ("clean", _clean)):
+        module = load("sc156_setting_not_forwarded")
+        transformer = module.Transformer(8, depth=1, heads=2, use_flash_attn=False)
+        assert transformer.layers[0].use_flash_attn is (kind == "buggy")  # the caller asked for the eager path
+        decoder = module.Decoder(8, 2, n_layers=1, causal=True)
+        changed = x.clone()
+        changed[:, -1] = torch.randn(2, 8)  # a later token must not change an earlier one in causal attention
+        earlier_moved = not torch.allclose(decoder(x)[:, 0], decoder(changed)[:, 0], atol=1e-6)
+        assert earlier_moved == (kind == "buggy")

@@ -24,7 +24,7 @@ def on(event: type) -> Callable[[Callable], Callable]:
 
 
 from shapecheck.lint.checks import cache, dropout, fused, layers, masks, reshape, softmax  # noqa: E402  (registers them)
-from shapecheck.lint.checks import arguments, caches, expand, positions  # noqa: E402  (registers them)
+from shapecheck.lint.checks import arguments, caches, expand, forwarding, positions  # noqa: E402  (registers them)
 
 __all__ = ["CHECKS", "on", "cache", "dropout", "fused", "layers", "masks", "reshape", "softmax", "arguments", "caches",
-           "expand", "positions"]
+           "expand", "forwarding", "positions"]
