@@ -79,7 +79,8 @@ class Calls(Evaluator):
             self.rotary(node, args)
         if self.func is not None and (called in _WATCHED or len(node.args) >= 2 and (
                 isinstance(func, ast.Name) or nm.self_attr(func) is not None)
-                and sum(isinstance(a, ast.Name) for a in node.args) >= 2):
+                and sum(isinstance(a, ast.Name) for a in node.args) >= 2
+                or isinstance(func, ast.Name) and called in getattr(self, "classes", ())):  # a class of the file built
             self.emit(ev.NamedCall(node, called))
         if len(node.args) + len(node.keywords) > 1 and isinstance(node.args[0] if node.args else None, ast.Name):
             first = node.args[0].id  # type: ignore[union-attr]

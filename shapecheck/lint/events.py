@@ -135,8 +135,8 @@ class MaskAdded:
 class NamedCall:
     """A call a check watches, ``name`` the last part of what is called: lookups with a default (``get``,
     ``setdefault``, ``pop``, ``getattr``), writes by index (``index_copy_``, ``index_put_``), expansions
-    (``expand_as``, ``expand``), reshapes (``rearrange``, ``unsqueeze``), and a plain name or ``self.<name>``
-    given two or more plain names as positional arguments."""
+    (``expand_as``, ``expand``), reshapes (``rearrange``, ``unsqueeze``), a class of the same file built, and a
+    plain name or ``self.<name>`` given two or more plain names as positional arguments."""
 
     call: ast.Call
     name: str

@@ -57,32 +57,41 @@ def _unused(init: ast.FunctionDef, owner: ast.ClassDef) -> set[str]:
     return {p for p in params - read if p not in stored or stored[p] not in attributes_read}
 
 
+@on(ev.NamedCall)
+def note_built(scope: Scope, e: ev.NamedCall) -> None:
+    """``Attention(dim, heads=heads)`` in ``__init__``: a class of the file built, kept for when the body is done."""
+    func = scope.func
+    if func is not None and func.node.name == "__init__" and not scope.following and isinstance(e.call.func, ast.Name) \
+            and e.name in getattr(scope, "classes", ()):
+        scope.memo.setdefault(f"built:{id(func.node)}", []).append(e.call)  # type: ignore[union-attr]
+
+
 @on(ev.FunctionDone)
 def setting_not_forwarded(scope: Scope, e: ev.FunctionDone) -> None:
     node = e.node
-    if scope.following or scope.cls is None or not isinstance(node, ast.FunctionDef) or node.name != "__init__" \
-            or node.args.kwarg is not None or node.args.vararg is not None:
-        return
+    calls = scope.memo.pop(f"built:{id(node)}", None)
+    if not calls or scope.following or scope.cls is None or not isinstance(node, ast.FunctionDef) \
+            or node.args.kwarg is not None or node.args.vararg is not None \
+            or scope.callees.get(id(node), set()) & _DYNAMIC:
+        return  # builds no class of the file (what the evaluator met), or may read its settings by name
     classes = getattr(scope, "classes", {})
     owner = classes.get(scope.cls.name)
     if owner is None or _init(owner) is not node:
         return
-    built = [c for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
-             and c.func.id in classes and c.func.id != owner.name and _init(classes[c.func.id]) is not None
+    built = [c for c in calls if c.func.id != owner.name and _init(classes[c.func.id]) is not None  # type: ignore[union-attr]
              and not any(k.arg is None for k in c.keywords) and not any(isinstance(a, ast.Starred) for a in c.args)]
-    if not built or any(isinstance(n, (ast.Name, ast.Attribute)) and (getattr(n, "id", None) in _DYNAMIC
-                                                                      or getattr(n, "attr", None) in _DYNAMIC)
-                        for n in ast.walk(node)):
-        return
     unused: Optional[set[str]] = None
+    own = {a.arg for a in all_params(node)}
     for call in built:
         other = _init(classes[call.func.id])  # type: ignore[union-attr]
         positional, with_default = _defaults(other)  # type: ignore[arg-type]
         given = set(positional[:len(call.args)]) | {k.arg for k in call.keywords}
-        missing = [p for p in sorted(with_default - given) if p in {a.arg for a in all_params(node)}]
+        missing = [p for p in sorted(with_default - given) if p in own]
         if not missing:
             continue
         if unused is None:
+            if any(isinstance(n, ast.Attribute) and n.attr in _DYNAMIC for n in ast.walk(node)):
+                return  # ``self.__dict__``: the settings may be read by name
             unused = _unused(node, owner)
         ignored = _unused(other, classes[call.func.id]) if set(missing) & unused else set()  # type: ignore[arg-type,union-attr]
         for name in missing:

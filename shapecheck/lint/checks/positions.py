@@ -27,7 +27,7 @@ _CACHE = re.compile(r"past|cache|layer_past", re.I)
 _TABLE = re.compile(r"cos|sin|freq|rope|rotary|pos_emb|position_emb", re.I)
 _SLICED = re.compile(r"(?i)(cos|sin|freq|rope|rotary|pos_emb|position_emb)\w*\s*\[\s*:")
 _FROM_ZERO = re.compile(r"arange\(\s*(0\s*,\s*)?[\w.]+\s*(\)|,\s*(device|dtype)\b)")  # arange(T), arange(0, T)
-_ROTARY_WORD = re.compile(r"(?i)rotary|rope|freq")
+_ROTARY_WORD = re.compile(r"(?i)rotary|\brope|freq")
 _POSITIONS = re.compile(r"pos|position", re.I)
 
 
@@ -75,11 +75,12 @@ def rotary_without_offset(scope: Scope, e: ev.FunctionDone) -> None:
     caches = {p for p in func.params if _CACHE.search(p)}
     if not offsets and not caches:
         return  # no cache and no offset given to the function: nothing to read (the common case costs no walk)
-    lines = getattr(scope, "lines", None)
-    text = "\n".join(lines[e.node.lineno - 1:e.node.end_lineno]) if lines is not None else None
-    if text is not None and not _SLICED.search(text) and not (_FROM_ZERO.search(text) and _ROTARY_WORD.search(text)):
-        return  # no table sliced from 0, no positions from 0 beside a rotary embedding: a search of the text is far
-        # cheaper than a walk
+    source = _text(scope)
+    if source is not None:
+        text, starts = source
+        span = (starts[e.node.lineno - 1], starts[min(e.node.end_lineno or e.node.lineno, len(starts) - 1)])
+        if not _SLICED.search(text, *span) and not (_FROM_ZERO.search(text, *span) and _ROTARY_WORD.search(text, *span)):
+            return  # no table sliced from 0, no positions from 0 beside a rotary embedding: far cheaper than a walk
     grown, shifted, parents, sources = set(), set(), {}, {}
     cached = _cached_keys(scope)
     for node in ast.walk(e.node):
@@ -116,6 +117,24 @@ def rotary_without_offset(scope: Scope, e: ev.FunctionDone) -> None:
         if _in_use(node, parents, e.node, offsets | caches):
             scope.report(msg.RotaryWithoutOffset, node, ast.unparse(node), _where(offsets, caches),
                          f"torch.arange(offset, offset + {ast.unparse(bound)})")
+
+
+def _text(scope: Scope) -> Optional[tuple[str, list[int]]]:
+    """The file's text and where each line starts in it, made once per file: a function's lines are searched in
+    place (``pattern.search(text, start, end)``), with no copy and no walk."""
+    lines = getattr(scope, "lines", None)
+    if lines is None:
+        return None
+    if "source_text" not in scope.memo:
+        text = "\n".join(lines)
+        starts = [0]
+        at = text.find("\n")
+        while at != -1:
+            starts.append(at + 1)
+            at = text.find("\n", at + 1)
+        starts.append(len(text) + 1)
+        scope.memo["source_text"] = (text, starts)
+    return scope.memo["source_text"]  # type: ignore[return-value]
 
 
 def _where(offsets: set[str], caches: set[str]) -> str:
