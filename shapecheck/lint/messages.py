@@ -336,7 +336,7 @@ class ArgumentsOutOfOrder(Message):
 
 
 class CacheDefaultEvaluated(Message):
-    code, name = "SC151", "cache-default-evaluated"
+    code, name, severity = "SC151", "cache-default-evaluated", "warning"  # the result is right, the work is redone
     template = ("{0} evaluates its default {1} before the lookup, on every call: the cached value never saves "
                 "that computation")
     hint = "compute it only when missing: {2} if the key is in the cache, else {1}"
