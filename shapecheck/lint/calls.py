@@ -38,6 +38,8 @@ _LIKE = frozenset({"zeros_like", "ones_like", "empty_like", "full_like", "randn_
 _KEEPS_NORMALISER = frozenset({"unsqueeze", "squeeze", "expand", "expand_as", "view", "reshape", "clamp", "clamp_min",
                                "type_as", "to", "float", "half", "contiguous"})
 _SAME_SHAPE_HELPER = re.compile(r"mask|bias|rot|rope|alibi|softcap|soft_cap", re.I)
+_WATCHED = frozenset({"get", "setdefault", "pop", "getattr", "index_copy", "index_copy_", "index_put", "index_put_",
+                      "expand_as", "expand", "broadcast_to", "rearrange", "repeat", "unsqueeze"})  # ev.NamedCall
 
 
 class Calls(Evaluator):
@@ -66,6 +68,8 @@ class Calls(Evaluator):
             args = [self.ev(a) for a in node.args]
             for kw in node.keywords:
                 self.ev(kw.value)
+            if func.attr in _WATCHED:
+                self.emit(ev.NamedCall(node, func.attr))
             return self.namespace_call(node, func.attr, args)
         self.ev(func)  # evaluates the receiver; a method reference has no value itself
         args = [self.ev(a) for a in node.args]
@@ -73,6 +77,11 @@ class Calls(Evaluator):
             self.ev(kw.value)
         if self.func is not None and _ROTARY.search(called) and "norm" not in called.lower():
             self.rotary(node, args)
+        if self.func is not None and (called in _WATCHED or len(node.args) >= 2 and (
+                isinstance(func, ast.Name) or nm.self_attr(func) is not None)
+                and sum(isinstance(a, ast.Name) for a in node.args) >= 2
+                or isinstance(func, ast.Name) and called in getattr(self, "classes", ())):  # a class of the file built
+            self.emit(ev.NamedCall(node, called))
         if len(node.args) + len(node.keywords) > 1 and isinstance(node.args[0] if node.args else None, ast.Name):
             first = node.args[0].id  # type: ignore[union-attr]
             for given in [*node.args[1:], *(kw.value for kw in node.keywords)]:

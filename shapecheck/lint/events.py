@@ -146,6 +146,17 @@ class Choice:
 
 
 @dataclass(frozen=True)
+class NamedCall:
+    """A call a check watches, ``name`` the last part of what is called: lookups with a default (``get``,
+    ``setdefault``, ``pop``, ``getattr``), writes by index (``index_copy_``, ``index_put_``), expansions
+    (``expand_as``, ``expand``), reshapes (``rearrange``, ``unsqueeze``), a class of the same file built, and a
+    plain name or ``self.<name>`` given two or more plain names as positional arguments."""
+
+    call: ast.Call
+    name: str
+
+
+@dataclass(frozen=True)
 class FunctionDone:
     """A function's body has been walked (its scope is still current): for checks that read the whole body."""
 

@@ -366,6 +366,62 @@ class SquareFromOneLength(Message):
     hint = ("build it from both lengths (q_len, k_len = {2}.shape[-2:]) and keep its last q_len rows "
             "({0}[..., k_len - q_len:, :])")
     args = ("bias", "length", "scores", "axis")
+class ArgumentsOutOfOrder(Message):
+    code, name = "SC150", "arguments-out-of-order"
+    template = ("{0}({1}) passes its arguments in another order than its parameters ({2}): each named argument "
+                "lands on another parameter")
+    hint = "pass each name to the parameter of that name: {0}({3}) (or pass them by keyword)"
+    args = ("callee", "arguments", "parameters", "arguments in order")
+
+
+class CacheDefaultEvaluated(Message):
+    code, name, severity = "SC151", "cache-default-evaluated", "warning"  # the result is right, the work is redone
+    template = ("{0} evaluates its default {1} before the lookup, on every call: the cached value never saves "
+                "that computation")
+    hint = "compute it only when missing: {2} if the key is in the cache, else {1}"
+    args = ("lookup", "default", "cached")
+
+
+class CacheDtypeUnmatched(Message):
+    code, name = "SC152", "cache-dtype-unmatched"
+    template = ("{0} writes '{1}' into the cache '{2}' with no dtype matched in this function: under autocast "
+                "the keys/values are float16/bfloat16 while the cache keeps its own dtype, and {3} needs both alike")
+    hint = "cast one to the other first: {2} = {2}.to({1}.dtype) (or {1}.to({2}.dtype))"
+    args = ("call", "source", "cache", "method")
+
+
+class ReshapedTwice(Message):
+    code, name = "SC153", "reshaped-twice"
+    template = "'{0}' is reshaped again on line {2} ({1}) after line {3} reshaped it: it reads {4}"
+    hint = "reshape '{0}' once (drop the repeated line, or give the second one another name)"
+    args = ("name", "reshape", "line", "first line", "what it reads")
+
+
+class KeysExpandedToQueries(Message):
+    code, name = "SC154", "keys-expanded-to-queries"
+    template = ("'{0}' ({1}) is expanded to the queries' shape ({2}) and then attended as {1}: the key length becomes "
+                "the query length, wrong whenever keys are longer (a cache, memory key/values, cross-attention)")
+    hint = ("repeat only the heads axis: repeat({0}, 'b ... -> b h ...', h={3}.shape[1]) or "
+            "{0}.expand(-1, heads, -1, -1)")
+    args = ("name", "role", "expansion", "query")
+
+
+class RotaryWithoutOffset(Message):
+    code, name = "SC155", "rotary-without-offset"
+    template = ("{0} starts the rotary positions at 0 for the new tokens, in a function with a cache or an offset "
+                "({1}): with a cache the new tokens are rotated as the first positions")
+    hint = "start at the offset: {2} (or gather the table with the tokens' position ids)"
+    args = ("expression", "offset", "fix")
+
+
+class SettingNotForwarded(Message):
+    code, name = "SC156", "setting-not-forwarded"
+    template = ("{0}(...) is built without {1}=, which {2} takes and never uses: the {0} keeps its default whatever "
+                "the caller asks for")
+    hint = "pass it on: {0}(..., {1}={1})"
+    args = ("class", "setting", "owner")
+
+
 class ScaledTwice(Message):
     code, name = "SC164", "scaled-twice"
     template = "attention scores scaled by 1/√d_head twice: {0} (line {1}) and again {2}"
@@ -435,8 +491,9 @@ RULES: tuple[type[Message], ...] = (
     HalfScaledScores, MaskedMasksIntersected, FusedLayout, ResultDiscarded, CausalWithCache, RotaryTwice,
     ComputedUnused, MaskSumOverflowsHalf, RotaryOnHeads, BiasInMaskDtype, NormaliserMultiplied,
     MaskParameterUnread, RotaryOnValues, GivenOnlyWhenAbsent, SameBranches, UnfoldSplitOrder,
-    SquareFromOneLength, ScaledTwice, HostTensorMeetsInputs, RepeatedAssert, ResidualDropped,
-    ReplacementUnused, StaleCompanion, TupleAsTensor, PositionsInHalf,
+    SquareFromOneLength, ArgumentsOutOfOrder, CacheDefaultEvaluated, CacheDtypeUnmatched, ReshapedTwice,
+    KeysExpandedToQueries, RotaryWithoutOffset, SettingNotForwarded, ScaledTwice, HostTensorMeetsInputs,
+    RepeatedAssert, ResidualDropped, ReplacementUnused, StaleCompanion, TupleAsTensor, PositionsInHalf,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules about memory layout: they hold whatever the code means, so they are reported inside followed helpers too.

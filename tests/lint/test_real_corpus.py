@@ -17,6 +17,8 @@ KNOWN_BUGS = {
     ("x_transformers", "continuous.py", "SC111"): "'inp' is read but never assigned when lens is given",
     ("vit_pytorch", "vivit.py", "SC114"): "SDPA's dropout_p=self.dropout_p has no training check",
     ("vit_pytorch", "vivit_with_moss.py", "SC114"): "SDPA's dropout_p=self.dropout_p has no training check",
+    ("vit_pytorch", "sep_vit.py", "SC156"):
+        "SepViT takes dim_head and never uses it: its Transformer stages are built without it and keep dim_head=32",
     ("transformers", "models/gpt_bigcode/modeling_gpt_bigcode.py", "SC127"):
         "encoder_attention_mask.unsqueeze(1) is a statement: a 2-D mask stays 2-D and the assert below fails",
     ("transformers", "models/evolla/modeling_evolla.py", "SC122"):

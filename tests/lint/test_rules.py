@@ -249,3 +249,69 @@ def forward(self, x, mask=None, key_padding_mask=None, cross_mask=None):
     # the own parameter is read (the value was built from it), a constant, a flag
     assert torch_codes(src.format(rest="key_padding_mask=mask") + "    print(key_padding_mask)\n") == []
     assert torch_codes(src.format(rest="key_padding_mask=None")) == []
+
+
+def test_a_name_reshaped_twice_only_where_both_reshapes_run_on_the_value_the_first_made():
+    src = """
+from einops import rearrange
+def attend(dots, mask=None, flag=False):
+    if mask is not None:
+        mask = rearrange(mask, 'b j -> b 1 1 j')
+    {middle}
+    if mask is not None:
+        mask = rearrange(mask, 'b j -> b 1 1 j')
+    return dots.masked_fill(~mask, -1e4)
+"""
+    assert torch_codes(src.format(middle="pass")) == ["SC153"]
+    assert torch_codes(src.format(middle="mask = mask.flatten(1)")) == []  # a new value in between
+    exclusive = src.replace("    {middle}\n    if mask is not None:", "    else:")
+    exclusive = exclusive.replace("    if mask is not None:\n", "    if flag:\n", 1)
+    assert torch_codes(exclusive) == []  # the two reshapes on different branches
+    first_under_a_flag = src.format(middle="pass").replace("    if mask is not None:\n", "    if flag:\n", 1)
+    assert torch_codes(first_under_a_flag) == []  # which paths run together, nobody knows
+    second = "    if mask is not None:\n        mask = rearrange(mask, 'b j -> b 1 1 j')\n    return"
+    rank_tested = src.format(middle="pass").replace(second, second.replace("mask is not None", "mask.ndim == 2"))
+    assert torch_codes(rank_tested) == []
+
+
+def test_keys_expanded_to_the_queries_shape_only_when_attended_against_them():
+    src = """
+import torch.nn.functional as F
+def attend(q, k, v):
+    k = k.expand_as(q)
+    return {use}
+"""
+    assert torch_codes(src.format(use="F.scaled_dot_product_attention(q, k, v)")) == ["SC154"]
+    assert torch_codes(src.format(use="(q @ k.transpose(-2, -1) * 0.125).softmax(-1) @ v")) == ["SC154"]
+    assert torch_codes(src.format(use="q + k")) == []  # an elementwise use: no key length is involved
+
+
+def test_a_cache_default_is_reported_only_when_it_computes_something():
+    src = """
+import torch
+from torch import nn
+class Attention(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.to_kv = nn.Linear(d, 2 * d)
+    def forward(self, x, cache):
+        kv = cache.get("kv", {default})
+        return kv
+"""
+    assert torch_codes(src.format(default="self.to_kv(x)")) == ["SC151"]
+    assert torch_codes(src.format(default="torch.zeros(1, 2)")) == []  # an allocation: cheap, nothing cached
+    assert torch_codes(src.format(default="None")) == []
+
+
+def test_rotary_positions_from_zero_only_where_a_cache_may_be_in_use():
+    src = """
+def forward(self, x, past_kv=None):
+    B, T, C = x.size()
+    {line}
+    return x * cos
+"""
+    assert torch_codes(src.format(line="cos = self.cos[:T]")) == ["SC155"]
+    assert torch_codes(src.format(line="if past_kv is None:\n        cos = self.cos[:T]")) == []  # the prefill
+    grown = "L = T\n    if past_kv is not None:\n        L += past_kv[0].size(2)\n    cos = self.cos[:L][-T:]"
+    assert torch_codes(src.format(line=grown)) == []  # a length that counts the cache
+    assert torch_codes(src.format(line="cos = self.cos[:T]").replace(", past_kv=None", "")) == []  # no cache at all

@@ -9,6 +9,7 @@ import importlib.util
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from .helpers import CORPUS, SEEDS
 
@@ -371,3 +372,170 @@ def test_sc135_the_attention_mask_given_as_key_padding_lets_padded_frames_in_and
     for module, padded_frames_matter in ((clean, False), (buggy, True)):
         out, out2 = module(x, mask, padding), module(changed, mask, padding)
         assert torch.allclose(out[:, :6], out2[:, :6], atol=1e-5) != padded_frames_matter
+
+
+def _heads(t, heads):
+    b, n, d = t.shape
+    return t.view(b, n, heads, d // heads).transpose(1, 2)
+
+
+@torch.no_grad()
+def test_sc150_arguments_in_another_order_attend_with_the_keys_as_queries_and_the_twin_matches_sdpa():
+    torch.manual_seed(0)
+    buggy = _buggy("sc150_arguments_out_of_order").CrossAttention(8, 2)
+    clean = _clean("sc150_arguments_out_of_order").CrossAttention(8, 2)
+    clean.load_state_dict(buggy.state_dict())
+    x, context = torch.randn(2, 3, 8), torch.randn(2, 3, 8)
+    q, k, v = (_heads(p(t), 2) for p, t in ((clean.to_q, x), (clean.to_k, context), (clean.to_v, context)))
+    reference = clean.to_out(F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(2, 3, 8))
+    torch.testing.assert_close(clean(x, context), reference, atol=1e-5, rtol=1e-5)
+    assert not torch.allclose(buggy(x, context), reference, atol=1e-3)
+    with pytest.raises(RuntimeError):
+        buggy(x, torch.randn(2, 5, 8))  # a context of another length: the swapped einsum cannot even run
+    assert clean(x, torch.randn(2, 5, 8)).shape == (2, 3, 8)
+    llama = _clean("sc150_arguments_out_of_order").LlamaStyleAttention(8, 2)
+    swapped = _buggy("sc150_arguments_out_of_order").LlamaStyleAttention(8, 2)
+    swapped.load_state_dict(llama.state_dict())
+    x = torch.randn(2, 4, 8)
+    reference = torch.nn.MultiheadAttention(8, 2, bias=False, batch_first=True)
+    reference.in_proj_weight.copy_(torch.cat([llama.q_proj.weight, llama.k_proj.weight, llama.v_proj.weight]))
+    reference.out_proj.weight.copy_(llama.o_proj.weight)
+    causal = torch.nn.Transformer.generate_square_subsequent_mask(4)
+    expected, _ = reference(x, x, x, attn_mask=causal, need_weights=False)
+    torch.testing.assert_close(llama(x), expected, atol=1e-5, rtol=1e-5)
+    assert not torch.allclose(swapped(x), expected, atol=1e-3)
+    mask = torch.zeros(1, 1, 32, 64, dtype=torch.bool)  # the kernel's batching asked with b and sq swapped
+    assert _buggy("sc150_arguments_out_of_order").FusedScaleMaskSoftmax(1.0).is_kernel_available(mask, 1, 2, 32, 64) \
+        != _clean("sc150_arguments_out_of_order").FusedScaleMaskSoftmax(1.0).is_kernel_available(mask, 1, 2, 32, 64)
+
+
+@torch.no_grad()
+def test_sc151_a_cache_lookup_with_a_computed_default_projects_on_every_step_and_the_twin_once():
+    torch.manual_seed(0)
+    for name, call in (("MultiHeadAttention", lambda m, x, xa, cache: m(x, xa, cache)),
+                       ("DecoderCrossAttention", lambda m, x, xa, cache: m(x, xa, cache))):
+        counts = {}
+        for kind, load in (("buggy", _buggy), ("clean", _clean)):
+            module = getattr(load("sc151_cache_default_evaluated"), name)(8, 2)
+            projection = module.key if name == "MultiHeadAttention" else module.kv_proj
+            calls = []
+            projection.register_forward_hook(lambda *_: calls.append(1))
+            cache = {}
+            if name == "MultiHeadAttention":  # whisper fills the cache through hooks; here: once, by hand
+                xa = torch.randn(1, 6, 8)
+                cache[module.key], cache[module.value] = module.key(xa), module.value(xa)
+                calls.clear()
+            xa = torch.randn(1, 6, 8)
+            outs = [call(module, torch.randn(1, 1, 8), xa, cache) for _ in range(3)]
+            assert all(o.shape == (1, 1, 8) for o in outs)
+            counts[kind] = len(calls)
+        assert counts["buggy"] == 3 and counts["clean"] == (0 if name == "MultiHeadAttention" else 1), (name, counts)
+
+
+@torch.no_grad()
+def test_sc152_an_index_copy_into_a_cache_of_another_dtype_raises_and_the_twin_writes():
+    torch.manual_seed(0)
+    shape = (1, 2, 6, 4)
+    k, v = torch.randn(1, 2, 1, 4, dtype=torch.bfloat16), torch.randn(1, 2, 1, 4, dtype=torch.bfloat16)
+    pos = torch.tensor([2])
+    buggy = _buggy("sc152_cache_dtype_unmatched").KVCache(shape, shape)
+    clean = _clean("sc152_cache_dtype_unmatched").KVCache(shape, shape)
+    with pytest.raises(RuntimeError, match="dtype"):
+        buggy(pos, k, v)
+    ck, cv = clean(pos, k, v)
+    assert torch.equal(ck[:, :, 2:3], k) and torch.equal(cv[:, :, 2:3], v)
+    # the attention variant under CPU autocast: bfloat16 projections into float32 caches
+    for kind, load in (("buggy", _buggy), ("clean", _clean)):
+        module = load("sc152_cache_dtype_unmatched").CausalSelfAttention(8, 2)
+        cache = (torch.zeros(1, 2, 6, 4), torch.zeros(6, 1, 2, 4))
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            if kind == "buggy":
+                with pytest.raises(RuntimeError):
+                    module(torch.randn(1, 1, 8), pos, cache)
+            else:
+                out, _ = module(torch.randn(1, 1, 8), pos, cache)
+                assert out.shape == (1, 1, 8)
+
+
+@torch.no_grad()
+def test_sc153_a_mask_reshaped_twice_fails_or_breaks_the_shape_and_the_twin_matches_its_sdpa_path():
+    torch.manual_seed(0)
+    x = torch.randn(2, 5, 16)
+    mask = torch.ones(2, 5, dtype=torch.bool)
+    mask[0, 3:] = False
+    buggy = _buggy("sc153_reshaped_twice").Attention(16, heads=2, dim_head=8, use_flash_attn=False)
+    clean = _clean("sc153_reshaped_twice").Attention(16, heads=2, dim_head=8, use_flash_attn=False)
+    clean.load_state_dict(buggy.state_dict())
+    with pytest.raises(Exception, match="(?i)rearrange|shape|dimension"):
+        buggy(x, mask)
+    clean.use_flash_attn = False
+    eager = clean(x, mask)
+    clean.use_flash_attn = True
+    torch.testing.assert_close(eager, clean(x, mask), atol=1e-5, rtol=1e-5)
+    bert_buggy = _buggy("sc153_reshaped_twice").BertSelfAttention(16, 2)
+    bert_clean = _clean("sc153_reshaped_twice").BertSelfAttention(16, 2)
+    bert_clean.load_state_dict(bert_buggy.state_dict())
+    reference = bert_clean(x, mask.long(), use_sdpa=True)
+    torch.testing.assert_close(bert_clean(x, mask.long()), reference, atol=1e-5, rtol=1e-5)
+    try:
+        wrong = bert_buggy(x, mask.long())
+    except RuntimeError:
+        return  # the six-axis mask broke the product: the bug shows as an error
+    assert wrong.shape != reference.shape or not torch.allclose(wrong, reference, atol=1e-4)
+
+
+@torch.no_grad()
+def test_sc154_keys_expanded_to_the_queries_shape_fail_with_longer_keys_and_the_twin_matches_sdpa():
+    torch.manual_seed(0)
+    q = torch.randn(2, 4, 3, 8)
+    k, v = torch.randn(2, 7, 8), torch.randn(2, 7, 8)  # single-headed, longer than the queries (memory key/values)
+    buggy = _buggy("sc154_keys_expanded_to_queries").Attend()
+    clean = _clean("sc154_keys_expanded_to_queries").Attend()
+    with pytest.raises(RuntimeError):
+        buggy(q, k, v)
+    reference = F.scaled_dot_product_attention(q, k[:, None].expand(2, 4, 7, 8), v[:, None].expand(2, 4, 7, 8))
+    torch.testing.assert_close(clean(q, k, v), reference)
+    buggy_mqa = _buggy("sc154_keys_expanded_to_queries").MultiQueryAttention(16, 4)
+    clean_mqa = _clean("sc154_keys_expanded_to_queries").MultiQueryAttention(16, 4)
+    clean_mqa.load_state_dict(buggy_mqa.state_dict())
+    past = (torch.randn(1, 1, 4, 4), torch.randn(1, 1, 4, 4))
+    x = torch.randn(1, 1, 16)
+    with pytest.raises(RuntimeError):
+        buggy_mqa(x, past)
+    out, (k_all, _) = clean_mqa(x, past)
+    assert out.shape == (1, 1, 16) and k_all.shape[2] == 5
+
+
+@torch.no_grad()
+def test_sc155_a_rotary_table_sliced_from_zero_decodes_differently_from_the_full_pass_and_the_twin_does_not():
+    torch.manual_seed(0)
+    positions = torch.arange(8.0)[:, None] * torch.tensor([1.0, 0.1])[None]  # 8 positions, head size 4
+    angles = torch.cat((positions, positions), dim=-1)
+    x = torch.randn(1, 5, 8)
+    weights = None
+    for kind, load in (("clean", _clean), ("buggy", _buggy)):
+        module = load("sc155_rotary_without_offset").CachedSelfAttention(8, 2, 8)
+        module.cos.copy_(angles.cos())
+        module.sin.copy_(angles.sin())
+        if weights is None:
+            weights = module.state_dict()
+        module.load_state_dict(weights)  # the same weights in both
+        full, _ = module(x)
+        _, past = module(x[:, :4])
+        step, _ = module(x[:, 4:], past)  # the fifth token decoded with the first four in the cache
+        assert torch.allclose(step[:, 0], full[:, 4], atol=1e-5) == (kind == "clean")
+
+
+@torch.no_grad()
+def test_sc156_a_setting_not_passed_on_leaves_the_inner_module_at_its_default_and_the_twin_follows_it():
+    torch.manual_seed(0)
+    x = torch.randn(2, 5, 8)
+    for kind, load in (("buggy", _buggy), ("clean", _clean)):
+        module = load("sc156_setting_not_forwarded")
+        transformer = module.Transformer(8, depth=1, heads=2, use_flash_attn=False)
+        assert transformer.layers[0].use_flash_attn is (kind == "buggy")  # the caller asked for the eager path
+        decoder = module.Decoder(8, 2, n_layers=1, causal=True)
+        changed = x.clone()
+        changed[:, -1] = torch.randn(2, 8)  # a later token must not change an earlier one in causal attention
+        earlier_moved = not torch.allclose(decoder(x)[:, 0], decoder(changed)[:, 0], atol=1e-6)
+        assert earlier_moved == (kind == "buggy")

@@ -24,8 +24,9 @@ def on(event: type) -> Callable[[Callable], Callable]:
 
 
 from shapecheck.lint.checks import (  # noqa: E402  (registers them)
-    cache, devices, dropout, flow, fused, layers, masks, reshape, siblings, softmax, state, values,
+    arguments, cache, caches, devices, dropout, expand, flow, forwarding, fused, layers, masks, positions, reshape,
+    siblings, softmax, state, values,
 )
 
-__all__ = ["CHECKS", "on", "cache", "devices", "dropout", "flow", "fused", "layers", "masks", "reshape", "siblings",
-           "softmax", "state", "values"]
+__all__ = ["CHECKS", "on", "arguments", "cache", "caches", "devices", "dropout", "expand", "flow", "forwarding",
+           "fused", "layers", "masks", "positions", "reshape", "siblings", "softmax", "state", "values"]
