@@ -266,7 +266,7 @@ def attend(dots, mask=None, flag=False):
     assert torch_codes(src.format(middle="mask = mask.flatten(1)")) == []  # a new value in between
     exclusive = src.replace("    {middle}\n    if mask is not None:", "    else:")
     exclusive = exclusive.replace("    if mask is not None:\n", "    if flag:\n", 1)
-    assert torch_codes(exclusive) == []  # the two reshapes on different branches
+    assert "SC153" not in torch_codes(exclusive)  # the two reshapes on different branches (the same arms: SC138)
     first_under_a_flag = src.format(middle="pass").replace("    if mask is not None:\n", "    if flag:\n", 1)
     assert torch_codes(first_under_a_flag) == []  # which paths run together, nobody knows
     second = "    if mask is not None:\n        mask = rearrange(mask, 'b j -> b 1 1 j')\n    return"

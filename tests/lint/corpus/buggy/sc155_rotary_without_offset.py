@@ -23,7 +23,7 @@ class Transformer(nn.Module):
     def forward(self, tokens, start_pos=0):
         _bsz, seqlen = tokens.shape
         h = self.tok_embeddings(tokens)
-        if self.use_kv_cache:
+        if self.use_kv_cache:  # expect: SC138
             freqs_cos = self.freqs_cos[:seqlen]  # expect: SC155
             freqs_sin = self.freqs_sin[:seqlen]  # expect: SC155
         else:
