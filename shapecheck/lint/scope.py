@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import re
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Union
 
@@ -90,6 +91,32 @@ class Scope:
             check(self, event)
 
     # ---- context the checks ask about ---------------------------------------------------
+    def source_text(self) -> Optional[tuple[str, list[int]]]:
+        """The file's text and where each line starts in it, made once per file: a function's lines are searched
+        in place (``pattern.search(text, start, end)``), with no copy and no walk."""
+        lines = getattr(self, "lines", None)
+        if lines is None:
+            return None
+        if "source_text" not in self.memo:
+            text = "\n".join(lines)
+            starts = [0]
+            at = text.find("\n")
+            while at != -1:
+                starts.append(at + 1)
+                at = text.find("\n", at + 1)
+            starts.append(len(text) + 1)
+            self.memo["source_text"] = (text, starts)
+        return self.memo["source_text"]  # type: ignore[return-value]
+
+    def mentions(self, node: ast.AST, pattern: re.Pattern) -> bool:
+        """Whether ``node``'s lines match ``pattern`` (True when the text is unknown): a cheap first question."""
+        source = self.source_text()
+        if source is None:
+            return True
+        text, starts = source
+        first, last = node.lineno, getattr(node, "end_lineno", None) or node.lineno  # type: ignore[attr-defined]
+        return pattern.search(text, starts[first - 1], starts[min(last, len(starts) - 1)]) is not None
+
     def class_attr(self, name: str) -> Optional[ast.expr]:
         return None if self.cls is None else self.cls.attrs.get(name)
 

@@ -59,3 +59,4 @@ def test_the_cycle_collector_is_left_as_it_was(enabled):
         assert gc.isenabled() is enabled
     finally:
         gc.enable() if was else gc.disable()
+

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from bisect import bisect_left
 from typing import Optional
 
@@ -17,6 +18,7 @@ from shapecheck.lint.scope import Scope
 # torch functions that allocate a new tensor on the default device unless given ``device=``
 _FACTORIES = frozenset({"zeros", "ones", "empty", "full", "arange", "rand", "randn", "randint", "eye", "linspace",
                         "tensor"})
+_FACTORY_TEXT = re.compile(r"torch\.(?:%s)\(" % "|".join(sorted(_FACTORIES)))
 # methods that keep a tensor where it is (what they return is still on the CPU)
 _STAYS = frozenset({"bool", "float", "half", "long", "int", "double", "triu", "tril", "unsqueeze", "squeeze", "view",
                     "reshape", "expand", "repeat", "transpose", "permute", "contiguous", "masked_fill", "flip",
@@ -35,7 +37,7 @@ def host_tensor_meets_inputs(scope: Scope, e: ev.FunctionDone) -> None:
     is on the CPU and the scores are where the inputs are."""
     func = scope.func
     if func is None or func.node is not e.node or func.method_of is None or not func.method_of.has_forward \
-            or func.node.name == "__init__" or not _allocates(func.node):
+            or func.node.name == "__init__" or not scope.mentions(func.node, _FACTORY_TEXT) or not _allocates(func.node):
         return
     if _called_in_init(func.method_of.methods.get("__init__"), func.node.name):
         return  # building buffers at construction: everything is on the CPU then

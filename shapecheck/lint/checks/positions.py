@@ -75,7 +75,7 @@ def rotary_without_offset(scope: Scope, e: ev.FunctionDone) -> None:
     caches = {p for p in func.params if _CACHE.search(p)}
     if not offsets and not caches:
         return  # no cache and no offset given to the function: nothing to read (the common case costs no walk)
-    source = _text(scope)
+    source = scope.source_text()
     if source is not None:
         text, starts = source
         span = (starts[e.node.lineno - 1], starts[min(e.node.end_lineno or e.node.lineno, len(starts) - 1)])
@@ -117,24 +117,6 @@ def rotary_without_offset(scope: Scope, e: ev.FunctionDone) -> None:
         if _in_use(node, parents, e.node, offsets | caches):
             scope.report(msg.RotaryWithoutOffset, node, ast.unparse(node), _where(offsets, caches),
                          f"torch.arange(offset, offset + {ast.unparse(bound)})")
-
-
-def _text(scope: Scope) -> Optional[tuple[str, list[int]]]:
-    """The file's text and where each line starts in it, made once per file: a function's lines are searched in
-    place (``pattern.search(text, start, end)``), with no copy and no walk."""
-    lines = getattr(scope, "lines", None)
-    if lines is None:
-        return None
-    if "source_text" not in scope.memo:
-        text = "\n".join(lines)
-        starts = [0]
-        at = text.find("\n")
-        while at != -1:
-            starts.append(at + 1)
-            at = text.find("\n", at + 1)
-        starts.append(len(text) + 1)
-        scope.memo["source_text"] = (text, starts)
-    return scope.memo["source_text"]  # type: ignore[return-value]
 
 
 def _where(offsets: set[str], caches: set[str]) -> str:

@@ -5,6 +5,7 @@ parameter that the code below still reads instead (SC168)."""
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator, Optional
 
 from shapecheck.lint import events as ev
@@ -14,14 +15,21 @@ from shapecheck.lint.nodes import walk
 from shapecheck.lint.scope import Scope
 
 
+_ASSERT = re.compile(r"\bassert\b")
+_FOR_TUPLE = re.compile(r"\bfor\b[^\n]*,[^\n]*\bin\b")
+
+
 @on(ev.FunctionDone)
 def repeated_assert(scope: Scope, e: ev.FunctionDone) -> None:
     """``assert isinstance(max_seqlen, int)`` twice in one block with nothing rebound between: the copy was meant
     for another name (``max_seqlen_k``), which stays unchecked."""
     func = scope.func
-    if func is None or func.node is not e.node or scope.following:
+    if func is None or func.node is not e.node or scope.following \
+            or not scope.mentions(func.node, _ASSERT):
         return
     for block in _blocks(func.node):
+        if sum(isinstance(stmt, ast.Assert) for stmt in block) < 2:
+            continue
         seen: dict[str, ast.Assert] = {}
         for stmt in block:
             if isinstance(stmt, ast.Assert):
@@ -43,9 +51,11 @@ def residual_dropped(scope: Scope, e: ev.FunctionDone) -> None:
     if func is None or func.node is not e.node or scope.following:
         return
     init = func.method_of.methods.get("__init__") if func.method_of is not None else None
-    if init is None:
+    if init is None or not scope.mentions(func.node, _FOR_TUPLE):
         return
-    for loop in (n for n in walk(func.node) if isinstance(n, (ast.For, ast.AsyncFor))):
+    for loop in (n for n in walk(func.node) if isinstance(n, ast.For)):
+        if not isinstance(loop.target, ast.Tuple):
+            continue  # one block per step: nothing to compare it with
         kinds = _block_classes(init, loop.target)
         if kinds is None:
             continue
@@ -91,19 +101,25 @@ def replacement_unused(scope: Scope, e: ev.FunctionDone) -> None:
     if func is None or func.node is not e.node or scope.following:
         return
     params = func.params - {"self", "cls"}
+    nodes = walk(func.node)
+    candidates = [(stmt, param) for stmt in nodes if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                  and isinstance(stmt.targets[0], ast.Name) and not stmt.targets[0].id.startswith("_")
+                  for param in [_stand_in_for(stmt.value, params)] if param is not None]
+    if not candidates:
+        return
     loads: dict[str, list[int]] = {}
-    stores: dict[str, list[ast.Assign]] = {}
-    for node in walk(func.node):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            loads.setdefault(node.id, []).append(node.lineno)
-        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            stores.setdefault(node.targets[0].id, []).append(node)
-    for name, assigned in stores.items():
-        if name in loads or name in params or name.startswith("_") or len(assigned) != 1:
+    stores: dict[str, int] = {}
+    for node in nodes:
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                loads.setdefault(node.id, []).append(node.lineno)
+            else:
+                stores[node.id] = stores.get(node.id, 0) + 1
+    for stmt, param in candidates:
+        name = stmt.targets[0].id  # type: ignore[attr-defined]
+        if name in loads or name in params or stores.get(name) != 1:
             continue
-        stmt = assigned[0]
-        param = _stand_in_for(stmt.value, params)
-        if param is not None and any(line > (stmt.end_lineno or stmt.lineno) for line in loads.get(param, ())):
+        if any(line > (stmt.end_lineno or stmt.lineno) for line in loads.get(param, ())):
             scope.report(msg.ReplacementUnused, stmt, name, param)
 
 

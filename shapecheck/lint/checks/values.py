@@ -4,6 +4,7 @@ in the activations' dtype, inexact in half precision (SC171)."""
 from __future__ import annotations
 
 import ast
+import re
 from typing import Optional
 
 from shapecheck.lint import events as ev
@@ -22,7 +23,8 @@ def tuple_as_tensor(scope: Scope, e: ev.FunctionDone) -> None:
     if func is None or func.node is not e.node or scope.following:
         return
     arities = _tuple_arities(scope)
-    if not arities:
+    if not arities or not scope.mentions(func.node, _called(scope, arities)) or not any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in arities
+                              for n in walk(func.node)):
         return
     uses = _uses(func.node)
     for stmt in walk(func.node):
@@ -48,6 +50,12 @@ def _tuple_arities(scope: Scope) -> dict[str, int]:
                     found[node.name] = sizes.pop()
         scope.memo["tuple_arities"] = found
     return scope.memo["tuple_arities"]  # type: ignore[return-value]
+
+
+def _called(scope: Scope, arities: dict[str, int]) -> re.Pattern:
+    if "tuple_callers" not in scope.memo:
+        scope.memo["tuple_callers"] = re.compile(r"\b(?:%s)\(" % "|".join(map(re.escape, sorted(arities))))
+    return scope.memo["tuple_callers"]  # type: ignore[return-value]
 
 
 def _nested_functions(node: ast.AST) -> bool:
@@ -83,12 +91,19 @@ def _reads(node: ast.AST) -> list[tuple[ast.expr, str]]:
     return [(c, "any") for c in ast.iter_child_nodes(node) if isinstance(c, ast.Name)]
 
 
+_ARANGE = re.compile(r"\barange\(")
+
+
 @on(ev.FunctionDone)
 def positions_in_half(scope: Scope, e: ev.FunctionDone) -> None:
     """``ticker = torch.arange(t, dtype=q.dtype)`` compared to build a window or causal mask: in float16 the
     integers stop being exact past 2048 (bfloat16: 256), so positions merge and the mask is wrong."""
     func = scope.func
     if func is None or func.node is not e.node or scope.following:
+        return
+    if not scope.mentions(func.node, _ARANGE) or not any(
+            isinstance(n, ast.Call) and nm.dotted(n.func) in ("torch.arange", "arange")
+            and any(k.arg == "dtype" for k in n.keywords) for n in walk(func.node)):
         return
     floats = _floats(func.node)
     dtypes = _activation_dtypes(func.node, floats) | {f"{name}.dtype" for name in floats}
