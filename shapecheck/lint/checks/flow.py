@@ -587,6 +587,8 @@ def _square_from_one_length(scope: Scope) -> None:
         if not _scores_or_returned(scope, func.node, node, owner):
             continue
         length, _, axis = square[bias]
+        if len({a for o, a in lengths.values() if o == owner}) > 1:
+            continue  # both lengths of the scores are read: the code knows they may differ
         reads = [sub for sub in ast.walk(func.node) if isinstance(sub, ast.Attribute) and sub.attr in ("shape", "size")
                  and isinstance(sub.value, ast.Name) and sub.value.id == owner]
         if len(reads) > sum(1 for o, _ in lengths.values() if o == owner):
