@@ -401,8 +401,9 @@ class Calls(Evaluator):
         if attr in ("masked_fill", "masked_fill_"):  # in place or not: the same fill
             return self.masked_fill(node, node.func.value, base, nm.argument(node, 0, "mask"),  # type: ignore[attr-defined]
                                     nm.argument(node, 1, "value"))
-        if attr in ("mul", "div", "mul_", "div_") and node.args:
-            return self.scaled(node, base, node.args[0]) if base.role == "scores" else Tensor()
+        if attr in ("mul", "div", "mul_", "div_") and node.args:  # in place or not: the twin of ``*`` and ``/``
+            op = ast.Mult() if attr.startswith("mul") else ast.Div()
+            return self.binop(node, node.func.value, op, node.args[0], base, args[0] if args else None)  # type: ignore[attr-defined]
         if attr in ("size", "dim") or attr in ("split", "chunk"):
             return self.size_or_split(node, attr, base)
         if attr in _AXIS_OPS:

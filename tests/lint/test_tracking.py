@@ -1244,3 +1244,40 @@ class A(nn.Module):
         return (q @ k.transpose(-1, -2)).softmax(dim=-1) @ v
 """
     assert codes(src) == []
+
+
+@pytest.mark.parametrize("scaling, expected", [
+    ("q.mul_(self.scaling)", []),
+    ("q.div_(math.sqrt(self.head_dim))", []),
+    ("pass", [m.UnscaledScores]),
+])
+def test_in_place_scaling_of_the_queries_is_their_scaling(scaling, expected):
+    # ``q.mul_(s)`` is ``q = q * s``: the scores made from q are scaled, and q keeps its layout
+    src = HEADER + f"""
+class A(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads, self.head_dim = heads, dim // heads
+        self.scaling = self.head_dim ** -0.5
+        self.q_proj = nn.Linear(dim, dim)
+        self.k_proj = nn.Linear(dim, dim)
+    def forward(self, x):
+        b, s, _ = x.shape
+        q = self.q_proj(x).view(b, s, self.heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(b, s, self.heads, self.head_dim).transpose(1, 2)
+        {scaling}
+        return F.softmax(torch.matmul(q, k.transpose(2, 3)).float(), dim=-1)
+"""
+    assert_lint(src, *expected)
+
+
+def test_a_rotary_table_named_cache_is_no_kv_cache():
+    # lit-llama's ``apply_rope(x, rope_cache)`` cuts the table to the tokens it is given: no cache offset there
+    src = HEADER + """
+def apply_rope(x, rope_cache):
+    T = x.size(1)
+    rope_cache = rope_cache[:T]
+    xc = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+    return torch.view_as_real(xc * rope_cache.view(1, T, 1, -1)).flatten(3)
+"""
+    assert_lint(src)

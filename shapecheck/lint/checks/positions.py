@@ -72,7 +72,7 @@ def rotary_without_offset(scope: Scope, e: ev.FunctionDone) -> None:
         return
     scope.memo[f"rotary_offset:{id(e.node)}"] = True
     offsets = {p for p in func.params if _OFFSET.match(p)}
-    caches = {p for p in func.params if _CACHE.search(p)}
+    caches = {p for p in func.params if _CACHE.search(p) and not _TABLE.search(p)}  # ``rope_cache`` is the table
     if not offsets and not caches:
         return  # no cache and no offset given to the function: nothing to read (the common case costs no walk)
     source = scope.source_text()
