@@ -4,7 +4,7 @@ nodes again and again, and reading a list is far cheaper than ``ast.walk`` going
 from __future__ import annotations
 
 import ast
-from typing import Iterable
+from typing import Iterable, Iterator
 
 _WHOLE = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 _LISTED: dict[int, tuple[ast.AST, tuple[ast.AST, ...]]] = {}  # id(node) -> (node, its nodes in ast.walk order)
@@ -37,6 +37,15 @@ def _breadth_first(root: ast.AST) -> tuple[ast.AST, ...]:
             elif isinstance(value, list):
                 found.extend(v for v in value if isinstance(v, ast.AST))
     return tuple(found)
+
+
+def blocks(node: ast.AST) -> Iterator[list[ast.stmt]]:
+    """Every statement list under ``node`` (bodies, ``else`` and ``finally`` parts), from its node list."""
+    for sub in walk(node):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(sub, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                yield block
 
 
 def forget() -> None:

@@ -11,7 +11,7 @@ from typing import Iterator, Optional
 from shapecheck.lint import events as ev
 from shapecheck.lint import messages as msg
 from shapecheck.lint.checks import on
-from shapecheck.lint.nodes import walk
+from shapecheck.lint.nodes import blocks, walk
 from shapecheck.lint.scope import Scope
 
 
@@ -27,7 +27,7 @@ def repeated_assert(scope: Scope, e: ev.FunctionDone) -> None:
     if func is None or func.node is not e.node or scope.following \
             or not scope.mentions(func.node, _ASSERT):
         return
-    for block in _blocks(func.node):
+    for block in blocks(func.node):
         if sum(isinstance(stmt, ast.Assert) for stmt in block) < 2:
             continue
         seen: dict[str, ast.Assert] = {}
@@ -167,14 +167,6 @@ def _block_call(node: ast.expr, blocks: frozenset[str], stream: str) -> Optional
             and isinstance(node.args[0], ast.Name) and node.args[0].id == stream:
         return node.func.id
     return None
-
-
-def _blocks(func: ast.AST) -> Iterator[list[ast.stmt]]:
-    for node in walk(func):
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(node, field, None)
-            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
-                yield block
 
 
 def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:

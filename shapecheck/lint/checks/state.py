@@ -10,7 +10,7 @@ from shapecheck.lint import events as ev
 from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
-from shapecheck.lint.nodes import walk
+from shapecheck.lint.nodes import blocks, walk
 from shapecheck.lint.scope import Scope
 
 # (the callee's text, the number of results) -> (the attribute at each position, the line in __init__)
@@ -29,7 +29,7 @@ def stale_companion(scope: Scope, e: ev.FunctionDone) -> None:
     joint = _joint(scope, init) if init is not None else {}
     if not joint:
         return
-    for block in _blocks(func.node):
+    for block in blocks(func.node):
         assigned = {a for stmt in block if isinstance(stmt, ast.Assign) for a in _self_targets(stmt)}
         for stmt in block:
             found = _rebuilt(stmt, joint)
@@ -77,8 +77,3 @@ def _self_targets(stmt: ast.Assign) -> list[str]:
         attrs += [a for a in (nm.self_attr(p) for p in parts) if a is not None]
     return attrs
 
-
-def _blocks(func: ast.AST) -> list[list[ast.stmt]]:
-    return [block for node in walk(func) for field in ("body", "orelse", "finalbody")
-            for block in [getattr(node, field, None)] if isinstance(block, list) and block
-            and isinstance(block[0], ast.stmt)]
