@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import replace
-from typing import Iterator, Optional, Sequence, Union
+from typing import Optional, Sequence, Union
 
 from shapecheck.lint import events as ev
 from shapecheck.lint import names as nm
@@ -259,7 +259,7 @@ class Checker(Calls, ast.NodeVisitor):
     visit_AsyncFunctionDef = visit_FunctionDef
 
     def visit_Assign(self, node: ast.Assign) -> None:
-        self.targets = tuple(_stored_names(node.targets))
+        self.targets = tuple(nm.bound_names(node.targets))
         value = self.ev(node.value)
         self.targets = ()
         for target in node.targets:
@@ -534,14 +534,6 @@ def _forward(node: ast.ClassDef) -> Optional[ast.FunctionDef]:
     return next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "forward"
                  and not s.decorator_list), None)
 
-
-def _stored_names(targets: list[ast.expr]) -> Iterator[str]:
-    """The names an assignment binds, in order (``a, (b, c) = ...`` -> a, b, c; ``x[i] = ...`` -> x, i)."""
-    for t in targets:
-        if isinstance(t, ast.Name):
-            yield t.id
-        else:
-            yield from (n.id for n in ast.walk(t) if isinstance(n, ast.Name))
 
 
 _RESHAPES = frozenset({"view", "reshape", "permute", "transpose", "contiguous", "unflatten"})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Optional
+from typing import Iterable, Iterator, Optional
 
 from shapecheck.vocabulary import canonical
 from shapecheck.lint.tracking import EXTRA
@@ -155,3 +155,26 @@ def argument(call: ast.Call, position: int, name: str) -> Optional[ast.expr]:
     if len(plain) != len(call.args):
         return None
     return plain[position] if position < len(plain) else None
+
+
+def chain_root(node: ast.expr) -> Optional[str]:
+    """The name a chain of methods, attributes and subscripts starts from: ``s`` for ``s``,
+    ``s.transpose(-1, -2).contiguous()``, ``s[0]``, ``v.transpose(1, 2)[..., :d]``; None for anything else."""
+    while True:
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            node = node.func.value
+        elif isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        else:
+            return None
+
+
+def bound_names(targets: Iterable[ast.expr]) -> Iterator[str]:
+    """The names assignment targets bind, in order (``a, (b, c) = ...`` -> a, b, c; ``x[i] = ...`` -> x, i)."""
+    for t in targets:
+        if isinstance(t, ast.Name):
+            yield t.id
+        else:
+            yield from (n.id for n in ast.walk(t) if isinstance(n, ast.Name))

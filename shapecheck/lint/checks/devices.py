@@ -123,12 +123,12 @@ class _Flow:
         for node in walk(func):
             if isinstance(node, ast.Assign):
                 for target in node.targets:
-                    for name in _names(target):
+                    for name in nm.bound_names([target]):
                         self.binds.setdefault(name, []).append((node.lineno, node.value))
             elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.withitem, ast.NamedExpr)):
                 target = getattr(node, "target", None) or getattr(node, "optional_vars", None)
                 value = getattr(node, "value", None) or getattr(node, "iter", None) or getattr(node, "context_expr", None)
-                for name in _names(target) if target is not None else ():
+                for name in nm.bound_names([target]) if target is not None else ():
                     self.binds.setdefault(name, []).append((getattr(node, "lineno", 0) or 0, value or target))
         for found in self.binds.values():
             found.sort(key=lambda b: b[0])
@@ -172,6 +172,3 @@ class _Flow:
             return self.from_inputs(node.value, line, depth + 1)
         return False
 
-
-def _names(target: ast.AST) -> list[str]:
-    return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]

@@ -35,10 +35,6 @@ _SPLITS = frozenset({"chunk", "split", "unbind", "tensor_split", "unflatten"})
 _PRODUCTS = frozenset({"matmul", "bmm", "einsum"})
 
 
-def _stored(node: ast.Assign) -> list[str]:
-    return [n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
-
-
 def _values(func: Function) -> set[str]:
     """Names of the function that hold the values, by where they come from or where they go: a parameter in the
     value role, a value projection's output, the part of a qkv (or kv) split named as the values, what a softmax
@@ -60,7 +56,7 @@ def _values(func: Function) -> set[str]:
                 found.add(targets.id)
             name = _callee_name(call)
             if name in nm.SOFTMAX:
-                probs.update(_stored(node))
+                probs.update(nm.bound_names(node.targets))
             if name in _SPLITS and isinstance(targets, ast.Tuple) and "kv" in ast.unparse(call.func).lower():
                 # ``q, k, v = qkv.chunk(3, dim=-1)``; the order is the project's (CodeGen splits query, value, key)
                 found |= {e.id for e in targets.elts if isinstance(e, ast.Name) and _VALUE_NAME.match(e.id)}
@@ -78,21 +74,10 @@ def _values(func: Function) -> set[str]:
         elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
             products.append((node.left, node.right))
     for left, right in products:
-        left_name, right_name = _root(left), _root(right)
+        left_name, right_name = nm.chain_root(left), nm.chain_root(right)
         if left_name in probs and right_name is not None:
             found.add(right_name)
     return found
-
-
-def _root(node: ast.expr) -> Optional[str]:
-    """The name a chain of methods and subscripts starts from: ``v`` for ``v.transpose(1, 2)[..., :d]``."""
-    while True:
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            node = node.func.value
-        elif isinstance(node, (ast.Subscript, ast.Attribute)):
-            node = node.value
-        else:
-            return node.id if isinstance(node, ast.Name) else None
 
 
 def _rotated(call: ast.Call) -> Iterator[tuple[ast.expr, bool]]:
@@ -139,7 +124,7 @@ def _rotary_on_values(scope: Scope) -> None:
         rotated = [(g, b, c) for c in calls for g, b in _rotated(c)]
         if not rotated:
             continue
-        stored = set(_stored(node))
+        stored = set(nm.bound_names(node.targets))
         for given, by_keyword, call in rotated:
             if not isinstance(given, ast.Name) or given.id not in stored:
                 continue  # ``cos, sin = self.rotary_emb(v, seq_len)``: v only gives the dtype; the tables come back
@@ -494,7 +479,7 @@ def _unfold_split_order(scope: Scope) -> None:
                        for k in [_unfold_kernel(scope, c)] if k is not None), None)
         if kernel is None:
             continue
-        unfolded = set(_stored(stmt))
+        unfolded = set(nm.bound_names(stmt.targets))
         later = next((s for s in assigns[i + 1:] if unfolded & {n.id for n in ast.walk(s.value)
                                                                 if isinstance(n, ast.Name)}), None)
         found = _split_call(later.value, unfolded) if later is not None else None
@@ -569,7 +554,7 @@ def _square_from_one_length(scope: Scope) -> None:
         return
     square: dict[str, tuple[str, str, int]] = {}  # the bias -> (its length, the tensor it was read from, the axis)
     for stmt in assigns:
-        stored = _stored(stmt)
+        stored = list(nm.bound_names(stmt.targets))
         for length, (owner, axis) in lengths.items():
             if _square_in(stmt.value, length):
                 square.update({name: (length, owner, axis) for name in stored})
@@ -602,7 +587,7 @@ def _scaled_root(node: ast.expr) -> Optional[str]:
     while isinstance(node, (ast.UnaryOp, ast.Compare)) \
             or isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
         node = node.operand if isinstance(node, ast.UnaryOp) else node.left
-    return _root(node)
+    return nm.chain_root(node)
 
 
 def _applied(node: ast.AST, square: dict[str, tuple[str, str, int]]) -> Optional[tuple[str, str]]:

@@ -61,9 +61,9 @@ def residual_dropped(scope: Scope, e: ev.FunctionDone) -> None:
             continue
         blocks = frozenset(kinds)
         applied = [(stmt, found) for stmt in _statements(loop.body) for found in [_applied(stmt, blocks)] if found]
+        added = {(stream, kinds[block]) for _, (stream, block, residual) in applied if residual}
         for stmt, (stream, block, residual) in applied:
-            added = {kinds[b] for _, (s, b, r) in applied if r and s == stream}
-            if not residual and kinds[block] in added:  # the same class adds its output elsewhere in the loop
+            if not residual and (stream, kinds[block]) in added:  # the same class adds its output elsewhere
                 scope.report(msg.ResidualDropped, stmt, block, stream)
 
 

@@ -49,27 +49,14 @@ def _callee(func: ast.expr) -> str:
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 
 
-def _root(node: ast.expr) -> Optional[str]:
-    """``s`` for ``s``, ``s.transpose(-1, -2).contiguous()``, ``s[0]``."""
-    while True:
-        if isinstance(node, ast.Name):
-            return node.id
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            node = node.func.value
-        elif isinstance(node, (ast.Attribute, ast.Subscript)):
-            node = node.value
-        else:
-            return None
-
-
 def _dual_softmax(scope: Scope, e: ev.Softmax) -> bool:
     """Matching code normalises a similarity over both axes on purpose (``softmax(s, 1) * softmax(s, 2)``)."""
     if e.source is None or scope.func is None:
         return False
-    root = _root(e.source)
+    root = nm.chain_root(e.source)
     others = [c for c in walk(scope.func.node) if isinstance(c, ast.Call) and c is not e.call
               and _callee(c.func) in nm.SOFTMAX | {"Softmax"} and c.args and root is not None
-              and root in {_root(a) for a in c.args}  # the same scores, maybe transposed
+              and root in {nm.chain_root(a) for a in c.args}  # the same scores, maybe transposed
               and not any(sub is e.call for sub in ast.walk(c))]  # not the ``.to(dtype)`` around this one
     return bool(others) or _chosen_by_a_flag(scope.func.node, e.call, root)
 
@@ -86,7 +73,7 @@ def _chosen_by_a_flag(func: ast.AST, call: ast.Call, root: Optional[str]) -> boo
         for here, there in ((node.body, node.orelse), (node.orelse, node.body)):
             if any(sub is call for stmt in _simple(here) for sub in ast.walk(stmt)):
                 return any(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in nm.SOFTMAX
-                           and _root(c.func.value) == root and nm.int_value(nm.argument(c, 0, "dim") or ast.Constant(0)) == -1
+                           and nm.chain_root(c.func.value) == root and nm.int_value(nm.argument(c, 0, "dim") or ast.Constant(0)) == -1
                            for stmt in _simple(there) for c in ast.walk(stmt))
     return False
 

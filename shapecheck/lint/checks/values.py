@@ -125,7 +125,7 @@ def positions_in_half(scope: Scope, e: ev.FunctionDone) -> None:
     for node in walk(func.node):
         if isinstance(node, ast.Compare) and isinstance(node.ops[0], (ast.Lt, ast.Gt, ast.LtE, ast.GtE, ast.Eq)):
             for side in (node.left, *node.comparators):
-                root = _root_name(side)
+                root = nm.chain_root(side)
                 call = made.get(root) if root is not None else None
                 if call is not None and id(call) not in reported:
                     reported.add(id(call))
@@ -201,11 +201,6 @@ def _positions_in(value: ast.expr, dtypes: set[str]) -> Optional[ast.Call]:
 def _source(value: ast.expr) -> Optional[str]:
     """The name a value is made from: ``b_t = ticker.reshape(...)``, ``bq_k = look_around(b_t, ...)``."""
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.args:
-        return _root_name(value.args[0])
-    return _root_name(value)
+        return nm.chain_root(value.args[0])
+    return nm.chain_root(value)
 
-
-def _root_name(node: ast.expr) -> Optional[str]:
-    while isinstance(node, (ast.Subscript, ast.Call, ast.Attribute)):
-        node = node.value if isinstance(node, (ast.Subscript, ast.Attribute)) else node.func  # type: ignore[assignment]
-    return node.id if isinstance(node, ast.Name) else None
