@@ -535,7 +535,6 @@ def _forward(node: ast.ClassDef) -> Optional[ast.FunctionDef]:
                  and not s.decorator_list), None)
 
 
-
 _RESHAPES = frozenset({"view", "reshape", "permute", "transpose", "contiguous", "unflatten"})
 
 
