@@ -10,8 +10,9 @@ was changed; rules are tuned on ``dev`` only, ``held-out`` is measured once, at 
 Also printed: every finding on the after-fix files (each should be a real defect, not a false alarm),
 and how many fixes could not be read (snapshot absent), never counted as missed or caught.
 
-``--manifest`` picks another manifest of the same columns, e.g. ``history_manifest_2.tsv`` or
-``history_manifest_3.tsv`` (a second and a third disjoint set, each gathered later with its own random split).
+``--manifest`` picks another manifest of the same columns, e.g. ``history_manifest_2.tsv``,
+``history_manifest_3.tsv`` or ``history_manifest_4.tsv`` (a second, a third and a fourth disjoint set, each
+gathered later with its own random split).
 
     python benchmarks/bench_lint_history.py [--half dev|held-out|both] [--manifest PATH]
                                             [--mirror /work/.mirror] [--show]

@@ -67,6 +67,21 @@ def test_third_history_manifest_is_disjoint_and_split_at_random_with_its_seed():
     dev = set(order[: len(third) // 2])
     assert [f.half for f in third] == ["dev" if i in dev else "held-out" for i in range(len(third))]
 
+def test_fourth_history_manifest_is_disjoint_and_split_at_random_with_its_seed():
+    bench = _load("bench_lint_history")
+    fourth = bench.fixes(BENCH / "lint_corpus" / "history_manifest_4.tsv")
+    assert len(fourth) >= 30 and all(f.files and f.why and len(f.commit) == len(f.parent) == 40 for f in fourth)
+    earlier = (bench.fixes() + bench.fixes(BENCH / "lint_corpus" / "history_manifest_2.tsv")
+               + bench.fixes(BENCH / "lint_corpus" / "history_manifest_3.tsv"))
+    assert not {f.repo for f in fourth} & {f.repo for f in earlier}
+    assert not {f.commit for f in fourth} & {f.commit for f in earlier}
+    assert len({f.commit for f in fourth}) == len(fourth)
+    assert max(collections.Counter(f.repo for f in fourth).values()) <= 4
+    order = list(range(len(fourth)))
+    random.Random(8402).shuffle(order)
+    dev = set(order[: len(fourth) // 2])
+    assert [f.half for f in fourth] == ["dev" if i in dev else "held-out" for i in range(len(fourth))]
+
 def test_benchmarks_say_what_they_could_not_read(tmp_path):
     """No snapshot under --mirror: every file is counted as not read and named by repository, nothing is claimed."""
     run = lambda script, *args: subprocess.run(  # noqa: E731
