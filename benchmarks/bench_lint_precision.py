@@ -9,8 +9,13 @@ and the precision; files that could not be read (mirror absent) are counted and 
 silently. Pyflakes' undefined names (SC111) are listed apart: they are not attention rules.
 
     python benchmarks/bench_lint_precision.py [--mirror /work/.mirror] [--show]
+        [--manifest PATH] [--labels PATH] [--half dev|held-out|both]
 
 ``--show`` prints every finding with its label, so that new findings can be read and labelled.
+``--manifest``/``--labels`` pick another corpus, e.g. ``precision_manifest_2.tsv`` with ``precision_labels_2.tsv``:
+a fresh corpus split at random by repository into a development half (labelled and tuned on) and a held-out half
+(run and labelled once, at the end of a round); its rows carry the half in a 4th column, and ``--half`` keeps
+one half (a manifest without that column counts every row in every half).
 """
 
 from __future__ import annotations
@@ -32,6 +37,9 @@ LABELS = HERE / "precision_labels.tsv"
 NOT_ATTENTION = frozenset({"SC001", "SC002", "SC003", "SC111"})  # parse problems and pyflakes' names
 
 
+HALVES = ("dev", "held-out", "both")
+
+
 class Entry(NamedTuple):
     repo: str
     commit: str
@@ -44,8 +52,13 @@ def rows(path: Path) -> list[list[str]]:
     return [line.split("\t") for line in text.splitlines() if line.strip() and not line.startswith("#")]
 
 
-def manifest(path: Path = MANIFEST) -> list[Entry]:
-    return [Entry(*row[:3]) for row in rows(path)]
+def manifest(path: Path = MANIFEST, half: str = "both") -> list[Entry]:
+    """The manifest's files; with ``half`` 'dev' or 'held-out', only the rows whose 4th column names it
+    (a row without a 4th column belongs to every half)."""
+    if half not in HALVES:
+        raise ValueError(f"half must be one of {HALVES}, not {half!r}")
+    return [Entry(*row[:3]) for row in rows(path)
+            if half == "both" or len(row) < 4 or row[3].strip() == half]
 
 
 def git_dir(mirror: Path, repo: str) -> Path:
@@ -83,12 +96,17 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mirror", default="/work/.mirror", help="folder of fetched snapshots (owner+name/repo)")
     parser.add_argument("--show", action="store_true", help="print every finding with its label")
+    parser.add_argument("--manifest", default=str(MANIFEST), help="files to lint: repository, commit, path[, half]")
+    parser.add_argument("--labels", default=str(LABELS), help="labels of the findings on that manifest")
+    parser.add_argument("--half", default="both", choices=HALVES,
+                        help="keep the rows of one half (4th manifest column); default both")
     args = parser.parse_args(argv)
-    entries = manifest()
+    entries = manifest(Path(args.manifest), args.half)
     found, unread = lint_entries(Path(args.mirror), entries)
-    known = labels()
+    known = labels(Path(args.labels))
     repos = {e.repo for e in entries}
-    print(f"corpus: {len(entries)} files of {len(repos)} repositories; "
+    half = "" if args.half == "both" else f" ({args.half} half)"
+    print(f"corpus{half}: {len(entries)} files of {len(repos)} repositories; "
           f"{len(entries) - len(unread)} read, {len(unread)} not read")
     if unread:
         missing = sorted({e.repo for e in unread})

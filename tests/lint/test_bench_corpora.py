@@ -82,6 +82,56 @@ def test_fourth_history_manifest_is_disjoint_and_split_at_random_with_its_seed()
     dev = set(order[: len(fourth) // 2])
     assert [f.half for f in fourth] == ["dev" if i in dev else "held-out" for i in range(len(fourth))]
 
+def test_second_precision_manifest_is_fresh_disjoint_and_split_at_random_with_its_seeds():
+    """precision_manifest_2.tsv: >= 40 repositories none of which the first precision corpus or a history manifest
+    holds; each '# split SEED over: names' line reproduces its halves; its labels name manifest rows."""
+    bench = _load("bench_lint_precision")
+    corpus = BENCH / "lint_corpus"
+    path = corpus / "precision_manifest_2.tsv"
+    table = bench.rows(path)
+    assert all(len(row) == 4 and len(row[1]) == 40 and row[3] in ("dev", "held-out") for row in table)
+    half = {row[0]: row[3] for row in table}
+    assert len(half) >= 40 and len({(row[0], row[2]) for row in table}) == len(table)
+    assert {e.repo for e in bench.manifest(path, "dev")} == {r for r, h in half.items() if h == "dev"}
+    assert max(collections.Counter(row[0] for row in table).values()) <= 12
+    earlier = {e.repo for e in bench.manifest()}
+    for history in sorted(corpus.glob("history_manifest*.tsv")):
+        earlier |= {row[0] for row in bench.rows(history)}
+    assert not set(half) & earlier
+    splits, dropped = [], set()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("# split "):
+            seed, names = line[len("# split "):].split(" over: ")
+            splits.append((int(seed), names.split()))
+        elif line.startswith("# dropped after split "):
+            dropped |= set(line.split(": ", 1)[1].split())
+    assert splits and not dropped & set(half)
+    drawn = set()
+    for seed, names in splits:
+        order = sorted(names)
+        random.Random(seed).shuffle(order)
+        dev = set(order[: len(order) // 2])
+        assert all(half[r] == ("dev" if r in dev else "held-out") for r in names if r not in dropped)
+        drawn |= set(names)
+    assert drawn - dropped == set(half)
+    rows = {(row[0], row[2]) for row in table}
+    for (repo, file, code, line), (_, why) in bench.labels(corpus / "precision_labels_2.tsv").items():
+        assert (repo, file) in rows and code.startswith("SC") and line > 0 and why
+
+
+def test_precision_benchmark_keeps_one_half_and_names_what_it_could_not_read(tmp_path):
+    corpus = BENCH / "lint_corpus"
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "bench_lint_precision.py"), "--mirror", str(tmp_path), "--half", "held-out",
+         "--manifest", str(corpus / "precision_manifest_2.tsv"), "--labels", str(corpus / "precision_labels_2.tsv")],
+        capture_output=True, text=True, env={"PYTHONPATH": str(ROOT)}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    held_out = [row for row in _load("bench_lint_precision").rows(corpus / "precision_manifest_2.tsv")
+                if row[3] == "held-out"]
+    assert f"corpus (held-out half): {len(held_out)} files of " in done.stdout
+    assert "0 read, " in done.stdout and held_out[0][0] in done.stdout and "100%" not in done.stdout
+
+
 def test_benchmarks_say_what_they_could_not_read(tmp_path):
     """No snapshot under --mirror: every file is counted as not read and named by repository, nothing is claimed."""
     run = lambda script, *args: subprocess.run(  # noqa: E731
