@@ -35,9 +35,10 @@ def _codes(values: Optional[list[str]], option: str) -> tuple[str, ...]:
 
 def _config(paths: list[str], config_file: Optional[str], select: Optional[list[str]],
             ignore: Optional[list[str]], fail_on: Optional[str], exclude: Optional[list[str]] = None,
-            extend_exclude: Optional[list[str]] = None, per_file_ignores: Optional[list[str]] = None) -> LintConfig:
-    """pyproject's [tool.shapecheck], overridden (select, fail-on, exclude) or extended (ignore, extend-exclude,
-    per-file-ignores) by the command-line options."""
+            extend_exclude: Optional[list[str]] = None, per_file_ignores: Optional[list[str]] = None,
+            extend_select: Optional[list[str]] = None) -> LintConfig:
+    """pyproject's [tool.shapecheck], overridden (select, fail-on, exclude) or extended (extend-select, ignore,
+    extend-exclude, per-file-ignores) by the command-line options."""
     if config_file is not None and not Path(config_file).exists():
         usage_error(f"--config: no such file: {config_file}")
     start = next((Path(p) for p in paths if p != "-"), Path.cwd())
@@ -47,6 +48,7 @@ def _config(paths: list[str], config_file: Optional[str], select: Optional[list[
     return replace(
         base,
         select=chosen or base.select,
+        extend_select=base.extend_select + _codes(extend_select, "--extend-select"),
         ignore=base.ignore + _codes(ignore, "--ignore"),
         fail_on=fail_on or base.fail_on,
         exclude=options.split_selection(exclude) or base.exclude,
@@ -82,6 +84,9 @@ def register(app: typer.Typer) -> None:
                                                 help="Lowest severity that exits 1 (default: warning)."),
         select: Optional[list[str]] = options.selection("--select", metavar="CODE",
                                                         help="Report only these code prefixes, e.g. 'SC1,SC001'."),
+        extend_select: Optional[list[str]] = options.selection(
+            "--extend-select", metavar="CODE",
+            help="Report these codes too; an opt-in rule (--list-rules marks it) is reported only when named exactly."),
         ignore: Optional[list[str]] = options.selection("--ignore", metavar="CODE", help="Drop these code prefixes."),
         config_file: Optional[str] = options.text("--config", metavar="FILE",
                                                   help="pyproject.toml to read \\[tool.shapecheck] from (default: the nearest one)."),
@@ -108,7 +113,8 @@ def register(app: typer.Typer) -> None:
         if not paths:
             usage_error("give at least one PATH to lint (a .py file or a directory)")
         try:
-            config = _config(paths, config_file, select, ignore, fail_on, exclude, extend_exclude, per_file_ignores)
+            config = _config(paths, config_file, select, ignore, fail_on, exclude, extend_exclude, per_file_ignores,
+                             extend_select)
             files, findings = _lint(paths, config, jobs, stdin_filename)
         except ShapecheckError as error:
             usage_error(str(error))

@@ -260,7 +260,8 @@ def _export(finding: msg.Finding, message: object) -> msg.Finding:
 
 def _finish(found: list[msg.Finding], source: str, config: Optional[LintConfig]) -> list[msg.Finding]:
     lines = source.splitlines()
-    kept = [f for f in found if (config is None or config.selects(f.code, f.path)) and not _suppressed(f, lines)]
+    config = config or LintConfig()  # the defaults leave the opt-in rules out too
+    kept = [f for f in found if config.selects(f.code, f.path) and not _suppressed(f, lines)]
     return sorted(kept, key=lambda f: (f.path, f.line, f.col, f.code))
 
 

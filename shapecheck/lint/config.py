@@ -1,7 +1,8 @@
 """``[tool.shapecheck]`` in pyproject.toml: which codes lint reports, and which severity fails.
 
     [tool.shapecheck]
-    select = ["SC1"]          # code prefixes to report (default: every code)
+    select = ["SC1"]          # code prefixes to report (default: every code but the opt-in rules)
+    extend-select = ["SC102"] # codes reported besides ``select``; an opt-in rule (messages.OPT_IN) needs its exact code
     ignore = ["SC102"]        # code prefixes to drop
     fail-on = "warning"       # error | warning | info (default: warning)
     exclude = ["build"]       # path patterns not searched (replaces the defaults: .*, __pycache__, node_modules)
@@ -24,7 +25,7 @@ from pathlib import Path, PurePath
 from typing import Optional, Sequence
 
 from shapecheck.errors import ConfigError
-from shapecheck.lint.messages import CODES, SEVERITIES
+from shapecheck.lint.messages import CODES, OPT_IN, SEVERITIES
 from shapecheck.reading import Unreadable, read_bounded
 
 try:  # Python 3.11+
@@ -37,7 +38,7 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
 
 DEFAULT_FAIL_ON = "warning"
 MAX_CONFIG_BYTES = 2**20
-KEYS: tuple[str, ...] = ("select", "ignore", "fail-on", "exclude", "extend-exclude", "per-file-ignores",
+KEYS: tuple[str, ...] = ("select", "extend-select", "ignore", "fail-on", "exclude", "extend-exclude", "per-file-ignores",
                          "mask-conventions")  # the keys [tool.shapecheck] may hold
 DEFAULT_EXCLUDE: tuple[str, ...] = (".*", "__pycache__", "node_modules")  # never searched unless ``exclude`` says
 MASK_CONVENTIONS: tuple[str, ...] = ("keep", "masked")
@@ -56,9 +57,12 @@ class LintConfig:
     extend_exclude: tuple[str, ...] = ()
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (pattern, code prefixes)
     mask_conventions: tuple[tuple[str, str], ...] = field(default=())  # (parameter name, keep | masked)
+    extend_select: tuple[str, ...] = ()  # codes reported besides ``select`` (an opt-in rule only by its exact code)
 
     def selects(self, code: str, path: Optional[str] = None) -> bool:
-        chosen = not self.select or any(code.startswith(p) for p in self.select)
+        if code in OPT_IN and code not in self.select + self.extend_select:
+            return False
+        chosen = not self.select or any(code.startswith(p) for p in self.select + self.extend_select)
         ignored = self.ignore + tuple(c for pattern, codes in self.per_file_ignores
                                       if path is not None and matches(path, pattern) for c in codes)
         return chosen and not any(code.startswith(p) for p in ignored)
@@ -148,7 +152,7 @@ def from_table(table: dict, source: str) -> LintConfig:
     if unknown:
         raise ConfigError(f"{source}: unknown key {unknown[0]!r} in [tool.shapecheck]; valid keys: {', '.join(KEYS)}")
     lists = {}
-    for key in ("select", "ignore"):
+    for key in ("select", "extend-select", "ignore"):
         value = table.get(key, [])
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{source}: [tool.shapecheck] {key} must be a list of code prefixes, got {value!r}")
@@ -171,6 +175,7 @@ def from_table(table: dict, source: str) -> LintConfig:
     if not isinstance(conventions, dict) or not all(v in MASK_CONVENTIONS for v in conventions.values()):
         raise ConfigError(f"{source}: [tool.shapecheck] mask-conventions must map mask parameter names to one of "
                           f"{', '.join(MASK_CONVENTIONS)}, got {conventions!r}")
-    return LintConfig(lists["select"], lists["ignore"], fail_on, source, exclude=patterns["exclude"],
+    return LintConfig(lists["select"], lists["ignore"], fail_on, source, extend_select=lists["extend-select"],
+                      exclude=patterns["exclude"],
                       extend_exclude=patterns["extend-exclude"], per_file_ignores=ignores,
                       mask_conventions=tuple(conventions.items()))

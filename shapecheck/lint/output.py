@@ -9,7 +9,7 @@ from typing import Sequence
 from urllib.parse import quote
 
 import shapecheck
-from shapecheck.lint.messages import RULES, Finding
+from shapecheck.lint.messages import OPT_IN, RULES, Finding
 
 FORMATS: tuple[str, ...] = ("table", "json", "sarif")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -46,7 +46,8 @@ def rules_table() -> str:
     lines = []
     for rule in RULES:
         message, hint = rule.described()
-        lines += [f"{rule.code}  {rule.severity:<7}  {rule.name}", f"    message: {message}", f"    hint: {hint}"]
+        opt_in = "  (opt-in: --extend-select " + rule.code + ")" if rule.code in OPT_IN else ""
+        lines += [f"{rule.code}  {rule.severity:<7}  {rule.name}{opt_in}", f"    message: {message}", f"    hint: {hint}"]
     return "\n".join(lines)
 
 

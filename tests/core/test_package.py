@@ -23,7 +23,7 @@ def test_lint_command_runs_without_importing_torch(tmp_path):
     code = (
         "import sys\n"
         "from shapecheck.cli import main\n"
-        f"sys.argv = ['shapecheck', 'lint', {str(source)!r}]\n"
+        f"sys.argv = ['shapecheck', 'lint', '--extend-select', 'SC102', {str(source)!r}]\n"
         "try:\n"
         "    main()\n"
         "except SystemExit as exit:\n"

@@ -7,16 +7,18 @@ import textwrap
 from pathlib import Path
 
 from shapecheck.lint import lint_source
-from shapecheck.lint.messages import Message
+from shapecheck.lint.config import LintConfig
+from shapecheck.lint.messages import OPT_IN, Message
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = Path(__file__).resolve().parent / "corpus"
 SEEDS = ROOT / "tests" / "corpus" / "seeds"
+EVERY_RULE = LintConfig(extend_select=tuple(sorted(OPT_IN)))  # the opt-in rules too: each rule's own tests
 _EXPECT = re.compile(r"#\s*expect:\s*(SC\d{3})")
 
 
 def codes(source: str) -> list[str]:
-    return [f.code for f in lint_source(textwrap.dedent(source))]
+    return [f.code for f in lint_source(textwrap.dedent(source), config=EVERY_RULE)]
 
 
 def assert_lint(source: str, *expected: type[Message]) -> None:

@@ -36,9 +36,22 @@ def test_findings_print_flake8_lines_and_exit_1():
 
 def test_fail_on_decides_which_severity_fails():
     warning_only = BUGGY / "sc102_unscaled_scores.py"
-    assert lint(warning_only).exit_code == 1
-    assert lint("--fail-on", "error", warning_only).exit_code == 0
-    assert lint("--ignore", "SC102", warning_only).exit_code == 0
+    assert lint("--extend-select", "SC102", warning_only).exit_code == 1
+    assert lint("--extend-select", "SC102", "--fail-on", "error", warning_only).exit_code == 0
+    assert lint("--extend-select", "SC102", "--ignore", "SC102", warning_only).exit_code == 0
+
+
+def test_an_opt_in_rule_is_reported_only_where_its_exact_code_is_selected(tmp_path):
+    warning_only = BUGGY / "sc102_unscaled_scores.py"
+    assert lint(warning_only).exit_code == 0 and lint(warning_only).stdout == ""
+    assert lint("--select", "SC1", warning_only).stdout == ""  # a prefix does not name it
+    assert "SC102" in lint("--select", "SC102", warning_only).stdout
+    assert "SC102" in lint("--extend-select", "SC102", warning_only).stdout
+    (tmp_path / "pyproject.toml").write_text('[tool.shapecheck]\nextend-select = ["SC102"]\n')
+    copy = tmp_path / "m.py"
+    copy.write_text(warning_only.read_text())
+    assert lint(copy).exit_code == 1
+    assert "(opt-in: --extend-select SC102)" in lint("--list-rules").stdout
 
 
 def test_a_file_that_does_not_parse_is_reported_and_exits_2(tmp_path):
@@ -59,7 +72,7 @@ def test_json_format():
 
 
 def test_sarif_format_follows_the_2_1_0_layout():
-    result = lint("--format", "sarif", BUGGY)
+    result = lint("--format", "sarif", "--extend-select", "SC102", BUGGY)
     log = json.loads(result.stdout)
     assert log["version"] == "2.1.0" and "sarif-2.1.0" in log["$schema"]
     (run,) = log["runs"]
@@ -131,7 +144,7 @@ def test_unknown_pyproject_key_is_one_line_naming_the_valid_keys(tmp_path):
     (tmp_path / "x.py").write_text("x = 1\n")
     result = lint(tmp_path / "x.py")
     assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
-    assert "unknown key 'selekt'" in result.stderr and "valid keys: select, ignore, fail-on" in result.stderr
+    assert "unknown key 'selekt'" in result.stderr and "valid keys: select, extend-select, ignore, fail-on" in result.stderr
 
 
 def test_directories_are_still_walked_and_scripts_named_explicitly_are_read(tmp_path):
@@ -156,7 +169,7 @@ def test_pre_commit_hook_installs_nothing():
 
 
 def _stdin(text, *args):
-    return runner.invoke(app, ["lint", "-", *args], input=text)
+    return runner.invoke(app, ["lint", "-", "--extend-select", "SC102", *args], input=text)
 
 
 UNSCALED = "import torch\ndef f(q, k):\n    return torch.softmax(q @ k.transpose(-2, -1), dim=-1)\n"
@@ -185,7 +198,7 @@ def test_exclude_and_extend_exclude(tmp_path):
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "m.py").write_text(UNSCALED)
     found = lambda *args: {line.split(":")[0].split("/")[-2]  # noqa: E731
-                           for line in lint(tmp_path, *args).stdout.splitlines()}
+                           for line in lint(tmp_path, "--extend-select", "SC102", *args).stdout.splitlines()}
     assert found() == {"build", "gen", "src"}  # hidden directories are excluded by default
     assert found("--extend-exclude", "build,gen") == {"src"}
     assert found("--exclude", "build") == {"gen", "src", ".hidden"}  # --exclude replaces the defaults

@@ -7,7 +7,7 @@ import pytest
 from shapecheck.lint import lint_file, lint_paths
 from shapecheck.lint.messages import CODES, RULES
 
-from .helpers import CORPUS, ROOT, SEEDS, expected_marks
+from .helpers import CORPUS, EVERY_RULE, ROOT, SEEDS, expected_marks
 
 BUGGY = sorted((CORPUS / "buggy").glob("*.py"))
 CLEAN = sorted((CORPUS / "clean").glob("*.py"))
@@ -17,7 +17,7 @@ CLEAN = sorted((CORPUS / "clean").glob("*.py"))
 def test_buggy_file_is_flagged_exactly_at_marked_lines(path):
     marks = expected_marks(path)
     assert marks, f"{path.name} has no '# expect: CODE' marker"
-    found = {(f.line, f.code) for f in lint_file(str(path))}
+    found = {(f.line, f.code) for f in lint_file(str(path), EVERY_RULE)}
     assert found == marks
 
 
@@ -29,7 +29,7 @@ def test_every_analysis_rule_has_a_buggy_file():
 
 @pytest.mark.parametrize("path", CLEAN, ids=lambda p: p.stem)
 def test_correct_file_has_no_finding(path):
-    assert lint_file(str(path)) == []
+    assert lint_file(str(path), EVERY_RULE) == []
 
 
 # The line of each seed module's defect (tests/corpus/seeds/README.md lists them).

@@ -110,18 +110,40 @@ def _reaches_exp(scope: Scope, e: ev.MaskedFill, strict: bool = False) -> bool:
         names |= {t.id for node in walk(func.node) if isinstance(node, (ast.Assign, ast.AugAssign))
                   and names & set(nm.identifiers(node.value))
                   for t in (node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(t, ast.Name)}
-    for node in walk(func.node):
-        if isinstance(node, ast.Call) and _EXP_WORDS.search(nm.dotted(node.func) or ""):
-            if names & set(nm.identifiers(node)):
-                return True
-        elif isinstance(node, (ast.Return, ast.Yield)) and node.value is not None:
+    nodes = walk(func.node)
+    if any(isinstance(node, ast.Call) and _EXP_WORDS.search(nm.dotted(node.func) or "")
+           and names & set(nm.identifiers(node)) for node in nodes):
+        return True
+    if strict or any(_weights_applied(node, names) for node in nodes):
+        return False  # multiplied on as they are, with no exp anywhere: linear attention, where 0 masks
+    for node in nodes:
+        if isinstance(node, (ast.Return, ast.Yield)) and node.value is not None:
             values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
-            if not strict and any(isinstance(v, ast.Name) and v.id in filled for v in values):
+            if any(isinstance(v, ast.Name) and v.id in filled for v in values):
                 return True  # the scores themselves leave: the caller may take their softmax
-        elif not strict and isinstance(node, ast.Assign) and any(not isinstance(t, ast.Name) for t in node.targets):
+        elif isinstance(node, ast.Assign) and any(_stored_away(t, filled) for t in node.targets):
             if filled & set(nm.identifiers(node.value)):
                 return True
     return False
+
+
+_PRODUCTS = frozenset({"matmul", "bmm", "einsum", "mm"})
+
+
+def _weights_applied(node: ast.AST, names: set[str]) -> bool:
+    """A product (``@``, matmul, bmm, einsum) one of whose operands is the filled scores or what came of them."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+        operands = [node.left, node.right]
+    elif isinstance(node, ast.Call) and (nm.dotted(node.func) or "").rsplit(".", 1)[-1] in _PRODUCTS:
+        operands = list(node.args)
+    else:
+        return False
+    return any(names & set(nm.identifiers(o)) for o in operands)
+
+
+def _stored_away(target: ast.expr, filled: set[str]) -> bool:
+    """An attribute or item store that is not an update of the filled scores themselves (``T[..., i] = ...``)."""
+    return not isinstance(target, ast.Name) and nm.chain_root(target) not in filled
 
 
 _GUARD_WORDS = re.compile(r"finfo|dtype|float32|float16|bfloat16|^half$|autocast|^amp$", re.I)
