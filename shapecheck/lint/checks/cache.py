@@ -67,9 +67,27 @@ def causal_with_cache(scope: Scope, e: ev.FusedAttention) -> None:
     causal = nm.keyword(e.call, "is_causal") or nm.keyword(e.call, "causal")
     if not (isinstance(causal, ast.Constant) and causal.value is True) or len(e.call.args) < 2:
         return
-    key = e.call.args[1]
-    if isinstance(key, ast.Name) and key.id in _cached_keys(scope) and not _guarded(scope, e.call):
+    query, key = e.call.args[0], e.call.args[1]
+    if isinstance(key, ast.Name) and key.id in _cached_keys(scope) and not _guarded(scope, e.call) \
+            and not (isinstance(query, ast.Name) and _lengthened(scope, query.id)):
         scope.report(msg.CausalWithCache, causal, f"{e.name}(..., is_causal=True)", key.id)
+
+
+def _lengthened(scope: Scope, name: str) -> bool:
+    """The queries are lengthened in the function too (``q = torch.cat((zeros, q), dim=1)``, ``F.pad(q, ...)``):
+    as long as the keys, so the top-left causal mask lines up."""
+    for node in walk(scope.func.node):  # type: ignore[union-attr]
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)):
+            continue
+        callee = (nm.dotted(node.value.func) or "").split(".")[-1]
+        first = node.value.args[0] if node.value.args else None
+        if callee == "cat" and isinstance(first, (ast.Tuple, ast.List)) \
+                and any(isinstance(x, ast.Name) and x.id == name for x in first.elts):
+            return True
+        if callee == "pad" and isinstance(first, ast.Name) and first.id == name:
+            return True
+    return False
 
 
 def _top_left(node: ast.expr) -> Optional[str]:
