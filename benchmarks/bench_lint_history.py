@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import re
 import sys
 from pathlib import Path
 from typing import NamedTuple, Optional
@@ -61,12 +62,22 @@ def attention_findings(mirror: Path, repo: str, commit: str, files: tuple[str, .
     return found
 
 
+_LINE = re.compile(r"\b(lines?) \d+")
+
+
+def _same(f: Finding) -> tuple[str, str, str]:
+    """A finding's file, code and message, line numbers in the message left out: a fix that only moves the
+    lines of an unrelated finding does not remove it."""
+    return f.path, f.code, _LINE.sub(r"\1 N", f.message)
+
+
 def removed(before: list[Finding], after: list[Finding]) -> list[Finding]:
-    """Findings of ``before`` that ``after`` no longer has (matched by file, code and message)."""
-    left = collections.Counter((f.path, f.code, f.message) for f in after)
+    """Findings of ``before`` that ``after`` no longer has (matched by file, code and message, whatever lines
+    the message names)."""
+    left = collections.Counter(_same(f) for f in after)
     gone = []
     for f in before:
-        key = (f.path, f.code, f.message)
+        key = _same(f)
         if left[key]:
             left[key] -= 1
         else:

@@ -53,7 +53,20 @@ class Calls(Evaluator):
                 # ``attn = self.rel_pos(attn, ...)``: a call nobody models whose result replaces the scores it was
                 # given (a bias, a relative position term) is taken to be those scores
                 return replace(first, uid=0, param=False)
+        if found is None:
+            return self.same_names_back(node)
         return found
+
+    def same_names_back(self, node: ast.Call) -> Optional[Value]:
+        """``q, k, v = self.pos_embed(q, k, v)``: a call nobody models whose results are stored back under the very
+        names it was given, in their order (a rotary or positional embedding, a norm of each), keeps each layout."""
+        names = tuple(a.id for a in node.args if isinstance(a, ast.Name))
+        if len(self.targets) < 2 or names != self.targets or len(node.args) != len(names):
+            return None
+        given = [self.values.get(id(a)) for a in node.args]
+        if not all(isinstance(v, Tensor) for v in given):
+            return None
+        return Pieces(tuple(replace(v, uid=0, param=False) for v in given))  # type: ignore[arg-type]
 
     def call(self, node: ast.Call) -> Optional[Value]:
         func = node.func

@@ -111,12 +111,23 @@ class Checker(Calls, ast.NodeVisitor):
         method = self.cls.methods.get(attr) if self.cls is not None else None
         if method is not None:
             return self.follow(method, node, args, method=True)
+        chosen = [self.follow(f, node, args, method=False) for f in self.bound_functions(attr)]
+        if chosen:  # ``self.attn_fn = xformers_attn if fast else torch_attn``: each is run with these tensors
+            return chosen[0] if all(c == chosen[0] for c in chosen) else None
         other = self.module_class(attr)
         if other is not None and self.reads_layout():
             found = self.follow_class(other, node, args)
             if found is not None:
                 return found
         return super().module_call(node, attr, args)
+
+    def bound_functions(self, attr: str) -> list[Union[ast.FunctionDef, ast.AsyncFunctionDef]]:
+        """The functions of this file ``__init__`` binds ``self.attr`` to: a name, or either of a conditional
+        expression's (``self.attn_fn = xformers_attn if cuda else torch_attn``)."""
+        made = self.class_attr(attr) if self.cls is not None else None
+        options = [made.body, made.orelse] if isinstance(made, ast.IfExp) else [made]
+        return [self.functions[o.id] for o in options
+                if isinstance(o, ast.Name) and o.id in self.functions and o.id not in self.env]
 
     def module_class(self, attr: str) -> Optional[ast.ClassDef]:
         """The class of this file that made ``self.attr`` (``self.attn = Attention(cfg)``), when it has a

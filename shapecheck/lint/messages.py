@@ -482,6 +482,13 @@ class PositionsInHalf(Message):
     args = ("dtype",)
 
 
+class KernelLayout(Message):
+    code, name = "SC172", "kernel-layout"
+    template = "{0} reads its query as {1}, but '{2}' is ({3}): the kernel attends across the wrong axis"
+    hint = "lay it out for the kernel: {0}({2}.transpose(1, 2), ...), and transpose the output back"
+    args = ("kernel", "its layout", "query", "its axes")
+
+
 RULES: tuple[type[Message], ...] = (
     FileNotParsed, EmptyFile, AnalysisStopped, SoftmaxAxis, UnscaledScores, WidthScaledScores,
     MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, MaskedFillDiscarded,
@@ -494,6 +501,7 @@ RULES: tuple[type[Message], ...] = (
     SquareFromOneLength, ArgumentsOutOfOrder, CacheDefaultEvaluated, CacheDtypeUnmatched, ReshapedTwice,
     KeysExpandedToQueries, RotaryWithoutOffset, SettingNotForwarded, ScaledTwice, HostTensorMeetsInputs,
     RepeatedAssert, ResidualDropped, ReplacementUnused, StaleCompanion, TupleAsTensor, PositionsInHalf,
+    KernelLayout,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules reported only where ``select``/``extend-select`` names their exact code: on public code nobody tuned lint to
@@ -502,5 +510,5 @@ CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 OPT_IN: frozenset[str] = frozenset({"SC102"})
 # Rules about memory layout: they hold whatever the code means, so they are reported inside followed helpers too.
 LAYOUT_RULES: frozenset[type[Message]] = frozenset({
-    MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, ReshapeOrder,
+    MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, ReshapeOrder, KernelLayout,
 })

@@ -539,3 +539,31 @@ def test_sc156_a_setting_not_passed_on_leaves_the_inner_module_at_its_default_an
         changed[:, -1] = torch.randn(2, 8)  # a later token must not change an earlier one in causal attention
         earlier_moved = not torch.allclose(decoder(x)[:, 0], decoder(changed)[:, 0], atol=1e-6)
         assert earlier_moved == (kind == "buggy")
+
+
+
+def test_sc172_sdpa_given_seq_first_queries_attends_across_heads_and_the_transposing_twin_does_not(monkeypatch):
+    # both files import flash_attn at the top; with fused=False they pick SDPA, so a stand-in module that is
+    # never called lets them load where flash_attn is not installed
+    import sys
+    import types
+
+    monkeypatch.setitem(sys.modules, "flash_attn", types.SimpleNamespace(flash_attn_func=None))
+    buggy, clean = _buggy("sc172_kernel_layout"), _clean("kernel_layouts")
+    torch.manual_seed(0)
+    wrong = buggy.Attention(32, 4).eval()
+    right = clean.Attention(32, 4, rotary=lambda q, k, v: (q, k, v)).eval()
+    right.load_state_dict(wrong.state_dict())
+    x = torch.randn(2, 6, 32)
+    q, k, v = right.in_proj(x).chunk(3, dim=-1)
+    q, k, v = (t.view(2, 6, 4, 8).transpose(1, 2) for t in (q, k, v))
+    expected = right.out_proj(F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(2, 6, 32))
+    with torch.no_grad():
+        assert torch.allclose(right(x), expected, atol=1e-6)
+        assert not torch.allclose(wrong(x), expected, atol=1e-3)
+        # the buggy path attends across the heads of one position, never across positions: a change at the first
+        # position does not reach the last one, which the causal attention of the twin does
+        earlier = x.clone()
+        earlier[:, 0] += 1.0
+        assert torch.allclose(wrong(x)[:, -1], wrong(earlier)[:, -1], atol=1e-6)
+        assert not torch.allclose(right(x)[:, -1], right(earlier)[:, -1], atol=1e-6)

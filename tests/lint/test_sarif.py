@@ -104,7 +104,8 @@ def test_sarif_log_satisfies_the_2_1_0_schema_objects(tmp_path, monkeypatch):
     (folder / "attention é.py").write_text(source, encoding="utf-8")
     (folder / "broken.py").write_text("def f(:\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(app, ["lint", "--format", "sarif", "my models", str(CORPUS / "buggy")])
+    result = CliRunner().invoke(app, ["lint", "--format", "sarif", "--extend-select", "SC102", "my models",
+                                      str(CORPUS / "buggy")])
     log = json.loads(result.stdout)
     _validate(log)
     uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in log["runs"][0]["results"]}

@@ -9,7 +9,7 @@ import pytest
 from shapecheck.lint import lint_source
 from shapecheck.lint import messages as m
 
-from .helpers import assert_lint, codes
+from .helpers import EVERY_RULE, assert_lint, codes
 
 HEADER = "import math, torch\nimport torch.nn.functional as F\nfrom torch import nn\n"
 
@@ -1106,7 +1106,7 @@ class A(nn.Module):
         attn = q @ k.transpose(-2, -1)
         return attn.softmax(dim=2) @ v
 """
-    found = lint_source(textwrap.dedent(src))
+    found = lint_source(textwrap.dedent(src), config=EVERY_RULE)
     assert [f.code for f in found] == [m.SoftmaxAxis.code, m.UnscaledScores.code]
     # the query axis is named by the positions h * w, not by a head count times w
     assert "[N, heads, h*w, h*w]" in found[0].message, found[0].message
@@ -1186,7 +1186,7 @@ def test_allocated_scores_added_to_products_stay_the_scores():
     src = HEADER + """
 def f(q, k):
     B, H, T, D = q.shape
-    s = torch.full((B, H, T, T), float("-inf")).triu(1)
+    s = torch.full((B, H, T, T), float("-inf"), device=q.device).triu(1)
     s = s + q @ k.transpose(-1, -2) / math.sqrt(D)
     return s.softmax(dim={dim})
 """

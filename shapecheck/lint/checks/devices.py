@@ -1,5 +1,6 @@
-"""Devices: a tensor made in a module's method without ``device=`` lives on the CPU, and meeting the inputs
-(on the GPU when the model is) in arithmetic, a concatenation or a fill fails there (SC165)."""
+"""Devices: a tensor made without ``device=`` in a module's method, or in a function that attends, lives on the
+CPU, and meeting the inputs (on the GPU when the model is) in arithmetic, a concatenation or a fill fails there
+(SC165)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ _COMBINE = frozenset({"cat", "stack", "where", "matmul", "bmm", "einsum", "maxim
                       "logical_or", "masked_fill", "add", "mul"})
 _COMBINE_METHODS = frozenset({"masked_fill", "masked_fill_", "add", "add_", "mul", "mul_", "matmul", "bmm",
                               "logical_and", "logical_or", "where"})
+_ATTENDS = re.compile(r"softmax|scaled_dot_product_attention|flash_attn|memory_efficient_attention")
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.MatMult, ast.BitAnd, ast.BitOr, ast.FloorDiv)
 
 
@@ -36,10 +38,13 @@ def host_tensor_meets_inputs(scope: Scope, e: ev.FunctionDone) -> None:
     """``mask = torch.ones(n, n).triu(1)`` in ``forward`` and then ``scores.masked_fill(mask, ...)``: the mask
     is on the CPU and the scores are where the inputs are."""
     func = scope.func
-    if func is None or func.node is not e.node or func.method_of is None or not func.method_of.has_forward \
-            or func.node.name == "__init__" or not scope.mentions(func.node, _FACTORY_TEXT) or not _allocates(func.node):
+    if func is None or func.node is not e.node or func.node.name == "__init__" \
+            or not scope.mentions(func.node, _FACTORY_TEXT) or not _allocates(func.node):
         return
-    if _called_in_init(func.method_of.methods.get("__init__"), func.node.name):
+    if func.method_of is None:
+        if not scope.mentions(func.node, _ATTENDS):
+            return  # a function of the module: only one that attends is known to run where the model runs
+    elif not func.method_of.has_forward or _called_in_init(func.method_of.methods.get("__init__"), func.node.name):
         return  # building buffers at construction: everything is on the CPU then
     flow = _Flow(func.node, _tensor_params(func.node, func.params - {"self", "cls"}))
     for node in walk(func.node):
@@ -55,6 +60,7 @@ def host_tensor_meets_inputs(scope: Scope, e: ev.FunctionDone) -> None:
 _TENSOR_ATTRS = frozenset({"shape", "size", "device", "dtype", "view", "reshape", "transpose", "permute",
                            "unsqueeze", "squeeze", "masked_fill", "masked_fill_", "softmax", "contiguous", "flatten",
                            "chunk", "split", "unbind", "float", "half", "type_as", "expand", "matmul", "ndim"})
+_LEAVE_INPUTS = frozenset({"len", "int", "float", "range", "tuple", "list", "torch.finfo", "torch.iinfo"})
 _MOVES = frozenset({"cpu", "to", "cuda", "numpy", "tolist", "item", "type_as", "new_tensor"})
 
 
@@ -158,12 +164,16 @@ class _Flow:
     def from_inputs(self, node: ast.expr, line: int, depth: int = 0) -> bool:
         """Whether ``node`` is made from the function's tensor arguments (its device is theirs)."""
         if isinstance(node, ast.Name):
-            if node.id in self.params:
-                return self.value_at(node.id, line) is None
             value = self.value_at(node.id, line)
+            if node.id in self.params and value is None:
+                return True  # the argument as given (rebound, it is what the rebinding made: ``q = q * s``)
             return value is not None and depth < 6 and self.from_inputs(value, getattr(value, "lineno", line), depth + 1)
         if isinstance(node, ast.Call) and nm.self_attr(node.func) is not None:
             return any(self.from_inputs(a, line, depth + 1) for a in node.args[:1])  # self.proj(x)
+        if isinstance(node, ast.Call) and (isinstance(node.func, ast.Name) or isinstance(node.func, ast.Attribute)
+                                           and nm.is_namespace(node.func.value)) \
+                and nm.dotted(node.func) not in _LEAVE_INPUTS:
+            return any(self.from_inputs(a, line, depth + 1) for a in node.args)  # einsum(eq, q, k), F.softmax(s)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr not in ("size", "dim"):
             return node.func.attr not in _MOVES and self.from_inputs(node.func.value, line, depth + 1)
         if isinstance(node, (ast.BinOp,)):

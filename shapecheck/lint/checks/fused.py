@@ -1,5 +1,5 @@
-"""Fused attention kernels and computed results: one tensor given to kernels of different layouts (SC126),
-a tensor operation whose result nobody keeps (SC127)."""
+"""Fused attention kernels and computed results: one tensor given to kernels of different layouts (SC126), a
+query laid out for another kernel by data flow (SC172), a tensor operation whose result nobody keeps (SC127)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
 from shapecheck.lint.scope import Scope
 from shapecheck.lint.nodes import walk
+from shapecheck.lint.tracking import show
 
 # The memory layout each fused kernel reads its queries in: (batch, heads, seq, d_head) or (batch, seq, heads, d_head).
 HEADS_FIRST, SEQ_FIRST = "(batch, heads, seq, d_head)", "(batch, seq, heads, d_head)"
@@ -47,6 +48,21 @@ def fused_layout(scope: Scope, e: ev.FusedAttention) -> None:
                 and isinstance(other.args[0], ast.Name) and other.args[0].id == query:  # type: ignore[index]
             scope.report(msg.FusedLayout, e.call, kernel, query, LAYOUT[kernel], _kernel(other), LAYOUT[_kernel(other)])  # type: ignore[index]
             return
+
+
+@on(ev.FusedAttention)
+def kernel_layout(scope: Scope, e: ev.FusedAttention) -> None:
+    """A query whose axes are known by where they come from (``x.view(b, t, h, d)``, then a transpose or not)
+    laid out for the other family of kernels: SDPA given (batch, seq, heads, d_head), flash-attn or xformers
+    given (batch, heads, seq, d_head). The kernel then attends over the heads (or mixes the positions' heads)."""
+    kernel, q = _kernel(e.call), e.query
+    if kernel is None or q is None or q.axes is None or len(q.axes) != 4 or not e.call.args:
+        return
+    heads = [i for i, axis in enumerate(q.axes) if axis is not None and axis.atoms == ("heads",)]
+    reads_heads_at = 1 if LAYOUT[kernel] == HEADS_FIRST else 2
+    if heads == [3 - reads_heads_at]:  # the head count stands where the kernel reads the positions
+        shown = ast.unparse(e.call.args[0])[:40]
+        scope.report(msg.KernelLayout, e.call.args[0], kernel, LAYOUT[kernel], shown, show(q.axes))
 
 
 @on(ev.Discarded)

@@ -313,6 +313,9 @@ def _split(scope: Scope, call: ast.Call, kind: str, src: Sequence, target: list[
               and heads[0].atoms and not Counter(heads[0].atoms) - Counter(label.atoms)]  # 2 * heads (two maps)
     if not placed or list(target[:placed[0]]) != list(src[:placed[0]]):
         return False  # the axes before the heads must be the source's own, so the heads come from the width
+    if any(isinstance(label, Label) and "batch" in label.atoms and len(label.atoms) > 1
+           for label in target[:placed[0] + 1]):
+        return False  # heads merged into the batch (``reshape(b * h, ...)``): they were an axis already
     p = placed[0]
     if len(src) == p + 2 and len(target) == p + 3 and target[p] == heads[0] and target[p + 1] is WILD \
             and target[p + 2] == heads[1]:  # view(B, heads, -1, d_head) of (B, T, width): the -1 is T

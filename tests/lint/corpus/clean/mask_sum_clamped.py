@@ -14,7 +14,7 @@ def decoder_mask(attention_mask, input_shape, dtype):
 
 
 def full_precision(scores, window, keep):
-    bias = torch.zeros(scores.shape, dtype=torch.float32).masked_fill(~keep, torch.finfo(torch.float32).min)
+    bias = torch.zeros(scores.shape, dtype=torch.float32, device=scores.device).masked_fill(~keep, torch.finfo(torch.float32).min)
     bias = bias + window.float() * torch.finfo(torch.float32).min
     return torch.softmax(scores.float() + bias, dim=-1)
 
