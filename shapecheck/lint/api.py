@@ -262,6 +262,8 @@ def _finish(found: list[msg.Finding], source: str, config: Optional[LintConfig])
     lines = source.splitlines()
     config = config or LintConfig()  # the defaults leave the opt-in rules out too
     kept = [f for f in found if config.selects(f.code, f.path) and not _suppressed(f, lines)]
+    specific = {(f.path, f.line) for f in kept if f.code not in msg.GENERIC}
+    kept = [f for f in kept if f.code not in msg.GENERIC or (f.path, f.line) not in specific]
     return sorted(kept, key=lambda f: (f.path, f.line, f.col, f.code))
 
 

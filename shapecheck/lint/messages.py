@@ -489,6 +489,13 @@ class KernelLayout(Message):
     args = ("kernel", "its layout", "query", "its axes")
 
 
+class MaskAppliedToNothing(Message):
+    code, name = "SC173", "mask-applied-to-nothing"
+    template = "'{0}' = {1} is never read afterwards: a mask, or a value made with one, computed for nothing"
+    hint = "pass '{0}' on where the attention reads its mask (or stop computing it)"
+    args = ("name", "its value")
+
+
 RULES: tuple[type[Message], ...] = (
     FileNotParsed, EmptyFile, AnalysisStopped, SoftmaxAxis, UnscaledScores, WidthScaledScores,
     MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, MaskedFillDiscarded,
@@ -501,13 +508,16 @@ RULES: tuple[type[Message], ...] = (
     SquareFromOneLength, ArgumentsOutOfOrder, CacheDefaultEvaluated, CacheDtypeUnmatched, ReshapedTwice,
     KeysExpandedToQueries, RotaryWithoutOffset, SettingNotForwarded, ScaledTwice, HostTensorMeetsInputs,
     RepeatedAssert, ResidualDropped, ReplacementUnused, StaleCompanion, TupleAsTensor, PositionsInHalf,
-    KernelLayout,
+    KernelLayout, MaskAppliedToNothing,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules reported only where ``select``/``extend-select`` names their exact code: on public code nobody tuned lint to
 # (benchmarks/bench_lint_precision.py) fewer than 90% of their findings were true. SC102: unscaled scores were by
 # design each time (T5's folded scale, DANet's channel attention), never a slip.
 OPT_IN: frozenset[str] = frozenset({"SC102"})
+# Rules that say in general what a more specific rule may say of the same line: where another finding is on that
+# line, theirs is left out (SC108 says which name the softmax reads instead; SC173 only that the value is unread).
+GENERIC: frozenset[str] = frozenset({"SC173"})
 # Rules about memory layout: they hold whatever the code means, so they are reported inside followed helpers too.
 LAYOUT_RULES: frozenset[type[Message]] = frozenset({
     MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, ReshapeOrder, KernelLayout,

@@ -23,6 +23,15 @@ KNOWN_BUGS = {
         "encoder_attention_mask.unsqueeze(1) is a statement: a 2-D mask stays 2-D and the assert below fails",
     ("transformers", "models/evolla/modeling_evolla.py", "SC122"):
         "the aligner's cross-attention scales queries by num_attention_heads ** -0.5, its head size is hidden / heads",
+    ("transformers", "models/paddleocr_vl/modeling_paddleocr_vl.py", "SC173"):
+        "the vision encoder builds its bidirectional attention_mask and never passes it to its layers",
+    ("transformers", "models/wav2vec2/modeling_wav2vec2.py", "SC173"):
+        "pre-training reduces attention_mask to the feature vectors 'so padded vectors cannot be sampled', then never "
+        "uses it",
+    ("transformers", "models/wav2vec2_conformer/modeling_wav2vec2_conformer.py", "SC173"):
+        "the same reduced attention_mask, computed and never used",
+    ("x_transformers", "continuous.py", "SC173"): "forward_rollout pops the caller's mask, keeps its valid rows and "
+                                                  "never passes it on: the rollout attends to padding",
 }
 ALLOWED_INFO = {"SC002"}  # an empty module is not a problem
 

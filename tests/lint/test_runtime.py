@@ -567,3 +567,28 @@ def test_sc172_sdpa_given_seq_first_queries_attends_across_heads_and_the_transpo
         earlier[:, 0] += 1.0
         assert torch.allclose(wrong(x)[:, -1], wrong(earlier)[:, -1], atol=1e-6)
         assert not torch.allclose(right(x)[:, -1], right(earlier)[:, -1], atol=1e-6)
+
+
+def test_sc173_a_bias_filled_with_the_mask_and_not_passed_on_is_lost_and_the_twin_applies_it():
+    buggy, clean = _buggy("sc173_mask_applied_to_nothing").Attend(), _clean("masks_applied").Attend()
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 5, 8) for _ in range(3))
+    bias = torch.randn(1, 2, 5, 5) * 4
+    mask = torch.ones(1, 1, 1, 5, dtype=torch.bool)
+    mask[..., -1] = False
+    without_bias = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    with_bias = F.scaled_dot_product_attention(q, k, v, attn_mask=bias.masked_fill(~mask, -torch.finfo(q.dtype).max))
+    assert torch.allclose(buggy(q, k, v, mask=mask, attn_bias=bias), without_bias, atol=1e-6)  # the bias is lost
+    assert torch.allclose(clean(q, k, v, mask=mask, attn_bias=bias), with_bias, atol=1e-6)
+    assert not torch.allclose(with_bias, without_bias, atol=1e-3)
+
+
+def test_sc173_structured_dropout_after_the_call_changes_nothing_and_the_twin_narrows_the_mask():
+    seen = []
+    transformer = lambda ids, self_attn_mask: seen.append(self_attn_mask.clone()) or ids  # noqa: E731
+    ids = torch.ones(2, 6, dtype=torch.long)  # no padding: every key may be attended to
+    torch.manual_seed(0)
+    _buggy("sc173_mask_applied_to_nothing").Wrapper(transformer, mask_prob=0.5).train()(ids)
+    torch.manual_seed(0)
+    _clean("masks_applied").Wrapper(transformer, mask_prob=0.5).train()(ids)
+    assert bool(seen[0].all()) and not bool(seen[1].all())  # only the twin hands a narrowed mask to the call

@@ -24,9 +24,9 @@ def on(event: type) -> Callable[[Callable], Callable]:
 
 
 from shapecheck.lint.checks import (  # noqa: E402  (registers them)
-    arguments, cache, caches, devices, dropout, expand, flow, forwarding, fused, layers, masks, positions, reshape,
+    arguments, cache, caches, dead, devices, dropout, expand, flow, forwarding, fused, layers, masks, positions, reshape,
     siblings, softmax, state, values,
 )
 
-__all__ = ["CHECKS", "on", "arguments", "cache", "caches", "devices", "dropout", "expand", "flow", "forwarding",
+__all__ = ["CHECKS", "on", "arguments", "cache", "caches", "dead", "devices", "dropout", "expand", "flow", "forwarding",
            "fused", "layers", "masks", "positions", "reshape", "siblings", "softmax", "state", "values"]

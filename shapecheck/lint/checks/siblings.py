@@ -104,9 +104,17 @@ def replacement_unused(scope: Scope, e: ev.FunctionDone) -> None:
     nodes = walk(func.node)
     candidates = [(stmt, param) for stmt in nodes if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
                   and isinstance(stmt.targets[0], ast.Name) and not stmt.targets[0].id.startswith("_")
-                  for param in [_stand_in_for(stmt.value, params)] if param is not None]
+                  for param in [stand_in_for(stmt.value, params)] if param is not None]
     if not candidates:
         return
+    uses = name_uses(nodes)
+    for stmt, param in candidates:
+        if stands_in(stmt, param, params, uses):
+            scope.report(msg.ReplacementUnused, stmt, stmt.targets[0].id, param)  # type: ignore[attr-defined]
+
+
+def name_uses(nodes) -> tuple[dict[str, list[int]], dict[str, int]]:  # type: ignore[no-untyped-def]
+    """(the lines each name is read on, how often each is stored) over a function's nodes."""
     loads: dict[str, list[int]] = {}
     stores: dict[str, int] = {}
     for node in nodes:
@@ -115,12 +123,21 @@ def replacement_unused(scope: Scope, e: ev.FunctionDone) -> None:
                 loads.setdefault(node.id, []).append(node.lineno)
             else:
                 stores[node.id] = stores.get(node.id, 0) + 1
-    for stmt, param in candidates:
-        name = stmt.targets[0].id  # type: ignore[attr-defined]
-        if name in loads or name in params or stores.get(name) != 1:
-            continue
-        if any(line > (stmt.end_lineno or stmt.lineno) for line in loads.get(param, ())):
-            scope.report(msg.ReplacementUnused, stmt, name, param)
+    return loads, stores
+
+
+def stands_in(stmt: ast.stmt, param: Optional[str], params: frozenset[str],
+              uses: tuple[dict[str, list[int]], dict[str, int]]) -> bool:
+    """``stmt`` stores, under a name stored once and never read, a stand-in for ``param``, which the code reads
+    afterwards (SC168)."""
+    loads, stores = uses
+    if param is None or not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                             and isinstance(stmt.targets[0], ast.Name)):
+        return False
+    name = stmt.targets[0].id
+    if name in loads or name in params or stores.get(name) != 1:
+        return False
+    return any(line > (stmt.end_lineno or stmt.lineno) for line in loads.get(param, ()))
 
 
 # methods that give the same values in another dtype, device or shape: what they return stands in for the tensor
@@ -128,7 +145,7 @@ _RECAST = frozenset({"to", "bool", "float", "half", "long", "int", "type", "type
                      "squeeze", "contiguous", "transpose", "expand", "flatten"})
 
 
-def _stand_in_for(value: ast.expr, params: frozenset[str]) -> Optional[str]:
+def stand_in_for(value: ast.expr, params: frozenset[str]) -> Optional[str]:
     """The parameter ``value`` stands in for: ``default(p, fallback)``, ``p if p is not None else x``, ``p or x``,
     ``p.to(dtype)``, ``p.bool()``; None for anything merely computed from it."""
     if isinstance(value, ast.IfExp):
