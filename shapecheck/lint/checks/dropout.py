@@ -31,7 +31,8 @@ def _callers_probability(scope: Scope, call: ast.Call) -> bool:
     if isinstance(p, ast.Constant) and p.value == 0:
         return True
     func = scope.func
-    return isinstance(p, ast.Name) and func is not None and p.id in func.params and p.id not in func.assigned
+    return isinstance(p, ast.Name) and func is not None and (
+        p.id in func.params and p.id not in func.assigned or _chosen_by_training(scope, p.id))
 
 
 @on(ev.FusedAttention)
@@ -68,9 +69,21 @@ def _attribute_probability(scope: Scope, node: ast.expr, depth: int) -> bool:
         return made is None or not _mentions_training(made)
     if isinstance(node, ast.Attribute) and (nm.dotted(node) or "").startswith("self."):
         return True  # self.attn_drop.p, self.config.attention_dropout: set once, read every call
+    if isinstance(node, ast.Name) and _chosen_by_training(scope, node.id):
+        return False
     if isinstance(node, ast.Name) and node.id in scope.scalars and depth < 3:
         return _attribute_probability(scope, scope.scalars[node.id], depth + 1)
     return False
+
+
+def _chosen_by_training(scope: Scope, name: str) -> bool:
+    """``if not self.training: p = 0.0 else: p = self.p``: the rate is set under a test of ``training``."""
+    func = scope.func
+    return func is not None and any(
+        isinstance(node, ast.If) and _mentions_training(node.test) and any(
+            isinstance(t, ast.Name) and t.id == name and isinstance(t.ctx, ast.Store)
+            for stmt in node.body + node.orelse for t in ast.walk(stmt))
+        for node in walk(func.node))
 
 
 def _set_by_a_method(scope: Scope, attr: str) -> bool:
