@@ -25,7 +25,7 @@ from shapecheck.lint.tracking import Axis, Dim, Label, Pieces, Shape, Target, Te
 MAX_FOLLOW = 2  # helpers followed inside helpers, at most
 _LAYOUT_CALLS = frozenset({"view", "reshape", "transpose", "permute", "flatten", "unflatten", "einsum", "matmul",
                            "bmm", "softmax", "masked_fill", "masked_fill_", "rearrange", "scaled_dot_product_attention"})
-_LAYOUT_TEXT = re.compile(r"@|\b(?:%s)\s*\(" % "|".join(sorted(_LAYOUT_CALLS)))
+_LAYOUT_TEXT = re.compile("@|" + nm.word_first(sorted(_LAYOUT_CALLS), r"\s*\("))  # @|\b(?:view|...)\s*\(
 _IN_PLACE = frozenset({"masked_fill_", "mul_", "div_"})  # in-place twins: the receiver's name takes the result
 
 

@@ -157,6 +157,12 @@ def argument(call: ast.Call, position: int, name: str) -> Optional[ast.expr]:
     return plain[position] if position < len(plain) else None
 
 
+def word_first(words: Iterable[str], tail: str = "") -> str:
+    r"""The regex ``\b(?:w1|w2|...)<tail>`` spelled word first, ``w1(?<!\ww1)<tail>|...``: it matches the same text,
+    but ``re`` skips ahead to the words, where a leading ``\b`` makes it try every position of the text."""
+    return "|".join(rf"{w}(?<!\w{w}){tail}" for w in map(re.escape, words))
+
+
 def chain_root(node: ast.expr) -> Optional[str]:
     """The name a chain of methods, attributes and subscripts starts from: ``s`` for ``s``,
     ``s.transpose(-1, -2).contiguous()``, ``s[0]``, ``v.transpose(1, 2)[..., :d]``; None for anything else."""

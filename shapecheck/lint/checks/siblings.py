@@ -10,13 +10,14 @@ from typing import Iterator, Optional
 
 from shapecheck.lint import events as ev
 from shapecheck.lint import messages as msg
+from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
 from shapecheck.lint.nodes import blocks, walk
 from shapecheck.lint.scope import Scope
 
 
-_ASSERT = re.compile(r"\bassert\b")
-_FOR_TUPLE = re.compile(r"\bfor\b[^\n]*,[^\n]*\bin\b")
+_ASSERT = re.compile(nm.word_first(["assert"], r"\b"))  # \bassert\b
+_FOR_TUPLE = re.compile(nm.word_first(["for"], r"\b[^\n]*,[^\n]*\bin\b"))  # \bfor\b[^\n]*,[^\n]*\bin\b
 
 
 @on(ev.FunctionDone)

@@ -54,7 +54,7 @@ def _tuple_arities(scope: Scope) -> dict[str, int]:
 
 def _called(scope: Scope, arities: dict[str, int]) -> re.Pattern:
     if "tuple_callers" not in scope.memo:
-        scope.memo["tuple_callers"] = re.compile(r"\b(?:%s)\(" % "|".join(map(re.escape, sorted(arities))))
+        scope.memo["tuple_callers"] = re.compile(nm.word_first(sorted(arities), r"\("))  # \b(?:f|g)\(
     return scope.memo["tuple_callers"]  # type: ignore[return-value]
 
 
@@ -91,7 +91,7 @@ def _reads(node: ast.AST) -> list[tuple[ast.expr, str]]:
     return [(c, "any") for c in ast.iter_child_nodes(node) if isinstance(c, ast.Name)]
 
 
-_ARANGE = re.compile(r"\barange\(")
+_ARANGE = re.compile(nm.word_first(["arange"], r"\("))  # \barange\(
 
 
 @on(ev.FunctionDone)
