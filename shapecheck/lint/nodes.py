@@ -22,21 +22,35 @@ def walk(node: ast.AST) -> Iterable[ast.AST]:
 
 
 def _breadth_first(root: ast.AST) -> tuple[ast.AST, ...]:
-    """The nodes under ``root`` in ``ast.walk``'s order, markers left out; reads each node's fields directly,
-    which is faster than ``ast.walk``'s generators."""
+    """The nodes under ``root`` in ``ast.walk``'s order, markers left out; reads only the fields of each node type
+    that can hold nodes, which is far faster than ``ast.walk``'s generators over every field."""
     found = [root]
-    i = 0
-    while i < len(found):
-        node = found[i]
-        i += 1
-        for field in node._fields:
+    append, extend = found.append, found.extend
+    for node in found:  # a list read while it grows: breadth first
+        kind = type(node)
+        fields = _CHILD_FIELDS.get(kind)
+        if fields is None:
+            fields = _CHILD_FIELDS[kind] = _child_fields(kind)
+        for field in fields:
             value = getattr(node, field, None)
             if isinstance(value, ast.AST):
                 if not isinstance(value, ast.expr_context):
-                    found.append(value)
+                    append(value)
             elif isinstance(value, list):
-                found.extend(v for v in value if isinstance(v, ast.AST))
+                extend(v for v in value if isinstance(v, ast.AST))
     return tuple(found)
+
+
+# fields that never hold a node: names, flags, literals (and ``ctx``, whose markers are left out)
+_LEAF_FIELDS = frozenset({"id", "ctx", "attr", "name", "arg", "asname", "module", "level", "kind", "type_comment",
+                          "conversion", "simple", "is_async", "rest", "kwd_attrs", "tag", "lineno"})
+_LITERAL_VALUE = (ast.Constant, ast.MatchSingleton)  # their ``value`` is a Python constant, never a node
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}  # node type -> the fields that can hold nodes
+
+
+def _child_fields(kind: type) -> tuple[str, ...]:
+    fields = getattr(kind, "_fields", ())
+    return tuple(f for f in fields if f not in _LEAF_FIELDS and not (f == "value" and issubclass(kind, _LITERAL_VALUE)))
 
 
 def blocks(node: ast.AST) -> Iterator[list[ast.stmt]]:
