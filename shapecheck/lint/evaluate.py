@@ -22,7 +22,7 @@ from shapecheck.lint.tracking import (
     WILD, Dim, Label, Pieces, Shape, Target, Tensor, Value, int_label, join, matmul, name_label, product, quotient,
     swap,
 )
-from shapecheck.lint.nodes import walk
+from shapecheck.lint.nodes import subtree, walk
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
 
@@ -131,7 +131,7 @@ class Evaluator(Scope):
     def scale_names(self, node: ast.AST, depth: int) -> list[str]:
         """Identifiers a scale factor is made of, following local names and ``self.`` attributes."""
         found: list[str] = []
-        for sub in ast.walk(node):
+        for sub in subtree(node):
             if isinstance(sub, ast.Name):
                 found.extend(self._name_parts(sub.id, depth))
             elif isinstance(sub, ast.Attribute):

@@ -8,6 +8,7 @@ from typing import Iterable, Iterator, Optional
 
 from shapecheck.vocabulary import canonical
 from shapecheck.lint.tracking import EXTRA
+from shapecheck.lint.nodes import subtree
 
 FUNCTIONAL = frozenset({"F", "functional", "torch.nn.functional", "nn.functional", "torch"})
 SOFTMAX = frozenset({"softmax", "log_softmax"})
@@ -108,7 +109,7 @@ def is_key_name(name: str) -> bool:
 def identifiers(node: ast.AST) -> list[str]:
     """Every Name id and Attribute attr under ``node``, outermost first."""
     found = []
-    for sub in ast.walk(node):
+    for sub in subtree(node):
         if isinstance(sub, ast.Name):
             found.append(sub.id)
         elif isinstance(sub, ast.Attribute):
@@ -183,4 +184,4 @@ def bound_names(targets: Iterable[ast.expr]) -> Iterator[str]:
         if isinstance(t, ast.Name):
             yield t.id
         else:
-            yield from (n.id for n in ast.walk(t) if isinstance(n, ast.Name))
+            yield from (n.id for n in subtree(t) if isinstance(n, ast.Name))

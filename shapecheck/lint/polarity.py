@@ -20,7 +20,7 @@ from typing import Optional
 from shapecheck.lint import names as nm
 from shapecheck.lint.scope import Scope
 from shapecheck.vocabulary import KEEP_MASK_NAMES, PADDING_MASK_NAMES
-from shapecheck.lint.nodes import walk
+from shapecheck.lint.nodes import subtree, walk
 
 KEEP, MASKED = "keep", "masked"
 CONVENTIONS = (KEEP, MASKED)  # the values [tool.shapecheck] mask-conventions may give
@@ -418,7 +418,7 @@ def _forward_params(tree: ast.Module) -> dict[str, list[str]]:
     for node in walk(tree):
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             attr = nm.self_attr(node.targets[0])
-            made = next((forwards[c.func.id] for c in ast.walk(node.value) if isinstance(c, ast.Call)
+            made = next((forwards[c.func.id] for c in subtree(node.value) if isinstance(c, ast.Call)
                          and isinstance(c.func, ast.Name) and c.func.id in forwards), None)
             if attr is not None and made is not None:
                 found[attr] = made

@@ -16,6 +16,7 @@ from typing import Iterator, Optional, Union
 from shapecheck.vocabulary import canonical
 from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
+from shapecheck.lint.nodes import subtree
 from shapecheck.lint.tracking import Axis, Tensor, Value, int_label, name_label
 
 Position = Union[ast.AST, tuple[int, int]]
@@ -182,7 +183,7 @@ def class_info(node: ast.ClassDef) -> ClassInfo:
                 if attr is not None:
                     attrs.setdefault(attr, sub.value)
             if stmt.name == "__init__":
-                inner = tuple(ast.walk(sub.value))
+                inner = subtree(sub.value)
                 for node in (sub, *(n for n in inner if isinstance(n, ast.BinOp))):
                     name = _width_name(node)
                     if name is not None:

@@ -16,7 +16,7 @@ from shapecheck.lint.scope import Scope
 from shapecheck.lint.tracking import (
     WILD, Dim, Label, Target, Tensor, groups, name_label, product, show, unique_index,
 )
-from shapecheck.lint.nodes import walk
+from shapecheck.lint.nodes import of_type, walk
 
 HEADS, D_HEAD = Label(("heads",), "heads"), Label(("d_head",), "d_head")
 BATCH = Label(("batch",), "batch")
@@ -65,8 +65,8 @@ def _under_size_one(scope: Scope, call: ast.Call) -> bool:
     key = f"under_size_one:{id(func.node)}"
     if key not in scope.memo:
         inside = set()
-        for node in walk(func.node):
-            if isinstance(node, ast.If) and any(
+        for node in of_type(func.node, ast.If):
+            if any(
                     isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
                     and nm.int_value(test.comparators[0]) == 1 and _is_size(test.left) for test in ast.walk(node.test)):
                 inside |= {id(sub) for stmt in node.body for sub in ast.walk(stmt)}
