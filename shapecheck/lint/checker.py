@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import replace
-from typing import Optional, Sequence, Union
+from typing import Callable, Optional, Sequence, Union
 
 from shapecheck.lint import events as ev
 from shapecheck.lint import names as nm
@@ -214,6 +214,20 @@ class Checker(Calls, ast.NodeVisitor):
             self.returns.append(value)
 
     # ---- statements ----------------------------------------------------------------------
+    _visit_methods: dict[type, Callable] = {}  # node type -> its ``visit_<Type>`` (or ``generic_visit``), per class
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._visit_methods = {}
+
+    def visit(self, node: ast.AST) -> None:
+        method = self._visit_methods.get(node.__class__)
+        if method is None:  # looked up once per node type, not by name at each statement
+            kind = self.__class__
+            method = kind._visit_methods[node.__class__] = getattr(kind, "visit_" + node.__class__.__name__,
+                                                                    kind.generic_visit)
+        method(self, node)
+
     def run(self, body: Sequence[ast.stmt]) -> None:
         for stmt in body:
             self.visit(stmt)

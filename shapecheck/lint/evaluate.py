@@ -11,7 +11,7 @@ import ast
 import re
 from collections import Counter
 from dataclasses import replace
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from shapecheck.vocabulary import canonical
 from shapecheck.lint import events as ev
@@ -161,11 +161,21 @@ class Evaluator(Scope):
         self.emit(ev.MaskedFill(call, receiver, t, mask, fill))
         return _masked(t, call, receiver, self.env)
 
+    _ev_methods: dict[type, Callable] = {}  # node type -> its ``ev_<Type>`` (or ``ev_children``), per class
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._ev_methods = {}
+
     def ev(self, node: Optional[ast.AST]) -> Optional[Value]:
         if node is None:
             return None
-        method = getattr(self, "ev_" + node.__class__.__name__, None)
-        value = method(node) if method is not None else self.ev_children(node)
+        method = self._ev_methods.get(node.__class__)
+        if method is None:  # looked up once per node type, not by name at each node
+            kind = self.__class__
+            method = kind._ev_methods[node.__class__] = getattr(kind, "ev_" + node.__class__.__name__,
+                                                                 kind.ev_children)
+        value = method(self, node)
         if value is not None:
             self.values[id(node)] = value
         return value

@@ -86,9 +86,7 @@ class Scope:
 
     def emit(self, event: object) -> None:
         """Run every check registered for the event's type."""
-        from shapecheck.lint.checks import CHECKS  # the checks import this module for typing
-
-        for check in CHECKS.get(type(event), ()):
+        for check in _checks().get(type(event), ()):
             check(self, event)
 
     # ---- context the checks ask about ---------------------------------------------------
@@ -153,6 +151,20 @@ class Scope:
             axes = jaxtyping_axes(a.annotation)
             self.env[a.arg] = Tensor(axes=axes, param=axes is None, uid=next(self.uid))
             self.scalars.pop(a.arg, None)
+
+
+_CHECKS: Optional[dict[type, list]] = None
+
+
+def _checks() -> dict[type, list]:
+    """The registered checks by event type, imported on first use (the checks import this module), not at each
+    event."""
+    global _CHECKS
+    if _CHECKS is None:
+        from shapecheck.lint.checks import CHECKS
+
+        _CHECKS = CHECKS
+    return _CHECKS
 
 
 def all_args(args: ast.arguments) -> list[ast.arg]:
