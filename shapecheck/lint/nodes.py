@@ -28,6 +28,21 @@ def subtree(node: ast.AST) -> Iterable[ast.AST]:
     return walk(node) if isinstance(node, _WHOLE) else _breadth_first(node)
 
 
+def children(node: ast.AST) -> Iterator[ast.AST]:
+    """``ast.iter_child_nodes(node)`` without the markers, reading only the fields that can hold nodes."""
+    kind = type(node)
+    fields = _CHILD_FIELDS.get(kind)
+    if fields is None:
+        fields = _CHILD_FIELDS[kind] = _child_fields(kind)
+    for field in fields:
+        value = getattr(node, field, None)
+        if isinstance(value, ast.AST):
+            if not isinstance(value, ast.expr_context):
+                yield value
+        elif isinstance(value, list):
+            yield from (v for v in value if isinstance(v, ast.AST))
+
+
 def of_type(node: ast.AST, kind: type) -> Sequence[ast.AST]:
     """The nodes of type ``kind`` under ``node`` (itself included), in ``walk``'s order; for a function, class or
     module sorted by type once, so that a check asking for its assignments reads only those."""
