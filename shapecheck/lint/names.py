@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from typing import Iterable, Iterator, Optional
 
@@ -94,8 +95,10 @@ def self_attr(node: ast.AST) -> Optional[str]:
     return None
 
 
+@functools.lru_cache(maxsize=4096)
 def module_kind(name: str) -> Optional[str]:
-    """"all" for shape-keeping submodules, "lead" for projections, None when unknown."""
+    """"all" for shape-keeping submodules, "lead" for projections, None when unknown (asked of the same few names
+    at every call: answered once each)."""
     if _KEEP_ALL.search(name):
         return "all"
     return "lead" if _KEEP_LEAD.search(name) else None

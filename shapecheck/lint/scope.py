@@ -179,7 +179,7 @@ def class_info(node: ast.ClassDef) -> ClassInfo:
     methods: dict[str, Union[ast.FunctionDef, ast.AsyncFunctionDef]] = {}
     split: set[str] = set()
     counts: set[str] = set()
-    fed: set[str] = set()  # what feeds a Linear's in_features in __init__ (``args.dim``, ``config.n_embd``)
+    fed: list[ast.expr] = []  # what feeds a Linear's in_features in __init__ (``args.dim``, ``config.n_embd``)
     has_forward = False
     for stmt in node.body:
         if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -204,15 +204,16 @@ def class_info(node: ast.ClassDef) -> ClassInfo:
                 if found is not None:
                     split.add(found[0])
                     counts.add(found[1])
-                fed |= {ast.unparse(c.args[0]) for c in (inner if isinstance(sub.value, ast.Call) else ())
+                fed += [c.args[0] for c in (inner if isinstance(sub.value, ast.Call) else ())
                         if isinstance(c, ast.Call) and c.args
                         and (nm.dotted(c.func) or "").split(".")[-1] == "Linear"
-                        and isinstance(c.args[0], (ast.Name, ast.Attribute))}
+                        and isinstance(c.args[0], (ast.Name, ast.Attribute))]
     if counts or any(canonical(attr) == "heads" for attr in attrs):
         # a multi-head class: the field its projections read is the width, whatever the attribute holding it is
-        # called (``self.width = args.dim`` beside ``nn.Linear(args.dim, ...)``)
+        # called (``self.width = args.dim`` beside ``nn.Linear(args.dim, ...)``); spelled out only here
+        fed_text = {ast.unparse(f) for f in fed}
         split |= {attr for attr, value in attrs.items() if isinstance(value, (ast.Attribute, ast.Name))
-                  and ast.unparse(value) in fed and nm.self_attr(value) is None}
+                  and ast.unparse(value) in fed_text and nm.self_attr(value) is None}
     widths = frozenset(split) | frozenset(attr for attr, value in attrs.items()
                                           if isinstance(value, ast.Name) and value.id in split)
     heads = frozenset(counts) | frozenset(attr for attr, value in attrs.items()
