@@ -75,13 +75,21 @@ def imports_from(tree: ast.Module, module: str) -> dict[str, str]:
 
 def is_namespace(node: ast.AST) -> bool:
     """True for ``torch``, ``F``, ``nn.functional``, ``torch.nn.functional``."""
-    name = dotted(node)
+    return is_namespace_name(dotted(node))
+
+
+def is_namespace_name(name: Optional[str]) -> bool:
+    """``is_namespace`` of the node whose dotted name this is."""
     return name is not None and (name in FUNCTIONAL or name.endswith(".functional"))
 
 
 def nn_layer(func: ast.AST) -> Optional[str]:
     """``Linear`` for ``nn.Linear`` / ``torch.nn.Linear`` (a class of torch.nn), None otherwise."""
-    name = dotted(func)
+    return nn_layer_name(dotted(func))
+
+
+def nn_layer_name(name: Optional[str]) -> Optional[str]:
+    """``nn_layer`` of the callee whose dotted name this is."""
     if name is None:
         return None
     prefix, _, last = name.rpartition(".")
