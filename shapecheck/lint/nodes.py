@@ -92,6 +92,8 @@ def _child_fields(kind: type) -> tuple[str, ...]:
 def blocks(node: ast.AST) -> Iterator[list[ast.stmt]]:
     """Every statement list under ``node`` (bodies, ``else`` and ``finally`` parts), from its node list."""
     for sub in walk(node):
+        if isinstance(sub, ast.expr):
+            continue  # an expression holds no statements (a lambda's or an ``x if c else y``'s body is one)
         for field in ("body", "orelse", "finalbody"):
             block = getattr(sub, field, None)
             if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
