@@ -73,10 +73,11 @@ class Calls(Evaluator):
         if self.func is not None:  # what each function calls, for the checks that read a whole body
             called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
             self.callees.setdefault(id(self.func.node), set()).add(called)
-        layer = nm.nn_layer(func)
+        name = nm.dotted(func)  # spelled once: the layer and the namespace are read from it
+        layer = nm.nn_layer_name(name)
         if layer is not None:
             self.emit(ev.Construct(node, layer))
-        if isinstance(func, ast.Attribute) and nm.is_namespace(func.value):
+        if isinstance(func, ast.Attribute) and name is not None and nm.is_namespace_name(name.rpartition(".")[0]):
             self.ev(func.value)
             args = [self.ev(a) for a in node.args]
             for kw in node.keywords:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import replace
-from typing import Optional, Sequence, Union
+from typing import Callable, Optional, Sequence, Union
 
 from shapecheck.lint import events as ev
 from shapecheck.lint import names as nm
@@ -25,7 +25,7 @@ from shapecheck.lint.tracking import Axis, Dim, Label, Pieces, Shape, Target, Te
 MAX_FOLLOW = 2  # helpers followed inside helpers, at most
 _LAYOUT_CALLS = frozenset({"view", "reshape", "transpose", "permute", "flatten", "unflatten", "einsum", "matmul",
                            "bmm", "softmax", "masked_fill", "masked_fill_", "rearrange", "scaled_dot_product_attention"})
-_LAYOUT_TEXT = re.compile(r"@|\b(?:%s)\s*\(" % "|".join(sorted(_LAYOUT_CALLS)))
+_LAYOUT_TEXT = re.compile("@|" + nm.word_first(sorted(_LAYOUT_CALLS), r"\s*\("))  # @|\b(?:view|...)\s*\(
 _IN_PLACE = frozenset({"masked_fill_", "mul_", "div_"})  # in-place twins: the receiver's name takes the result
 
 
@@ -225,6 +225,20 @@ class Checker(Calls, ast.NodeVisitor):
             self.returns.append(value)
 
     # ---- statements ----------------------------------------------------------------------
+    _visit_methods: dict[type, Callable] = {}  # node type -> its ``visit_<Type>`` (or ``generic_visit``), per class
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._visit_methods = {}
+
+    def visit(self, node: ast.AST) -> None:
+        method = self._visit_methods.get(node.__class__)
+        if method is None:  # looked up once per node type, not by name at each statement
+            kind = self.__class__
+            method = kind._visit_methods[node.__class__] = getattr(kind, "visit_" + node.__class__.__name__,
+                                                                    kind.generic_visit)
+        method(self, node)
+
     def run(self, body: Sequence[ast.stmt]) -> None:
         for stmt in body:
             self.visit(stmt)

@@ -11,7 +11,7 @@ import ast
 import re
 from collections import Counter
 from dataclasses import replace
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from shapecheck.vocabulary import canonical
 from shapecheck.lint import events as ev
@@ -22,7 +22,7 @@ from shapecheck.lint.tracking import (
     WILD, Dim, Label, Pieces, Shape, Target, Tensor, Value, int_label, join, matmul, name_label, product, quotient,
     swap,
 )
-from shapecheck.lint.nodes import walk
+from shapecheck.lint.nodes import children, of_type, subtree, walk
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
 
@@ -110,10 +110,10 @@ class Evaluator(Scope):
             return frozenset()
         key = f"split_widths:{id(func.node)}"
         if key not in self.memo:
-            stores = Counter(n.id for n in walk(func.node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+            stores = Counter(n.id for n in of_type(func.node, ast.Name) if isinstance(n.ctx, ast.Store))
             self.memo[key] = frozenset(
-                n.left.id for n in walk(func.node) if isinstance(n, ast.BinOp)
-                and isinstance(n.op, (ast.FloorDiv, ast.Div)) and isinstance(n.left, ast.Name)
+                n.left.id for n in of_type(func.node, ast.BinOp)
+                if isinstance(n.op, (ast.FloorDiv, ast.Div)) and isinstance(n.left, ast.Name)
                 and is_head_count(n.right, self.cls) and stores[n.left.id] <= 1)
         return self.memo[key]  # type: ignore[return-value]
 
@@ -131,7 +131,7 @@ class Evaluator(Scope):
     def scale_names(self, node: ast.AST, depth: int) -> list[str]:
         """Identifiers a scale factor is made of, following local names and ``self.`` attributes."""
         found: list[str] = []
-        for sub in ast.walk(node):
+        for sub in subtree(node):
             if isinstance(sub, ast.Name):
                 found.extend(self._name_parts(sub.id, depth))
             elif isinstance(sub, ast.Attribute):
@@ -161,22 +161,35 @@ class Evaluator(Scope):
         self.emit(ev.MaskedFill(call, receiver, t, mask, fill))
         return _masked(t, call, receiver, self.env)
 
+    _ev_methods: dict[type, Callable] = {}  # node type -> its ``ev_<Type>`` (or ``ev_children``), per class
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._ev_methods = {}
+
     def ev(self, node: Optional[ast.AST]) -> Optional[Value]:
         if node is None:
             return None
-        method = getattr(self, "ev_" + node.__class__.__name__, None)
-        value = method(node) if method is not None else self.ev_children(node)
+        method = self._ev_methods.get(node.__class__)
+        if method is None:  # looked up once per node type, not by name at each node
+            kind = self.__class__
+            method = kind._ev_methods[node.__class__] = getattr(kind, "ev_" + node.__class__.__name__,
+                                                                 kind.ev_children)
+        value = method(self, node)
         if value is not None:
             self.values[id(node)] = value
         return value
 
     def ev_children(self, node: ast.AST) -> None:
-        for child in ast.iter_child_nodes(node):
+        for child in children(node):
             if isinstance(child, (ast.expr, ast.keyword)):
                 self.ev(child)
             elif isinstance(child, ast.comprehension):
                 self.ev(child.iter)
         return None
+
+    def ev_Constant(self, node: ast.Constant) -> None:
+        return None  # a literal: no tracked value, nothing under it
 
     def ev_keyword(self, node: ast.keyword) -> Optional[Value]:
         return self.ev(node.value)
@@ -347,10 +360,10 @@ class Evaluator(Scope):
         if isinstance(node, ast.Name) and self.func is not None:
             key = f"single_stores:{id(self.func.node)}"
             if key not in self.memo:
-                counts = Counter(n.id for n in walk(self.func.node) if isinstance(n, ast.Name)
-                                 and isinstance(n.ctx, ast.Store))
-                self.memo[key] = {a.targets[0].id: a.value for a in walk(self.func.node)
-                                  if isinstance(a, ast.Assign) and len(a.targets) == 1
+                counts = Counter(n.id for n in of_type(self.func.node, ast.Name)
+                                 if isinstance(n.ctx, ast.Store))
+                self.memo[key] = {a.targets[0].id: a.value for a in of_type(self.func.node, ast.Assign)
+                                  if len(a.targets) == 1
                                   and isinstance(a.targets[0], ast.Name) and counts[a.targets[0].id] == 1}
             node = self.memo[key].get(node.id, node)  # type: ignore[union-attr]
         return position_sum(node)

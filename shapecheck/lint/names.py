@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from typing import Iterable, Iterator, Optional
 
 from shapecheck.vocabulary import canonical
 from shapecheck.lint.tracking import EXTRA
+from shapecheck.lint.nodes import subtree
 
 FUNCTIONAL = frozenset({"F", "functional", "torch.nn.functional", "nn.functional", "torch"})
 SOFTMAX = frozenset({"softmax", "log_softmax"})
@@ -73,13 +75,21 @@ def imports_from(tree: ast.Module, module: str) -> dict[str, str]:
 
 def is_namespace(node: ast.AST) -> bool:
     """True for ``torch``, ``F``, ``nn.functional``, ``torch.nn.functional``."""
-    name = dotted(node)
+    return is_namespace_name(dotted(node))
+
+
+def is_namespace_name(name: Optional[str]) -> bool:
+    """``is_namespace`` of the node whose dotted name this is."""
     return name is not None and (name in FUNCTIONAL or name.endswith(".functional"))
 
 
 def nn_layer(func: ast.AST) -> Optional[str]:
     """``Linear`` for ``nn.Linear`` / ``torch.nn.Linear`` (a class of torch.nn), None otherwise."""
-    name = dotted(func)
+    return nn_layer_name(dotted(func))
+
+
+def nn_layer_name(name: Optional[str]) -> Optional[str]:
+    """``nn_layer`` of the callee whose dotted name this is."""
     if name is None:
         return None
     prefix, _, last = name.rpartition(".")
@@ -93,8 +103,10 @@ def self_attr(node: ast.AST) -> Optional[str]:
     return None
 
 
+@functools.lru_cache(maxsize=4096)
 def module_kind(name: str) -> Optional[str]:
-    """"all" for shape-keeping submodules, "lead" for projections, None when unknown."""
+    """"all" for shape-keeping submodules, "lead" for projections, None when unknown (asked of the same few names
+    at every call: answered once each)."""
     if _KEEP_ALL.search(name):
         return "all"
     return "lead" if _KEEP_LEAD.search(name) else None
@@ -108,7 +120,7 @@ def is_key_name(name: str) -> bool:
 def identifiers(node: ast.AST) -> list[str]:
     """Every Name id and Attribute attr under ``node``, outermost first."""
     found = []
-    for sub in ast.walk(node):
+    for sub in subtree(node):
         if isinstance(sub, ast.Name):
             found.append(sub.id)
         elif isinstance(sub, ast.Attribute):
@@ -157,6 +169,12 @@ def argument(call: ast.Call, position: int, name: str) -> Optional[ast.expr]:
     return plain[position] if position < len(plain) else None
 
 
+def word_first(words: Iterable[str], tail: str = "") -> str:
+    r"""The regex ``\b(?:w1|w2|...)<tail>`` spelled word first, ``w1(?<!\ww1)<tail>|...``: it matches the same text,
+    but ``re`` skips ahead to the words, where a leading ``\b`` makes it try every position of the text."""
+    return "|".join(rf"{w}(?<!\w{w}){tail}" for w in map(re.escape, words))
+
+
 def chain_root(node: ast.expr) -> Optional[str]:
     """The name a chain of methods, attributes and subscripts starts from: ``s`` for ``s``,
     ``s.transpose(-1, -2).contiguous()``, ``s[0]``, ``v.transpose(1, 2)[..., :d]``; None for anything else."""
@@ -177,4 +195,4 @@ def bound_names(targets: Iterable[ast.expr]) -> Iterator[str]:
         if isinstance(t, ast.Name):
             yield t.id
         else:
-            yield from (n.id for n in ast.walk(t) if isinstance(n, ast.Name))
+            yield from (n.id for n in subtree(t) if isinstance(n, ast.Name))

@@ -20,7 +20,7 @@ from typing import Optional
 from shapecheck.lint import names as nm
 from shapecheck.lint.scope import Scope
 from shapecheck.vocabulary import KEEP_MASK_NAMES, PADDING_MASK_NAMES
-from shapecheck.lint.nodes import walk
+from shapecheck.lint.nodes import of_type, subtree, walk
 
 KEEP, MASKED = "keep", "masked"
 CONVENTIONS = (KEEP, MASKED)  # the values [tool.shapecheck] mask-conventions may give
@@ -341,10 +341,10 @@ def _stores(scope: Scope, func: ast.AST) -> dict[str, tuple[int, Optional[ast.ex
     """Each name stored in ``func``: how many times, and its value when it is one plain assignment."""
     key = f"mask_stores:{id(func)}"
     if key not in scope.memo:
-        counts = Counter(n.id for n in walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+        counts = Counter(n.id for n in of_type(func, ast.Name) if isinstance(n.ctx, ast.Store))
         values: dict[str, Optional[ast.expr]] = {}
-        for node in walk(func):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        for node in of_type(func, ast.Assign):
+            if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 values[node.targets[0].id] = node.value
         scope.memo[key] = {n: (c, values.get(n)) for n, c in counts.items()}
     return scope.memo[key]  # type: ignore[return-value]
@@ -418,7 +418,7 @@ def _forward_params(tree: ast.Module) -> dict[str, list[str]]:
     for node in walk(tree):
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             attr = nm.self_attr(node.targets[0])
-            made = next((forwards[c.func.id] for c in ast.walk(node.value) if isinstance(c, ast.Call)
+            made = next((forwards[c.func.id] for c in subtree(node.value) if isinstance(c, ast.Call)
                          and isinstance(c.func, ast.Name) and c.func.id in forwards), None)
             if attr is not None and made is not None:
                 found[attr] = made

@@ -16,6 +16,7 @@ from typing import Iterator, Optional, Union
 from shapecheck.vocabulary import canonical
 from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
+from shapecheck.lint.nodes import subtree
 from shapecheck.lint.tracking import Axis, Tensor, Value, int_label, name_label
 
 Position = Union[ast.AST, tuple[int, int]]
@@ -85,9 +86,7 @@ class Scope:
 
     def emit(self, event: object) -> None:
         """Run every check registered for the event's type."""
-        from shapecheck.lint.checks import CHECKS  # the checks import this module for typing
-
-        for check in CHECKS.get(type(event), ()):
+        for check in _checks().get(type(event), ()):
             check(self, event)
 
     # ---- context the checks ask about ---------------------------------------------------
@@ -154,6 +153,20 @@ class Scope:
             self.scalars.pop(a.arg, None)
 
 
+_CHECKS: Optional[dict[type, list]] = None
+
+
+def _checks() -> dict[type, list]:
+    """The registered checks by event type, imported on first use (the checks import this module), not at each
+    event."""
+    global _CHECKS
+    if _CHECKS is None:
+        from shapecheck.lint.checks import CHECKS
+
+        _CHECKS = CHECKS
+    return _CHECKS
+
+
 def all_args(args: ast.arguments) -> list[ast.arg]:
     found = [*args.posonlyargs, *args.args, *args.kwonlyargs]
     return found + [a for a in (args.vararg, args.kwarg) if a is not None]
@@ -166,7 +179,7 @@ def class_info(node: ast.ClassDef) -> ClassInfo:
     methods: dict[str, Union[ast.FunctionDef, ast.AsyncFunctionDef]] = {}
     split: set[str] = set()
     counts: set[str] = set()
-    fed: set[str] = set()  # what feeds a Linear's in_features in __init__ (``args.dim``, ``config.n_embd``)
+    fed: list[ast.expr] = []  # what feeds a Linear's in_features in __init__ (``args.dim``, ``config.n_embd``)
     has_forward = False
     for stmt in node.body:
         if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -182,7 +195,7 @@ def class_info(node: ast.ClassDef) -> ClassInfo:
                 if attr is not None:
                     attrs.setdefault(attr, sub.value)
             if stmt.name == "__init__":
-                inner = tuple(ast.walk(sub.value))
+                inner = subtree(sub.value)
                 for node in (sub, *(n for n in inner if isinstance(n, ast.BinOp))):
                     name = _width_name(node)
                     if name is not None:
@@ -191,15 +204,16 @@ def class_info(node: ast.ClassDef) -> ClassInfo:
                 if found is not None:
                     split.add(found[0])
                     counts.add(found[1])
-                fed |= {ast.unparse(c.args[0]) for c in (inner if isinstance(sub.value, ast.Call) else ())
+                fed += [c.args[0] for c in (inner if isinstance(sub.value, ast.Call) else ())
                         if isinstance(c, ast.Call) and c.args
                         and (nm.dotted(c.func) or "").split(".")[-1] == "Linear"
-                        and isinstance(c.args[0], (ast.Name, ast.Attribute))}
+                        and isinstance(c.args[0], (ast.Name, ast.Attribute))]
     if counts or any(canonical(attr) == "heads" for attr in attrs):
         # a multi-head class: the field its projections read is the width, whatever the attribute holding it is
-        # called (``self.width = args.dim`` beside ``nn.Linear(args.dim, ...)``)
+        # called (``self.width = args.dim`` beside ``nn.Linear(args.dim, ...)``); spelled out only here
+        fed_text = {ast.unparse(f) for f in fed}
         split |= {attr for attr, value in attrs.items() if isinstance(value, (ast.Attribute, ast.Name))
-                  and ast.unparse(value) in fed and nm.self_attr(value) is None}
+                  and ast.unparse(value) in fed_text and nm.self_attr(value) is None}
     widths = frozenset(split) | frozenset(attr for attr, value in attrs.items()
                                           if isinstance(value, ast.Name) and value.id in split)
     heads = frozenset(counts) | frozenset(attr for attr, value in attrs.items()

@@ -17,7 +17,7 @@ from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
 from shapecheck.lint.scope import Scope
-from shapecheck.lint.nodes import walk
+from shapecheck.lint.nodes import of_type, subtree, walk
 
 _CACHE = re.compile(r"past|cache|prev|memory_kv|layer_past", re.I)
 _CAUSAL = re.compile(r"bias|mask|causal|tril", re.I)
@@ -33,9 +33,7 @@ def _cached_keys(scope: Scope) -> frozenset[str]:
     key = f"cached_keys:{id(func.node)}"
     if key not in scope.memo:
         found = set()
-        for node in walk(func.node):
-            if not isinstance(node, ast.Assign):
-                continue
+        for node in of_type(func.node, ast.Assign):
             value = node.value
             callee = (nm.dotted(value.func) or "") if isinstance(value, ast.Call) else ""
             is_cat = callee.split(".")[-1] == "cat" and value.args and isinstance(value.args[0], (ast.Tuple, ast.List)) \
@@ -148,9 +146,9 @@ def _rotary_twice(scope: Scope) -> None:
         return
     func = scope.func
     rotated: dict[str, ast.Call] = {}
-    for stmt in sorted((n for n in walk(func.node) if isinstance(n, ast.Assign)), key=lambda n: n.lineno):
-        calls = [c for c in ast.walk(stmt.value) if isinstance(c, ast.Call) and _applies_rotary(c)]
-        targets = [n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+    for stmt in sorted(of_type(func.node, ast.Assign), key=lambda n: n.lineno):
+        calls = [c for c in subtree(stmt.value) if isinstance(c, ast.Call) and _applies_rotary(c)]
+        targets = [n.id for t in stmt.targets for n in subtree(t) if isinstance(n, ast.Name)]
         args = {a.id for c in calls for a in c.args if isinstance(a, ast.Name)}
         for name in args & set(targets):
             if name in rotated and _same_block(func.node, rotated[name], stmt):

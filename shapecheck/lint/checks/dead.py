@@ -150,7 +150,7 @@ def mask_applied_to_nothing(scope: Scope, e: ev.FunctionDone) -> None:
     if not candidates:
         return
     params = func.params - {"self", "cls"}
-    masks, uses = _Masks(func.node, params), name_uses(walk(func.node))
+    masks, uses = _Masks(func.node, params), name_uses(func.node)
     for stmt, name in candidates:
         if isinstance(stmt, ast.AugAssign) and not _bound_before(func.node, name, stmt):
             continue  # ``m &= ...`` on what the caller gave changes the caller's tensor in place

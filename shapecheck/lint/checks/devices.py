@@ -13,7 +13,7 @@ from shapecheck.lint import events as ev
 from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
-from shapecheck.lint.nodes import walk
+from shapecheck.lint.nodes import of_type, walk
 from shapecheck.lint.scope import Scope
 
 # torch functions that allocate a new tensor on the default device unless given ``device=``
@@ -83,7 +83,7 @@ def _called_in_init(init: Optional[ast.AST], name: str) -> bool:
 
 
 def _allocates(func: ast.AST) -> bool:
-    return any(_factory(n) for n in walk(func) if isinstance(n, ast.Call))
+    return any(_factory(n) for n in of_type(func, ast.Call))
 
 
 def _factory(call: ast.Call) -> bool:

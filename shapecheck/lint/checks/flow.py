@@ -18,6 +18,7 @@ from shapecheck.lint import events as ev
 from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
+from shapecheck.lint.nodes import subtree, walk
 from shapecheck.lint.checks.cache import _ROTARY, _applies_rotary, _callee_name, _once_where_called
 from shapecheck.lint.scope import Scope, _statements
 from shapecheck.lint.tracking import Tensor
@@ -43,7 +44,7 @@ def _values(func: Function) -> set[str]:
     found = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs] if forward_role(a.arg) == "value"}
     probs: set[str] = set()
     products: list[tuple[ast.expr, ast.expr]] = []
-    for node in ast.walk(func):
+    for node in walk(func):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple) \
                 and isinstance(node.value, ast.Tuple) and len(node.targets[0].elts) == len(node.value.elts):
             pairs = zip(node.targets[0].elts, node.value.elts)  # ``xq, xk, xv = self.wq(x), self.wk(x), self.wv(x)``
@@ -211,7 +212,7 @@ def _used(nodes: list[ast.AST], name: str) -> list[ast.Name]:
     reads: list[ast.Name] = []
     tests: set[int] = set()
     for root in nodes:
-        for node in ast.walk(root):
+        for node in subtree(root):
             if isinstance(node, ast.Name):
                 if node.id == name and isinstance(node.ctx, ast.Load):
                     reads.append(node)

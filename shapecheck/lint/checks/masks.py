@@ -20,7 +20,7 @@ from shapecheck.lint import polarity as pol
 from shapecheck.lint.checks import on
 from shapecheck.lint.scope import Scope
 from shapecheck.lint.tracking import Label, Tensor
-from shapecheck.lint.nodes import walk
+from shapecheck.lint.nodes import of_type, walk
 
 _SCORE_WORDS = re.compile(r"score|attn|attention|weight|logit|bias", re.I)
 
@@ -401,7 +401,7 @@ def _reads(scope: Scope, func: ast.AST, name: str) -> bool:
     """Whether ``func`` reads ``name`` anywhere (``locals()`` or ``vars()`` read every name)."""
     key = f"loaded:{id(func)}"
     if key not in scope.memo:
-        loaded = {n.id for n in walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        loaded = {n.id for n in of_type(func, ast.Name) if isinstance(n.ctx, ast.Load)}
         scope.memo[key] = None if loaded & {"locals", "vars"} else loaded
     found = scope.memo[key]
     return found is None or name in found  # type: ignore[operator]

@@ -26,6 +26,7 @@ _OFFSET = re.compile(r"^(start_pos|input_pos|start_position|offset|seqlen_offset
 _CACHE = re.compile(r"past|cache|layer_past", re.I)
 _TABLE = re.compile(r"cos|sin|freq|rope|rotary|pos_emb|position_emb", re.I)
 _SLICED = re.compile(r"(?i)(cos|sin|freq|rope|rotary|pos_emb|position_emb)\w*\s*\[\s*:")
+_SLICE_FROM_START = re.compile(r"\[\s*:")  # what _SLICED ends with, found far faster: asked first
 _FROM_ZERO = re.compile(r"arange\(\s*(0\s*,\s*)?[\w.]+\s*(\)|,\s*(device|dtype)\b)")  # arange(T), arange(0, T)
 _ROTARY_WORD = re.compile(r"(?i)rotary|\brope|freq")
 _POSITIONS = re.compile(r"pos|position", re.I)
@@ -79,7 +80,8 @@ def rotary_without_offset(scope: Scope, e: ev.FunctionDone) -> None:
     if source is not None:
         text, starts = source
         span = (starts[e.node.lineno - 1], starts[min(e.node.end_lineno or e.node.lineno, len(starts) - 1)])
-        if not _SLICED.search(text, *span) and not (_FROM_ZERO.search(text, *span) and _ROTARY_WORD.search(text, *span)):
+        sliced = _SLICE_FROM_START.search(text, *span) and _SLICED.search(text, *span)
+        if not sliced and not (_FROM_ZERO.search(text, *span) and _ROTARY_WORD.search(text, *span)):
             return  # no table sliced from 0, no positions from 0 beside a rotary embedding: far cheaper than a walk
     grown, shifted, parents, sources = set(), set(), {}, {}
     cached = _cached_keys(scope)

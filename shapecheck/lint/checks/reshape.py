@@ -16,7 +16,7 @@ from shapecheck.lint.scope import Scope
 from shapecheck.lint.tracking import (
     WILD, Dim, Label, Target, Tensor, groups, name_label, product, show, unique_index,
 )
-from shapecheck.lint.nodes import walk
+from shapecheck.lint.nodes import of_type, walk
 
 HEADS, D_HEAD = Label(("heads",), "heads"), Label(("d_head",), "d_head")
 BATCH = Label(("batch",), "batch")
@@ -65,8 +65,8 @@ def _under_size_one(scope: Scope, call: ast.Call) -> bool:
     key = f"under_size_one:{id(func.node)}"
     if key not in scope.memo:
         inside = set()
-        for node in walk(func.node):
-            if isinstance(node, ast.If) and any(
+        for node in of_type(func.node, ast.If):
+            if any(
                     isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
                     and nm.int_value(test.comparators[0]) == 1 and _is_size(test.left) for test in ast.walk(node.test)):
                 inside |= {id(sub) for stmt in node.body for sub in ast.walk(stmt)}
@@ -158,10 +158,10 @@ def _plain_aliases(scope: Scope, func: ast.AST) -> dict[str, str]:
     """Names assigned exactly once, straight from a key/value input (``current_states = key_value_states``)."""
     key = f"kv_aliases:{id(func)}"
     if key not in scope.memo:
-        stores = Counter(n.id for n in walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+        stores = Counter(n.id for n in of_type(func, ast.Name) if isinstance(n.ctx, ast.Store))
         found = {n: n for n in _KV_INPUTS if stores[n] == 0}
-        for node in walk(func):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+        for node in of_type(func, ast.Assign):
+            if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
                     and isinstance(node.value, ast.Name) and node.value.id in found \
                     and stores[node.targets[0].id] == 1:
                 found[node.targets[0].id] = node.value.id
@@ -180,9 +180,9 @@ def _projected_input(node: ast.expr, aliases: dict[str, str]) -> Optional[str]:
 def _query_shapes(func: ast.AST, source: str) -> dict[str, tuple[str, str]]:
     """Shape names made of another input's ``x.shape[:-1]`` / ``x.size()[:-1]``, each assigned once:
     ``input_shape = x.shape[:-1]`` and ``hidden_shape = (*input_shape, -1, d)`` -> (input_shape, x)."""
-    stores = Counter(n.id for n in walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+    stores = Counter(n.id for n in of_type(func, ast.Name) if isinstance(n.ctx, ast.Store))
     found: dict[str, tuple[str, str]] = {}
-    assigns = [n for n in walk(func) if isinstance(n, ast.Assign) and len(n.targets) == 1
+    assigns = [n for n in of_type(func, ast.Assign) if len(n.targets) == 1
                and isinstance(n.targets[0], ast.Name) and stores[n.targets[0].id] == 1]
     for node in assigns:
         v = node.value

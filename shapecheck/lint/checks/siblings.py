@@ -10,13 +10,14 @@ from typing import Iterator, Optional
 
 from shapecheck.lint import events as ev
 from shapecheck.lint import messages as msg
+from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
-from shapecheck.lint.nodes import blocks, walk
+from shapecheck.lint.nodes import blocks, of_type, walk
 from shapecheck.lint.scope import Scope
 
 
-_ASSERT = re.compile(r"\bassert\b")
-_FOR_TUPLE = re.compile(r"\bfor\b[^\n]*,[^\n]*\bin\b")
+_ASSERT = re.compile(nm.word_first(["assert"], r"\b"))  # \bassert\b
+_FOR_TUPLE = re.compile(nm.word_first(["for"], r"\b[^\n]*,[^\n]*\bin\b"))  # \bfor\b[^\n]*,[^\n]*\bin\b
 
 
 @on(ev.FunctionDone)
@@ -53,7 +54,7 @@ def residual_dropped(scope: Scope, e: ev.FunctionDone) -> None:
     init = func.method_of.methods.get("__init__") if func.method_of is not None else None
     if init is None or not scope.mentions(func.node, _FOR_TUPLE):
         return
-    for loop in (n for n in walk(func.node) if isinstance(n, ast.For)):
+    for loop in of_type(func.node, ast.For):
         if not isinstance(loop.target, ast.Tuple):
             continue  # one block per step: nothing to compare it with
         kinds = _block_classes(init, loop.target)
@@ -101,28 +102,26 @@ def replacement_unused(scope: Scope, e: ev.FunctionDone) -> None:
     if func is None or func.node is not e.node or scope.following:
         return
     params = func.params - {"self", "cls"}
-    nodes = walk(func.node)
-    candidates = [(stmt, param) for stmt in nodes if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+    candidates = [(stmt, param) for stmt in of_type(func.node, ast.Assign) if len(stmt.targets) == 1
                   and isinstance(stmt.targets[0], ast.Name) and not stmt.targets[0].id.startswith("_")
                   for param in [stand_in_for(stmt.value, params)] if param is not None]
     if not candidates:
         return
-    uses = name_uses(nodes)
+    uses = name_uses(func.node)
     for stmt, param in candidates:
         if stands_in(stmt, param, params, uses):
             scope.report(msg.ReplacementUnused, stmt, stmt.targets[0].id, param)  # type: ignore[attr-defined]
 
 
-def name_uses(nodes) -> tuple[dict[str, list[int]], dict[str, int]]:  # type: ignore[no-untyped-def]
-    """(the lines each name is read on, how often each is stored) over a function's nodes."""
+def name_uses(func: ast.AST) -> tuple[dict[str, list[int]], dict[str, int]]:
+    """(the lines each name is read on, how often each is stored) in a function."""
     loads: dict[str, list[int]] = {}
     stores: dict[str, int] = {}
-    for node in nodes:
-        if isinstance(node, ast.Name):
-            if isinstance(node.ctx, ast.Load):
-                loads.setdefault(node.id, []).append(node.lineno)
-            else:
-                stores[node.id] = stores.get(node.id, 0) + 1
+    for node in of_type(func, ast.Name):
+        if isinstance(node.ctx, ast.Load):
+            loads.setdefault(node.id, []).append(node.lineno)
+        else:
+            stores[node.id] = stores.get(node.id, 0) + 1
     return loads, stores
 
 

@@ -11,7 +11,7 @@ from shapecheck.lint import events as ev
 from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
-from shapecheck.lint.nodes import walk
+from shapecheck.lint.nodes import of_type, walk
 from shapecheck.lint.scope import Scope
 
 
@@ -23,12 +23,12 @@ def tuple_as_tensor(scope: Scope, e: ev.FunctionDone) -> None:
     if func is None or func.node is not e.node or scope.following:
         return
     arities = _tuple_arities(scope)
-    if not arities or not scope.mentions(func.node, _called(scope, arities)) or not any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in arities
-                              for n in walk(func.node)):
+    if not arities or not scope.mentions(func.node, _called(scope, arities)) or not any(isinstance(n.func, ast.Name) and n.func.id in arities
+                              for n in of_type(func.node, ast.Call)):
         return
     uses = _uses(func.node)
-    for stmt in walk(func.node):
-        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+    for stmt in of_type(func.node, ast.Assign):
+        if not (len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
                 and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Name)
                 and stmt.value.func.id in arities):
             continue
@@ -44,7 +44,7 @@ def _tuple_arities(scope: Scope) -> dict[str, int]:
         found = {}
         for node in scope.tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                returns = [r for r in walk(node) if isinstance(r, ast.Return)]
+                returns = of_type(node, ast.Return)
                 sizes = {len(r.value.elts) if isinstance(r.value, ast.Tuple) else 0 for r in returns}
                 if returns and len(sizes) == 1 and min(sizes) >= 2 and not _nested_functions(node):
                     found[node.name] = sizes.pop()
@@ -54,7 +54,7 @@ def _tuple_arities(scope: Scope) -> dict[str, int]:
 
 def _called(scope: Scope, arities: dict[str, int]) -> re.Pattern:
     if "tuple_callers" not in scope.memo:
-        scope.memo["tuple_callers"] = re.compile(r"\b(?:%s)\(" % "|".join(map(re.escape, sorted(arities))))
+        scope.memo["tuple_callers"] = re.compile(nm.word_first(sorted(arities), r"\("))  # \b(?:f|g)\(
     return scope.memo["tuple_callers"]  # type: ignore[return-value]
 
 
@@ -91,7 +91,7 @@ def _reads(node: ast.AST) -> list[tuple[ast.expr, str]]:
     return [(c, "any") for c in ast.iter_child_nodes(node) if isinstance(c, ast.Name)]
 
 
-_ARANGE = re.compile(r"\barange\(")
+_ARANGE = re.compile(nm.word_first(["arange"], r"\("))  # \barange\(
 
 
 @on(ev.FunctionDone)
@@ -102,15 +102,15 @@ def positions_in_half(scope: Scope, e: ev.FunctionDone) -> None:
     if func is None or func.node is not e.node or scope.following:
         return
     if not scope.mentions(func.node, _ARANGE) or not any(
-            isinstance(n, ast.Call) and nm.dotted(n.func) in ("torch.arange", "arange")
-            and any(k.arg == "dtype" for k in n.keywords) for n in walk(func.node)):
+            nm.dotted(n.func) in ("torch.arange", "arange")
+            and any(k.arg == "dtype" for k in n.keywords) for n in of_type(func.node, ast.Call)):
         return
     floats = _floats(func.node)
     dtypes = _activation_dtypes(func.node, floats) | {f"{name}.dtype" for name in floats}
     if not dtypes:
         return
     made: dict[str, ast.Call] = {}
-    for node in sorted((n for n in walk(func.node) if isinstance(n, ast.Assign)), key=lambda n: n.lineno):
+    for node in sorted(of_type(func.node, ast.Assign), key=lambda n: n.lineno):
         for target in node.targets:
             elts = target.elts if isinstance(target, ast.Tuple) else [target]
             for name, value in _pairs(elts, node.value):
