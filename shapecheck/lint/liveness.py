@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 from typing import Iterable, Union
 
+from shapecheck.lint.nodes import subtree
+
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 Store = tuple[ast.stmt, str]
 
@@ -29,7 +31,7 @@ def dead_stores(func: Function, nodes: Iterable[ast.AST]) -> list[Store]:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _DYNAMIC:
             return []
         if isinstance(node, _NESTED) and node is not func:
-            captured |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+            captured |= {n.id for n in subtree(node) if type(n) is ast.Name}  # type: ignore[attr-defined]
     found = _Pass(captured)
     found.block(func.body, frozenset())
     return sorted(found.dead, key=lambda s: (s[0].lineno, s[0].col_offset, s[1]))
@@ -37,16 +39,16 @@ def dead_stores(func: Function, nodes: Iterable[ast.AST]) -> list[Store]:
 
 def reads(node: ast.AST) -> set[str]:
     """The names an expression (or a statement's expressions) reads."""
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)}
+    return {n.id for n in subtree(node) if type(n) is ast.Name and not isinstance(n.ctx, ast.Store)}  # type: ignore[attr-defined]
 
 
 def _names(target: ast.expr) -> list[str]:
-    return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+    return [n.id for n in subtree(target) if type(n) is ast.Name]  # type: ignore[attr-defined]
 
 
 def _plain(targets: list[ast.expr]) -> bool:
     """Only names (a tuple of names too): no attribute or item is set, so the value does not escape."""
-    return not any(isinstance(n, (ast.Attribute, ast.Subscript)) for t in targets for n in ast.walk(t))
+    return not any(isinstance(n, (ast.Attribute, ast.Subscript)) for t in targets for n in subtree(t))
 
 
 class _Pass:

@@ -46,11 +46,16 @@ class _Masks:
         self.names = {p for p in params if _is_mask(p)}
         assigns = [n for n in walk(func) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
                    and n.value is not None and len(_targets(n)) == 1 and isinstance(_targets(n)[0], ast.Name)]
-        for _ in range(3):
+        assigns.sort(key=lambda n: n.lineno)
+        for _ in range(2):  # in source order; once more for what a loop carries back to its top
+            before = len(self.names)
             for node in assigns:
                 name = _targets(node)[0].id  # type: ignore[attr-defined]
-                if self.carries(node.value) or isinstance(node, ast.AugAssign) and name in self.names:
+                if name not in self.names and (self.carries(node.value) or isinstance(node, ast.AugAssign)
+                                               and name in self.names):
                     self.names.add(name)
+            if len(self.names) == before:
+                break
 
     def carries(self, value: ast.expr) -> bool:
         node = value
