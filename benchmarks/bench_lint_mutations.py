@@ -18,7 +18,10 @@ A bug counts as detected when lint reports an error or warning on the mutated mo
 it does not report on the same module unmutated. Each mutated function is linted in a
 module holding the file's imports, module-level code and functions, and its own class.
 
-    python benchmarks/bench_lint_mutations.py [--jobs N] [--limit FILES] [--per-file]
+    python benchmarks/bench_lint_mutations.py [--jobs N] [--limit FILES] [--per-file] [--extend-select SC102]
+
+SC102 (unscaled scores) is opt-in: without ``--extend-select SC102`` a removed scaling is found only where
+another rule notices it.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Optional
 
 from shapecheck.lint import lint_source
+from shapecheck.lint.config import LintConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAD_COUNTS = ("num_heads", "heads", "n_head", "n_heads", "num_attention_heads", "nhead", "h")
@@ -348,8 +352,12 @@ MUTATIONS: dict[str, Callable[[ast.FunctionDef, Optional[ast.ClassDef]], bool]] 
 
 
 # ---- running ------------------------------------------------------------------------------
+CONFIG = LintConfig()  # the defaults; main() adds --extend-select (forked workers inherit it)
+
+
 def _serious(source: str) -> Counter:
-    return Counter((f.code, f.message) for f in lint_source(source) if f.severity in ("error", "warning"))
+    return Counter((f.code, f.message) for f in lint_source(source, config=CONFIG)
+                   if f.severity in ("error", "warning"))
 
 
 def mutate_file(path: str) -> tuple[str, dict[str, list[int]], int]:
@@ -396,7 +404,11 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes (default: CPUs)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N files of each package")
     parser.add_argument("--per-file", action="store_true", help="print the detection per file too")
+    parser.add_argument("--extend-select", default="", metavar="CODES",
+                        help="opt-in rules to report too, comma-separated (e.g. SC102: scaling removed needs it)")
     args = parser.parse_args()
+    global CONFIG
+    CONFIG = LintConfig(extend_select=tuple(c for c in args.extend_select.split(",") if c))
     corpus = real_corpus()
     paths = [str(p) for package in corpus.PACKAGES for p in corpus.files(package)[:args.limit]]
     start = time.perf_counter()

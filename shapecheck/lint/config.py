@@ -3,7 +3,7 @@
     [tool.shapecheck]
     select = ["SC1"]          # code prefixes to report (default: every code but the opt-in rules)
     extend-select = ["SC102"] # codes reported besides ``select``; an opt-in rule (messages.OPT_IN) needs its exact code
-    ignore = ["SC102"]        # code prefixes to drop
+    ignore = ["SC110"]        # code prefixes to drop
     fail-on = "warning"       # error | warning | info (default: warning)
     exclude = ["build"]       # path patterns not searched (replaces the defaults: .*, __pycache__, node_modules)
     extend-exclude = ["gen"]  # path patterns not searched, in addition to ``exclude``
