@@ -13,6 +13,7 @@ from shapecheck.lint.nodes import subtree
 
 FUNCTIONAL = frozenset({"F", "functional", "torch.nn.functional", "nn.functional", "torch"})
 SOFTMAX = frozenset({"softmax", "log_softmax"})
+PRODUCTS = frozenset({"matmul", "bmm", "einsum"})  # torch functions that multiply their tensor arguments
 DROPOUT = frozenset({"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"})
 # Methods that return a tensor of the same shape and strides (and the ACTIVATIONS below).
 SAME_LAYOUT = frozenset({"float", "half", "double", "bfloat16", "to", "type", "type_as",

@@ -30,11 +30,7 @@ def subtree(node: ast.AST) -> Iterable[ast.AST]:
 
 def children(node: ast.AST) -> Iterator[ast.AST]:
     """``ast.iter_child_nodes(node)`` without the markers, reading only the fields that can hold nodes."""
-    kind = type(node)
-    fields = _CHILD_FIELDS.get(kind)
-    if fields is None:
-        fields = _CHILD_FIELDS[kind] = _child_fields(kind)
-    for field in fields:
+    for field in _fields_of(type(node)):
         value = getattr(node, field, None)
         if isinstance(value, ast.AST):
             if not isinstance(value, ast.expr_context):
@@ -63,11 +59,7 @@ def _breadth_first(root: ast.AST) -> tuple[ast.AST, ...]:
     found = [root]
     append, extend = found.append, found.extend
     for node in found:  # a list read while it grows: breadth first
-        kind = type(node)
-        fields = _CHILD_FIELDS.get(kind)
-        if fields is None:
-            fields = _CHILD_FIELDS[kind] = _child_fields(kind)
-        for field in fields:
+        for field in _fields_of(type(node)):
             value = getattr(node, field, None)
             if isinstance(value, ast.AST):
                 if not isinstance(value, ast.expr_context):
@@ -82,6 +74,13 @@ _LEAF_FIELDS = frozenset({"id", "ctx", "attr", "name", "arg", "asname", "module"
                           "conversion", "simple", "is_async", "rest", "kwd_attrs", "tag", "lineno"})
 _LITERAL_VALUE = (ast.Constant, ast.MatchSingleton)  # their ``value`` is a Python constant, never a node
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}  # node type -> the fields that can hold nodes
+
+
+def _fields_of(kind: type) -> tuple[str, ...]:
+    fields = _CHILD_FIELDS.get(kind)
+    if fields is None:
+        fields = _CHILD_FIELDS[kind] = _child_fields(kind)
+    return fields
 
 
 def _child_fields(kind: type) -> tuple[str, ...]:

@@ -25,6 +25,15 @@ def _load(name):
         sys.path.remove(str(BENCH))
 
 
+def _halves(count: int, seed: int) -> list[str]:
+    """The halves a manifest of ``count`` rows gets from its seed: random.Random(seed) shuffles the row indices,
+    the first count // 2 are 'dev', the rest 'held-out'."""
+    order = list(range(count))
+    random.Random(seed).shuffle(order)
+    dev = set(order[: count // 2])
+    return ["dev" if i in dev else "held-out" for i in range(count)]
+
+
 def test_precision_manifest_spans_forty_repositories_and_labels_say_why():
     bench = _load("bench_lint_precision")
     entries = bench.manifest()
@@ -37,10 +46,7 @@ def test_history_manifest_split_at_random_with_the_recorded_seed():
     bench = _load("bench_lint_history")
     fixes = bench.fixes()
     assert len(fixes) >= 30 and all(f.files and f.why for f in fixes)
-    order = list(range(len(fixes)))
-    random.Random(2022).shuffle(order)
-    dev = set(order[: len(fixes) // 2])
-    assert [f.half for f in fixes] == ["dev" if i in dev else "held-out" for i in range(len(fixes))]
+    assert [f.half for f in fixes] == _halves(len(fixes), 2022)
 
 
 def test_second_history_manifest_is_disjoint_and_split_at_random_with_its_seed():
@@ -48,11 +54,7 @@ def test_second_history_manifest_is_disjoint_and_split_at_random_with_its_seed()
     second = bench.fixes(BENCH / "lint_corpus" / "history_manifest_2.tsv")
     assert len(second) >= 30 and all(f.files and f.why and len(f.commit) == len(f.parent) == 40 for f in second)
     assert not {f.commit for f in second} & {f.commit for f in bench.fixes()}
-    order = list(range(len(second)))
-    random.Random(7305).shuffle(order)
-    dev = set(order[: len(second) // 2])
-    assert [f.half for f in second] == ["dev" if i in dev else "held-out" for i in range(len(second))]
-
+    assert [f.half for f in second] == _halves(len(second), 7305)
 
 
 def test_third_history_manifest_is_disjoint_and_split_at_random_with_its_seed():
@@ -62,10 +64,8 @@ def test_third_history_manifest_is_disjoint_and_split_at_random_with_its_seed():
     earlier = bench.fixes() + bench.fixes(BENCH / "lint_corpus" / "history_manifest_2.tsv")
     assert not {f.repo for f in third} & {f.repo for f in earlier}
     assert max(collections.Counter(f.repo for f in third).values()) <= 4
-    order = list(range(len(third)))
-    random.Random(3163).shuffle(order)
-    dev = set(order[: len(third) // 2])
-    assert [f.half for f in third] == ["dev" if i in dev else "held-out" for i in range(len(third))]
+    assert [f.half for f in third] == _halves(len(third), 3163)
+
 
 def test_fourth_history_manifest_is_disjoint_and_split_at_random_with_its_seed():
     bench = _load("bench_lint_history")
@@ -77,10 +77,8 @@ def test_fourth_history_manifest_is_disjoint_and_split_at_random_with_its_seed()
     assert not {f.commit for f in fourth} & {f.commit for f in earlier}
     assert len({f.commit for f in fourth}) == len(fourth)
     assert max(collections.Counter(f.repo for f in fourth).values()) <= 4
-    order = list(range(len(fourth)))
-    random.Random(8402).shuffle(order)
-    dev = set(order[: len(fourth) // 2])
-    assert [f.half for f in fourth] == ["dev" if i in dev else "held-out" for i in range(len(fourth))]
+    assert [f.half for f in fourth] == _halves(len(fourth), 8402)
+
 
 def test_second_precision_manifest_is_fresh_disjoint_and_split_at_random_with_its_seeds():
     """precision_manifest_2.tsv: >= 40 repositories none of which the first precision corpus or a history manifest

@@ -14,7 +14,7 @@ from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
 from shapecheck.lint.checks.siblings import name_uses, stand_in_for, stands_in
 from shapecheck.lint.liveness import dead_stores
-from shapecheck.lint.nodes import walk
+from shapecheck.lint.nodes import of_type, walk
 from shapecheck.lint.scope import Scope
 
 _MASK_TEXT = re.compile(r"mask", re.I)
@@ -139,8 +139,8 @@ def _relaid_after_use(func: ast.AST, name: str, stmt: ast.stmt) -> bool:
 
 
 def _bound_before(func: ast.AST, name: str, stmt: ast.stmt) -> bool:
-    return any(isinstance(n, ast.Assign) and n.lineno < stmt.lineno and any(
-        isinstance(t, ast.Name) and t.id == name for t in n.targets) for n in walk(func))
+    return any(n.lineno < stmt.lineno and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)
+               for n in of_type(func, ast.Assign))
 
 
 @on(ev.FunctionDone)

@@ -11,7 +11,7 @@ from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
 from shapecheck.lint.scope import Scope
-from shapecheck.lint.nodes import walk
+from shapecheck.lint.nodes import of_type, walk
 
 
 @on(ev.FunctionalDropout)
@@ -80,10 +80,10 @@ def _chosen_by_training(scope: Scope, name: str) -> bool:
     """``if not self.training: p = 0.0 else: p = self.p``: the rate is set under a test of ``training``."""
     func = scope.func
     return func is not None and any(
-        isinstance(node, ast.If) and _mentions_training(node.test) and any(
+        _mentions_training(node.test) and any(
             isinstance(t, ast.Name) and t.id == name and isinstance(t.ctx, ast.Store)
             for stmt in node.body + node.orelse for t in ast.walk(stmt))
-        for node in walk(func.node))
+        for node in of_type(func.node, ast.If))
 
 
 def _set_by_a_method(scope: Scope, attr: str) -> bool:

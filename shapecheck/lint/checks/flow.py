@@ -33,7 +33,6 @@ _VALUE_KEYWORDS = frozenset({"v", "value", "values", "value_states", "xv", "v_st
 _VALUE_PROJECTION = re.compile(r"^(v|wv|w_v|to_v|v_proj|value|value_proj|proj_v|v_linear|linear_v)$", re.I)
 _VALUE_NAME = re.compile(r"^(v|xv|vs|values?|value_states|value_layer)$")
 _SPLITS = frozenset({"chunk", "split", "unbind", "tensor_split", "unflatten"})
-_PRODUCTS = frozenset({"matmul", "bmm", "einsum"})
 
 
 def _values(func: Function) -> set[str]:
@@ -69,7 +68,7 @@ def _values(func: Function) -> set[str]:
                 if isinstance(given, ast.Name) and not any(isinstance(a, ast.Name) and a.id == given.id
                                                            for a in attending):
                     found.add(given.id)  # not ``sdpa(q, q, q)``: what is also the queries is rotated for them
-            elif name in _PRODUCTS and len(node.args) >= 2:
+            elif name in nm.PRODUCTS and len(node.args) >= 2:
                 operands = node.args[1:] if name == "einsum" else node.args
                 products += [(a, b) for a, b in zip(operands, operands[1:])]
         elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):

@@ -127,14 +127,11 @@ def _reaches_exp(scope: Scope, e: ev.MaskedFill, strict: bool = False) -> bool:
     return False
 
 
-_PRODUCTS = frozenset({"matmul", "bmm", "einsum", "mm"})
-
-
 def _weights_applied(node: ast.AST, names: set[str]) -> bool:
     """A product (``@``, matmul, bmm, einsum) one of whose operands is the filled scores or what came of them."""
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
         operands = [node.left, node.right]
-    elif isinstance(node, ast.Call) and (nm.dotted(node.func) or "").rsplit(".", 1)[-1] in _PRODUCTS:
+    elif isinstance(node, ast.Call) and (nm.dotted(node.func) or "").rsplit(".", 1)[-1] in nm.PRODUCTS:
         operands = list(node.args)
     else:
         return False
