@@ -297,8 +297,11 @@ def _constant_result(fn: F) -> F:
 
 
 _SYMBOLIC = "symbolic"  # a traced size that is not a plain integer: the checks are traced instead
-_CONTRACTS: list[_Signature] = []  # what ``_fits`` looks a contract up in, by its index
-_PLANS: list[tuple[tuple[bool, str, str], ...]] = []  # and where its owner's sizes are read from (``_plan``)
+# What ``_fits`` looks a contract up in, and where its owner's sizes are read from (``_plan``), by a string key:
+# every checked function shares the wrapper's code, and dynamo (torch 2.11) makes an integer key that differs
+# between the functions it inlines a symbolic size; a string stays a constant.
+_CONTRACTS: dict[str, _Signature] = {}
+_PLANS: dict[str, tuple[tuple[bool, str, str], ...]] = {}
 
 
 def _described(value: object) -> object:
@@ -344,11 +347,11 @@ def _plan(sig: _Signature) -> tuple[tuple[bool, str, str], ...]:
 
 
 @_constant_result
-def _plan_of(contract: int) -> tuple[tuple[bool, str, str], ...]:
+def _plan_of(contract: str) -> tuple[tuple[bool, str, str], ...]:
     return _PLANS[contract]
 
 
-def _traced_owner_sizes(owner: object, contract: int) -> tuple[tuple[str, int], ...]:
+def _traced_owner_sizes(owner: object, contract: str) -> tuple[tuple[str, int], ...]:
     """The sizes ``owner_axes`` would give for the axes the contract names, read so that dynamo guards only the
     attributes it reads (not the vocabulary's tables)."""
     state = getattr(owner, "__dict__", None)
@@ -366,7 +369,7 @@ def _traced_owner_sizes(owner: object, contract: int) -> tuple[tuple[str, int], 
 
 
 @_constant_result
-def _fits(contract: int, owner: tuple, args: tuple, kwargs: tuple, out: object = _SYMBOLIC) -> bool:
+def _fits(contract: str, owner: tuple, args: tuple, kwargs: tuple, out: object = _SYMBOLIC) -> bool:
     """Whether a traced call of static sizes fits contract ``_CONTRACTS[contract]``, decided in plain Python
     while dynamo traces and folded into the graph as a constant: no guard on the contract's own objects, so a
     compiled call pays for the shapes it guards anyway and nothing more."""
@@ -382,10 +385,9 @@ def _fits(contract: int, owner: tuple, args: tuple, kwargs: tuple, out: object =
 def _wrap(fn: Callable[..., typing.Any]) -> Callable[..., typing.Any]:
     sig = _signature_now(fn)
     qualname = fn.__qualname__.rsplit("<locals>.", 1)[-1]
-    contract = len(_CONTRACTS) if sig is not None else None  # traced calls of static sizes are checked by index
+    contract = f"contract {len(_CONTRACTS)}" if sig is not None else None  # traced calls are checked by key
     if sig is not None:
-        _CONTRACTS.append(sig)
-        _PLANS.append(_plan(sig))
+        _CONTRACTS[contract], _PLANS[contract] = sig, _plan(sig)
     method = sig is not None and sig.is_method
 
     @functools.wraps(fn)

@@ -78,3 +78,30 @@ def test_train_peak_adds_the_logits_and_their_float32_copy():
     assert transient_bytes(logits, "bfloat16") == logits * (2 + 4)
     assert m["train_peak"] == m["weights"] + m["gradients"] + m["optimizer"] + m["activations"] + logits * 6
     assert model_report(build("llama", "sdpa", "meta"), "llama", Settings(batch=B, seq_len=S)).memory["train_peak"] is None
+
+
+def test_dropout_on_cuda_keeps_a_boolean_mask():
+    """CUDA runs training dropout as the fused ``native_dropout``, which keeps a one-byte mask; the CPU (and meta)
+    multiply by a mask of the input's dtype. BERT drops out its embeddings, each layer's attention probabilities,
+    attention output and MLP output: every element of those masks is one byte smaller on CUDA in bfloat16."""
+    def activations(device: str) -> int:
+        s = Settings(batch=B, seq_len=S, mode="train", device=device, dtype="bfloat16")
+        return model_report(build("bert", "eager", "meta"), "bert", s).memory["activations"]
+
+    layers, heads, width = TINY["num_hidden_layers"], TINY["num_attention_heads"], TINY["hidden_size"]
+    masked = B * S * width * (1 + 2 * layers) + layers * B * heads * S * S
+    assert activations("cpu") - activations("cuda") == masked * (2 - 1)
+
+
+def test_grouped_heads_in_float32_on_cuda_take_the_math_kernel():
+    """Llama calls SDPA with ``enable_gqa`` (2 key heads for 4 query heads). In float32 on CUDA the flash kernels
+    are out and the memory-efficient one takes no grouped heads, so torch runs math, which keeps the S×S
+    probabilities like eager attention (on an H200, torch 2.11: the same step peak as eager to 0.1%)."""
+    def report(impl: str, dtype: str):
+        s = Settings(batch=B, seq_len=S, mode="train", device="cuda", dtype=dtype)
+        return model_report(build("llama", impl, "meta"), "llama", s)
+
+    grouped = report("sdpa", "float32")
+    assert grouped.kernel["name"] == "math"
+    assert grouped.memory["activations"] == report("eager", "float32").memory["activations"]
+    assert report("sdpa", "bfloat16").kernel["name"] == "flash"  # the flash kernels read shared heads
