@@ -304,12 +304,21 @@ _CONTRACTS: dict[str, _Signature] = {}
 _PLANS: dict[str, tuple[tuple[bool, str, str], ...]] = {}
 
 
+def _static(size: object) -> bool:
+    """Whether a traced size is a plain integer. Dynamo answers ``isinstance(size, torch.SymInt)`` with False for a
+    symbolic size (it reports the type the symbol stands for), so ask what it can prove without a guard: a bound no
+    real size reaches holds for every integer and for no unbounded symbol."""
+    from torch.fx.experimental.symbolic_shapes import statically_known_true
+
+    return bool(statically_known_true(size < 2**62))  # 2**62: no real size reaches it
+
+
 def _described(value: object) -> object:
     """What the contract needs of one traced value, as constants: (shape, dtype) of a tensor of static
     sizes, a tuple of those, None, ``_SYMBOLIC`` where a size is symbolic, else the type's name."""
     if isinstance(value, torch.Tensor):
         shape = tuple(value.shape)
-        if any(isinstance(size, torch.SymInt) for size in shape):
+        if not all(_static(size) for size in shape):
             return _SYMBOLIC
         return shape, value.dtype
     if isinstance(value, tuple):

@@ -111,6 +111,26 @@ def test_a_new_bound_size_recompiles_and_is_checked():
         compiled(x)
 
 
+def _graphs(module, shapes, **options) -> int:
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    compiled = torch.compile(module, backend="eager", **options)
+    for shape in shapes:
+        compiled(torch.randn(*shape))
+    return torch._dynamo.utils.counters["stats"]["unique_graphs"]
+
+
+@pytest.mark.parametrize("options", [{"dynamic": True}, {}])
+def test_symbolic_sizes_stay_symbolic(options):
+    """Checks never specialise a size dynamo made symbolic: the checked module compiles as many graphs over
+    new shapes as the unwrapped one (1 with dynamic=True; 2 with automatic dynamic shapes)."""
+    shapes = [(2, 5, 16), (3, 7, 16), (4, 9, 16), (5, 3, 16)]
+    checked = MultiHeadAttention(16, 2).eval()
+    unwrapped = MultiHeadAttention(16, 2).eval()
+    unwrapped.forward = type(unwrapped).forward.__wrapped__.__get__(unwrapped)
+    assert _graphs(checked, shapes, **options) == _graphs(unwrapped, shapes, **options) <= 2
+
+
 class _Returns(torch.nn.Module):
     """Annotated to return (batch, seq, d_model) with d_model from ``self.embed_dim``; returns the wrong width."""
 
