@@ -64,7 +64,8 @@ def _nested_functions(node: ast.AST) -> bool:
 
 def _uses(func: ast.AST) -> dict[str, list[tuple[int, str]]]:
     """name -> (line, "tensor" or "any") for each read: "tensor" where only a tensor fits (an attribute other
-    than a tuple's, arithmetic other than + and *, an argument of a torch, F or einops function)."""
+    than a tuple's, arithmetic other than + and *, an argument of a torch, F or einops function where it takes a
+    tensor, not a sequence)."""
     found: dict[str, list[tuple[int, str]]] = {}
     for node in walk(func):
         for child, how in _reads(node):
@@ -74,6 +75,28 @@ def _uses(func: ast.AST) -> dict[str, list[tuple[int, str]]]:
 
 
 _EINOPS = frozenset({"rearrange", "repeat", "reduce", "einsum", "pack", "unpack"})
+# Where a torch, F or einops function takes a sequence, a helper's whole tuple fits: the tensors it joins
+# (``torch.cat(embeds, -1)`` of a (sin, cos) pair, ``pack(parts, "b *")``), a size or data to make a tensor of
+# (``torch.zeros(shape)``), the sizes, axes or paddings after the tensor (``F.pad(x, pads)``, ``x`` reshaped,
+# permuted or summed over a tuple of axes), and keywords of that kind (``dim=``, ``size=``, ``kernel_size=``).
+_JOINS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack",
+                    "row_stack", "meshgrid", "atleast_1d", "atleast_2d", "atleast_3d", "pack"})  # first argument
+_MAKERS = frozenset({"zeros", "ones", "empty", "full", "rand", "randn", "randint", "tensor", "as_tensor", "asarray",
+                     "Size", "empty_strided"})  # every argument
+_SIZED = frozenset({"reshape", "permute", "flip", "roll", "tile", "broadcast_to", "split", "tensor_split", "unflatten",
+                    "movedim", "moveaxis", "rot90", "squeeze", "sum", "mean", "amax", "amin", "std", "var", "norm",
+                    "logsumexp", "nansum", "pad", "interpolate", "unfold", "fold", "unpack"})  # after the first
+_SEQUENCE_KEYWORDS = frozenset({"tensors", "data", "size", "sizes", "shape", "dim", "dims", "shifts", "pad",
+                                "split_size_or_sections", "indices_or_sections", "sections", "source", "destination",
+                                "normalized_shape", "kernel_size", "stride", "padding", "dilation", "output_size",
+                                "output_padding", "scale_factor"})
+
+
+def _takes_sequence(function: str, position: int) -> bool:
+    """Whether the ``position``-th positional argument of torch / F / einops ``function`` may be a sequence (a pooling
+    function's kernel size, stride and padding too)."""
+    return (function in _JOINS and position == 0) or function in _MAKERS \
+        or (position >= 1 and (function in _SIZED or "pool" in function))
 
 
 def _reads(node: ast.AST) -> list[tuple[ast.expr, str]]:
@@ -84,10 +107,11 @@ def _reads(node: ast.AST) -> list[tuple[ast.expr, str]]:
         return [(node.left, how), (node.right, how)]
     if isinstance(node, ast.Call):
         callee = nm.dotted(node.func) or ""
-        root = callee.split(".")[0]
-        tensor_function = callee in _EINOPS or root in ("torch", "F") or callee.split(".")[-1] in _EINOPS
-        how = "tensor" if tensor_function else "any"
-        return [(a, how) for a in node.args] + [(k.value, how) for k in node.keywords]
+        root, last = callee.split(".")[0], callee.split(".")[-1]
+        if not (root in ("torch", "F") or last in _EINOPS):
+            return [(a, "any") for a in node.args] + [(k.value, "any") for k in node.keywords]
+        return [(a, "any" if _takes_sequence(last, i) else "tensor") for i, a in enumerate(node.args)] \
+            + [(k.value, "any" if k.arg in _SEQUENCE_KEYWORDS else "tensor") for k in node.keywords]
     return [(c, "any") for c in ast.iter_child_nodes(node) if isinstance(c, ast.Name)]
 
 
