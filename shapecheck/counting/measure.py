@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -18,6 +19,8 @@ from typing import Any, Optional
 
 import torch
 from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 from shapecheck.counting.dispatch import DispatchCount, FlopDispatchMode, _ModuleStack, count_flops
 from shapecheck.counting.inputs import outputs, training_loss
@@ -57,6 +60,7 @@ class Measured:
     activations: Optional[int] = None  # bytes saved for backward (train only)
     kernel: Optional[str] = None  # the attention kernel the training step ran (train only; "eager": no SDPA call)
     output_numel: int = 0  # elements of the largest floating-point output (train only: the logits of a LM)
+    peak: Optional[int] = None  # most bytes live at once over forward + backward, weights excluded (train only)
 
     def at(self, path: str) -> int:
         if self.subtree_flops:
@@ -100,23 +104,46 @@ def decode(module: nn.Module, run_one: Callable[[], Any], attention_paths: dict[
 class _Saved:
     """Bytes of the distinct storages autograd saves for backward, parameters excluded.
 
-    Each storage is held until the count is read, so its address (the key) cannot be freed and reused by
-    another storage meanwhile: the count does not depend on when the garbage collector frees a cycle.
+    Storages are told apart by identity and held weakly (a storage object lives as long as its memory), so
+    backward frees what it would free without this count, and ``_Live`` sees the same frees as a real step.
     """
 
     def __init__(self, module: nn.Module) -> None:
         self.params = {p.untyped_storage()._cdata for p in module.parameters()}
-        self.storages: dict[int, tuple[Any, int]] = {}
+        self.seen: "weakref.WeakSet[Any]" = weakref.WeakSet()
+        self.bytes = 0
 
     def pack(self, tensor: torch.Tensor) -> torch.Tensor:
         storage = tensor.untyped_storage()
-        if storage._cdata not in self.params:
-            self.storages.setdefault(storage._cdata, (storage, storage.nbytes()))
+        if storage._cdata not in self.params and storage not in self.seen:
+            self.seen.add(storage)
+            self.bytes += storage.nbytes()
         return tensor
 
-    @property
-    def bytes(self) -> int:
-        return sum(nbytes for _, nbytes in self.storages.values())
+
+class _Live(TorchDispatchMode):
+    """The most bytes that the storages an op made hold at once, over forward, loss and backward: activations,
+    the transients of each op, the loss's float copies and the gradients, each freed when torch frees it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: "weakref.WeakSet[Any]" = weakref.WeakSet()
+        self.live = self.peak = 0
+
+    def _free(self, nbytes: int) -> None:
+        self.live -= nbytes
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        for tensor in tree_leaves(out):
+            if isinstance(tensor, torch.Tensor):
+                storage = tensor.untyped_storage()
+                if storage not in self.seen:
+                    self.seen.add(storage)
+                    self.live += storage.nbytes()
+                    weakref.finalize(storage, self._free, storage.nbytes())
+        self.peak = max(self.peak, self.live)
+        return out
 
 
 def _under(mode: Optional[Any], function: Callable[..., Any]) -> Callable[..., Any]:
@@ -163,10 +190,12 @@ def train(module: nn.Module, run: Callable[[], Any], recompute: Iterable[nn.Modu
 
     saved = _Saved(module)
     routed = Routed(device, kernel)
+    live = _Live()
     with _ModuleStack(module) as modules, FlopDispatchMode(modules, fast_meta=False) as mode, \
-            recomputed(recompute, routed):  # a recomputed layer calls the same kernel again
+            recomputed(recompute, routed), live:  # a recomputed layer calls the same kernel again
         with torch.autograd.graph.saved_tensors_hooks(saved.pack, lambda t: t), routed:
             out = run()
         largest = max((t.numel() for t in outputs(out)), default=0)
         training_loss(out).backward()
-    return Measured(_innermost(mode.count, lambda _: 1), False, [], saved.bytes, routed.kernel(), largest)
+        del out
+    return Measured(_innermost(mode.count, lambda _: 1), False, [], saved.bytes, routed.kernel(), largest, live.peak)

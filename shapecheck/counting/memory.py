@@ -7,9 +7,11 @@
   2018; the 16 bytes/parameter of Rajbhandari et al. 2020, ZeRO, section 3.1, with weights and gradients).
 - activations: the tensors saved for backward, measured (``measure.train``); Korthikanti et al. 2022
   (section 4.1, eq. 1) estimate s·b·h·(34 + 5·a·s/h) bytes per layer for 16-bit GPT layers without recomputation.
-- train_peak: weights + gradients + optimizer + activations + the largest transient (the logits and their
-  float32 copy for the loss): a floor of ``torch.cuda.max_memory_allocated`` over a step, which also holds
-  backward's transients and cuBLAS's workspaces (README: 0.31–0.87 of the peak measured on an H200).
+- train_peak: weights + optimizer + the most bytes live at once over forward, loss and backward (``measure.train``
+  follows every storage an op makes until torch frees it: activations, each op's transients, the loss's float
+  copies, the gradients, which zero_grad's default frees between steps). Against ``torch.cuda.max_memory_allocated``
+  over a step it leaves out cuBLAS's workspaces (about 68 MB on an H200) and the allocator's rounding
+  (README: 0.90-1.09 of the peak measured on an H200 less the workspaces).
 - kv_cache: keys and values of every attention layer for ``context`` tokens: 2·h_kv·d_head per layer per token.
 """
 
@@ -42,18 +44,12 @@ def korthikanti(seq: int, batch: int, d_model: int, heads: int, layers: int) -> 
     return layers * (seq * batch * d_model * 34 + 5 * heads * seq * seq * batch)
 
 
-def transient_bytes(output_numel: int, dtype: str) -> int:
-    """The largest output (a language model's logits) in ``dtype`` and its float32 copy for the loss."""
-    return output_numel * itemsize(dtype) + (output_numel * 4 if itemsize(dtype) != 4 else 0)
-
-
 def memory(params: int, trainable: int, dtype: str, activations: Optional[int], kv: int,
-           output_numel: int = 0) -> dict[str, Optional[int]]:
-    """Bytes of each kind; ``train_peak`` (train only): weights, gradients, optimizer state, activations and
-    the largest transient: a floor of ``torch.cuda.max_memory_allocated`` over one training step."""
+           live_peak: Optional[int] = None) -> dict[str, Optional[int]]:
+    """Bytes of each kind; ``train_peak`` (train only): the weights, the optimizer's state and ``live_peak``,
+    the most bytes the step's own tensors held at once (gradients included)."""
     size = itemsize(dtype)
     found = {"weights": params * size, "gradients": trainable * size, "optimizer": optimizer_bytes(trainable, dtype),
              "activations": activations, "kv_cache": kv}
-    found["train_peak"] = None if activations is None else (
-        found["weights"] + found["gradients"] + found["optimizer"] + activations + transient_bytes(output_numel, dtype))
+    found["train_peak"] = None if live_peak is None else found["weights"] + found["optimizer"] + live_peak
     return found

@@ -302,10 +302,10 @@ def model_report(module: nn.Module, name: str, s: Settings, feed: Optional[Feed]
     kernel = _kernel(measured, s)
     if kernel:
         notes.append(f"memory: attention kernel assumed: {kernel['name']} ({kernel['source']}); it saves "
-                     f"{kernel['saves']}; train_peak = weights + gradients + optimizer + activations + the "
-                     "largest output (the logits) and its float32 copy for the loss")
+                     f"{kernel['saves']}; train_peak = weights + optimizer + the most bytes the step's tensors hold "
+                     "at once (activations, transients, the loss's float copies, gradients)")
     return ModelReport(name, s, rows, total,
-                       memory.memory(total_params, trainable, s.dtype, measured.activations, kv, measured.output_numel),
+                       memory.memory(total_params, trainable, s.dtype, measured.activations, kv, measured.peak),
                        per_token, _uncounted(measured.uncounted), notes,
                        cf.crossovers(parts, layers) if s.mode == "forward" else {}, kernel=kernel, convention=decision.as_json())
 
