@@ -151,7 +151,8 @@ FORWARD_ROLES: dict[str, tuple[str, ...]] = {
     "weights": ("need_weights", "output_attentions", "return_attention", "return_attn", "return_weights"),
     "positions": ("position_ids", "positions", "pos", "input_pos", "pos_ids"),
     "cache_position": ("cache_position",),
-    "rotary": ("position_embeddings", "freqs_cis", "rotary_pos_emb", "rotary_emb", "rope", "freqs", "cos_sin", "pos_emb", "rope_cache"),
+    "rotary": ("position_embeddings", "freqs_cis", "rotary_pos_emb", "rotary_emb", "rope", "freqs", "cos_sin", "pos_emb", "rope_cache",
+               "cos", "sin"),  # cos and sin as two arguments (litgpt): each gets its half of the table
     "alibi": ("alibi", "alibi_bias"),
     "position_bias": ("position_bias", "rel_pos_bias", "relative_position_bias"),
     "cache": ("past_key_value", "past_key_values", "layer_past", "cache", "kv_cache", "past", "past_kv"),

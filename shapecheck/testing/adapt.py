@@ -15,6 +15,7 @@ import inspect
 import re
 import weakref
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Literal, Optional
 
 import torch
@@ -60,6 +61,7 @@ class Convention:
     behaves_batch_first: Optional[bool] = None  # the layout in which batch items stay independent (None: the probe cannot tell)
     mask_by: str = "name"  # how mask_kind was decided: "name", "behaviour", "--mask", "contract" (--strict keeps a padding mask's)
     supplied: dict[str, str] = field(default_factory=dict)  # argument -> role, built per call (positions, rotary, ...)
+    rotary_share: Fraction = Fraction(1)  # of each head a supplied rotary table covers (partial rotary: 1/4 in GPT-NeoX)
     extra: dict[str, Any] = field(default_factory=dict)  # constants: use_cache=False, average_attn_weights=False
     notes: tuple[str, ...] = ()
     could_not_run: Optional[str] = None  # why no ordinary call worked (reported once, exit 2)
@@ -284,6 +286,9 @@ class Sizes:
     d_head: Optional[int] = None
 
 
+ROTARY_HALVES = {"cos": 0, "sin": 1}  # a rotary table passed as two arguments: which half each takes
+
+
 def supply(module: nn.Module, conv: Convention, role: str, name: str, query: Tensor, q_pos: Tensor, k_pos: Tensor, sizes: Sizes) -> Any:
     heads = sizes.heads or module_size(module, "heads") or inner_size(module, "heads") or 1
     d_head = sizes.d_head or module_size(module, "d_head") or inner_size(module, "d_head") or query.size(-1) // heads
@@ -293,10 +298,12 @@ def supply(module: nn.Module, conv: Convention, role: str, name: str, query: Ten
         return int(q_pos[0]) if q_pos.numel() else 0
     if role == "cache_position":
         return q_pos
+    d_rotary = int(d_head * conv.rotary_share)  # floored, as partial rotary modules size their tables
     if role == "rotary" and name == "freqs_cis":
-        return pos.freqs_cis(q_pos, d_head)
+        return pos.freqs_cis(q_pos, d_rotary)
     if role == "rotary":
-        return pos.rotary_cos_sin(_rotary_of(module), q_pos, d_head, query)
+        table = pos.rotary_cos_sin(_rotary_of(module), q_pos, d_rotary, query)
+        return table[ROTARY_HALVES[name]] if name in ROTARY_HALVES else table
     if role == "alibi":
         return pos.alibi(k_pos, heads, query.size(0), query.dtype)
     if role == "position_bias":

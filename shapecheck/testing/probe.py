@@ -13,6 +13,7 @@ A transformers-style decoder (``is_causal`` set, 4-D masks) gets the causal tria
 from __future__ import annotations
 
 from dataclasses import replace
+from fractions import Fraction
 from typing import Any, Optional, Union
 
 import torch
@@ -121,11 +122,29 @@ def _causal_in_mask(module: nn.Module, conv: Convention) -> Convention:
     return replace(conv, causal_in_mask=True, causal_always=True, mask_shape="b1ts", mask_window=window, notes=conv.notes + (note,))
 
 
+PARTIAL_ROTARY = (Fraction(1, 2), Fraction(1, 4), Fraction(1, 8))  # shares of a head that rotary tables may cover
+
+
 def _choose_supplied(module: nn.Module, conv: Convention, query: Tensor, key: Tensor, sizes: Sizes) -> tuple[Convention, Union[Outcome, str]]:
-    """The fewest positional inputs that run: none (None where required), then all but ALiBi, then all."""
+    """The fewest positional inputs that run; where none runs and a rotary table is supplied, tables narrower than a
+    head (a module that rotates only part of each head: it refuses tables of the whole head size)."""
+    found, out = _fewest_supplied(module, conv, query, key, sizes)
+    if not isinstance(out, str) or "rotary" not in conv.supplied.values():
+        return found, out
+    for share in PARTIAL_ROTARY:
+        partial, works = _fewest_supplied(module, replace(conv, rotary_share=share), query, key, sizes)
+        if not isinstance(works, str):
+            note = f"rotary: tables {share} of the head size wide (the module rotates part of each head)"
+            return replace(partial, notes=partial.notes + (note,)), works
+    return found, out
+
+
+def _fewest_supplied(module: nn.Module, conv: Convention, query: Tensor, key: Tensor, sizes: Sizes) -> tuple[Convention, Union[Outcome, str]]:
+    """The fewest positional inputs that run: none (None where required), the required ones, all but ALiBi, all."""
     everything = conv.supplied
     required = _required_supplied(module, conv)
     options = [{n: r for n, r in everything.items() if r in ("residual", "start_pos")},
+               {n: r for n, r in everything.items() if r in ("residual", "start_pos") or n in required},
                {n: r for n, r in everything.items() if r != "alibi"}, everything]
     first: Union[Outcome, str] = ""
     seen: list[dict[str, str]] = []

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from torch import Tensor
 
 from shapecheck.testing import degenerate, kernels, memory, modern
-from shapecheck.testing.adapt import Sizes, supply, window_of
+from shapecheck.testing.adapt import ROTARY_HALVES, Sizes, supply, window_of
 from shapecheck.testing.compare import Draw, Skip, diff as _diff
 from shapecheck.testing.dataflow import trace_scores
 from shapecheck.testing.strategies import AttentionCase, AttentionShape, random_inputs
@@ -395,6 +395,7 @@ def rotations_of(s: Subject, module: Any, case: AttentionCase) -> list[Optional[
     if name is None:
         return internal_rotations(case.shape.seq_q, case.shape.d_head) if s.internal_positions else [None]
     sizes = Sizes(case.shape.heads, case.shape.d_head)
+    name = None if name in ROTARY_HALVES else name  # cos and sin passed apart: the whole table
     value = supply(module, s.conv, "rotary", name, case.query, torch.arange(case.shape.seq_q), torch.arange(case.shape.seq_k), sizes)
     if name == "freqs_cis":
         return [rotate_pairs(value)]

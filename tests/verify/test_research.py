@@ -72,6 +72,16 @@ def test_other_package_attention_passes(spec, module):
     assert report.passed, [(r.name, r.message, r.counterexample) for r in report.results if r.status == "failed"]
 
 
+def test_partial_rotary_with_cos_and_sin_apart_passes():
+    """A module that rotates a quarter of each head (litgpt, GPT-NeoX) and takes cos and sin as two arguments:
+    the probe finds the tables' width by behaviour (whole-head tables are refused) and leaves out the optional
+    cache positions, which need a cache built beforehand."""
+    report = _report(os.path.join(RESEARCH, "partial_rotary.py:CausalSelfAttention"))
+    assert report.passed, [(r.name, r.message, r.counterexample) for r in report.results if r.status == "failed"]
+    assert "rotary: tables 1/4 of the head size wide (the module rotates part of each head)" in report.notes
+    assert _statuses(report)["reference"] == "passed"
+
+
 def test_vit_pytorch_attention_loaded_from_its_file():
     report = _report(f"{_vit_pytorch_file()}:Attention")
     assert report.passed and _statuses(report)["permutation"] == "passed"
