@@ -1,10 +1,11 @@
 """A key/value cache written by index with tensors whose dtype nothing in the function matched to it (SC152).
 
 ``index_copy`` and ``index_put`` refuse a source of another dtype. Under autocast the projections give
-float16/bfloat16 keys and values while a cache buffer keeps the dtype it was made with, so the write fails (or,
-for a cache made from the wrong tensor, takes an integer dtype); correct code casts one to the other first
-(``self.k = self.k.to(k.dtype)``, ``key_states.to(k_out.dtype)``). A plain slice assignment casts by itself and
-is not read here.
+float16/bfloat16 keys and values while a cache buffer keeps the dtype it was made with, so the write fails;
+correct code casts one to the other first (``self.k = self.k.to(k.dtype)``, ``key_states.to(k_out.dtype)``). Only
+caches whose allocation the class shows are read: a cache the caller passes in was allocated where this function
+cannot see its dtype (gemma_pytorch allocates its caches in the weights' dtype and never runs under autocast). A
+plain slice assignment casts by itself and is not read here.
 """
 
 from __future__ import annotations
@@ -86,6 +87,26 @@ def _allocation(node: ast.expr) -> bool:
         ".")[-1] in _ALLOCATE
 
 
+def _given(scope: Scope, name: str) -> bool:
+    """Whether ``name`` is a parameter of the function or unpacked or indexed from one (``k_cache, v_cache =
+    kv_cache``, ``cache = caches[i]``)."""
+    if scope.is_untouched_param(name):
+        return True
+    params = scope.func.params if scope.func else frozenset()
+    for node in ast.walk(scope.func.node) if scope.func else ():
+        if isinstance(node, ast.Assign) and any(name in _names(t) for t in node.targets):
+            root = _root(node.value)
+            if isinstance(root, ast.Name) and root.id in params:
+                return True
+    return False
+
+
+def _names(target: ast.expr) -> set[str]:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return {n for item in target.elts for n in _names(item)}
+    return {target.id} if isinstance(target, ast.Name) else set()
+
+
 @on(ev.NamedCall)
 def cache_dtype_unmatched(scope: Scope, e: ev.NamedCall) -> None:
     """``k = self.k.index_copy_(2, input_pos, k)`` (litgpt, 91014a77) or ``cache_k.index_copy(2, input_pos, k)``
@@ -104,8 +125,9 @@ def cache_dtype_unmatched(scope: Scope, e: ev.NamedCall) -> None:
         return
     cache = _root(receiver)
     if not isinstance(cache, (ast.Name, ast.Attribute)) or isinstance(cache, ast.Name) and (
-            cache.id == source.id or scope.is_untouched_param(cache.id)):
-        return  # a helper that writes what it is given (``batched_index_copy_(t, dim, idx, val)``): its caller matches
+            cache.id == source.id or _given(scope, cache.id)):
+        return  # a cache the caller made (``k_cache, v_cache = kv_cache``), or a helper that writes what it is given
+        # (``batched_index_copy_(t, dim, idx, val)``): its dtype is decided where it was allocated, not seen here
     shown = ast.unparse(cache)
     if isinstance(cache, ast.Attribute) and shown not in _constructed(scope):
         return  # an attribute allocated elsewhere (lazily, from the keys it first stores): its dtype is not known

@@ -24,6 +24,10 @@ _BUILDERS = frozenset({"triu", "tril", "logical_not", "logical_and", "logical_or
 _REDUCTIONS = frozenset({"reduce", "sum", "any", "all", "count_nonzero", "nonzero", "argmax", "argmin", "max", "min",
                          "amax", "amin", "mean", "cumsum", "numel"})
 _COUNTING = frozenset({"range", "enumerate"})
+# What describes a tensor rather than holding its values: a mask's dtype, shape or type name is no mask.
+_DESCRIBES = frozenset({"type", "dim", "ndimension", "size", "numel", "nelement", "element_size", "is_contiguous",
+                        "is_floating_point", "data_ptr", "get_device", "stride", "storage_offset"})  # methods
+_DESCRIBED = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "layout", "requires_grad"})  # attributes
 _RELAYOUT = frozenset({"transpose", "permute", "view", "reshape", "contiguous", "squeeze", "unsqueeze", "flatten",
                        "movedim", "mT", "t"})
 _BLOCKS = (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -32,6 +36,14 @@ _INTEGERS = frozenset({"len", "int", "range"})
 
 def _is_mask(name: str) -> bool:
     return forward_role(name) in _MASK_ROLES
+
+
+def _describes(node: ast.expr) -> bool:
+    """``m.type()``, ``m.size(-1)``, ``m.shape``, ``m.dtype``: what describes a tensor, not its values."""
+    if isinstance(node, ast.Call):  # ``m.type(torch.float)`` converts: a mask still; ``m.type()`` names its type
+        return isinstance(node.func, ast.Attribute) and node.func.attr in _DESCRIBES \
+            and not (node.func.attr == "type" and (node.args or node.keywords))
+    return isinstance(node, ast.Attribute) and node.attr in _DESCRIBED
 
 
 class _Masks:
@@ -61,6 +73,8 @@ class _Masks:
         node = value
         while isinstance(node, (ast.Subscript, ast.Attribute, ast.Call)) and not self.fills(node) \
                 and not self.builds(node):
+            if _describes(node):
+                return False
             if isinstance(node, ast.Call) and (not isinstance(node.func, ast.Attribute)
                                                or nm.self_attr(node.func) is not None or nm.is_namespace(node.func.value)):
                 return self.handed_on(node)

@@ -320,11 +320,35 @@ def _option(test: ast.expr, params: frozenset[str]) -> bool:
 
 
 def _plain(node: ast.expr) -> bool:
-    """A constant, a name or an attribute read (``cfg.vocab_size``): the same in both branches on purpose, each
-    case spelled out; a computation copied unchanged is what the rule is about."""
+    """A constant (signed too: ``-10000.0``), a name or an attribute read (``cfg.vocab_size``): the same in both
+    branches on purpose, each case spelled out; a computation copied unchanged is what the rule is about."""
     while isinstance(node, ast.Attribute):
         node = node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
     return isinstance(node, (ast.Constant, ast.Name))
+
+
+def _built_either_way(scope: Scope) -> frozenset[str]:
+    """Attributes ``__init__`` assigns under a choice (``if n > 0: self.ff = MoE(...) else: self.ff = FFN(...)``,
+    or ``a if c else b``): calling one runs whichever was built, so two branches calling it alike may differ."""
+    cls = scope.cls
+    init = cls.methods.get("__init__") if cls else None
+    if init is None:
+        return frozenset()
+    key = f"built either way {id(init)}"
+    if key not in scope.memo:
+        chosen = [n for n in walk(init) if isinstance(n, ast.If)]
+        stores = [s for n in chosen for s in walk(n) if isinstance(s, ast.Assign)]
+        stores += [n for n in walk(init) if isinstance(n, ast.Assign) and isinstance(n.value, ast.IfExp)]
+        scope.memo[key] = frozenset(a for s in stores for t in s.targets if (a := nm.self_attr(t)) is not None)
+    return scope.memo[key]  # type: ignore[return-value]
+
+
+def _calls_built_either_way(scope: Scope, body: list[ast.stmt]) -> bool:
+    built = _built_either_way(scope)
+    return bool(built) and any(isinstance(n, ast.Call) and nm.self_attr(n.func) in built
+                               for s in body for n in walk(s))
 
 
 @on(ev.Branches)
@@ -340,7 +364,8 @@ def same_branches(scope: Scope, e: ev.Branches) -> None:
     doing = [s for s in body if isinstance(s, _DOES) and getattr(s, "value", None) is not None
              and not _plain(s.value)]  # type: ignore[union-attr]
     params = scope.func.params if scope.func else frozenset()
-    if doing and _option(e.node.test, params) and all(ast.dump(a) == ast.dump(b) for a, b in zip(body, orelse)):
+    if doing and _option(e.node.test, params) and all(ast.dump(a) == ast.dump(b) for a, b in zip(body, orelse)) \
+            and not _calls_built_either_way(scope, body):
         scope.report(msg.SameBranches, e.node.test, _short(e.node.test), _short(doing[0]))
 
 
