@@ -80,18 +80,25 @@ def test_fourth_history_manifest_is_disjoint_and_split_at_random_with_its_seed()
     assert [f.half for f in fourth] == _halves(len(fourth), 8402)
 
 
+def _split_rows(bench, path: Path, repositories: int) -> tuple[list[list[str]], dict[str, str]]:
+    """A split precision manifest's rows and each repository's half: full commits, at most 12 files a repository,
+    no file twice, at least ``repositories`` repositories."""
+    table = bench.rows(path)
+    assert all(len(row) == 4 and len(row[1]) == 40 and row[3] in ("dev", "held-out") for row in table)
+    half = {row[0]: row[3] for row in table}
+    assert len(half) >= repositories and len({(row[0], row[2]) for row in table}) == len(table)
+    assert max(collections.Counter(row[0] for row in table).values()) <= 12
+    return table, half
+
+
 def test_second_precision_manifest_is_fresh_disjoint_and_split_at_random_with_its_seeds():
     """precision_manifest_2.tsv: >= 40 repositories none of which the first precision corpus or a history manifest
     holds; each '# split SEED over: names' line reproduces its halves; its labels name manifest rows."""
     bench = _load("bench_lint_precision")
     corpus = BENCH / "lint_corpus"
     path = corpus / "precision_manifest_2.tsv"
-    table = bench.rows(path)
-    assert all(len(row) == 4 and len(row[1]) == 40 and row[3] in ("dev", "held-out") for row in table)
-    half = {row[0]: row[3] for row in table}
-    assert len(half) >= 40 and len({(row[0], row[2]) for row in table}) == len(table)
+    table, half = _split_rows(bench, path, 40)
     assert {e.repo for e in bench.manifest(path, "dev")} == {r for r, h in half.items() if h == "dev"}
-    assert max(collections.Counter(row[0] for row in table).values()) <= 12
     earlier = {e.repo for e in bench.manifest()}
     for history in sorted(corpus.glob("history_manifest*.tsv")):
         earlier |= {row[0] for row in bench.rows(history)}
@@ -114,6 +121,28 @@ def test_second_precision_manifest_is_fresh_disjoint_and_split_at_random_with_it
     assert drawn - dropped == set(half)
     rows = {(row[0], row[2]) for row in table}
     for (repo, file, code, line), (_, why) in bench.labels(corpus / "precision_labels_2.tsv").items():
+        assert (repo, file) in rows and code.startswith("SC") and line > 0 and why
+
+
+def test_third_precision_manifest_is_fresh_disjoint_and_split_with_its_seed():
+    """precision_manifest_3.tsv: repositories none of the earlier precision or history manifests holds, split by
+    repository with the seed its header records (names sorted, shuffled, the first half 'dev'); labels name rows."""
+    bench = _load("bench_lint_precision")
+    corpus = BENCH / "lint_corpus"
+    path = corpus / "precision_manifest_3.tsv"
+    table, half = _split_rows(bench, path, 30)
+    earlier = {e.repo for e in bench.manifest()} | {row[0] for row in bench.rows(corpus / "precision_manifest_2.tsv")}
+    for history in sorted(corpus.glob("history_manifest*.tsv")):
+        earlier |= {row[0] for row in bench.rows(history)}
+    assert not set(half) & earlier
+    seed = int(path.read_text(encoding="utf-8").split("Split rule: seed ", 1)[1].split()[0])
+    order = sorted(half)
+    random.Random(seed).shuffle(order)
+    assert {r for r, h in half.items() if h == "dev"} == set(order[: len(order) // 2])
+    rows = {(row[0], row[2]) for row in table}
+    labels = bench.labels(corpus / "precision_labels_3.tsv")
+    assert {half[repo] for repo, *_ in labels} == {"dev", "held-out"}
+    for (repo, file, code, line), (_, why) in labels.items():
         assert (repo, file) in rows and code.startswith("SC") and line > 0 and why
 
 
