@@ -20,7 +20,8 @@ def functional_dropout(scope: Scope, e: ev.FunctionalDropout) -> None:
     name, call = e.name, e.call
     if method is None or name.split(".")[-1].rstrip(")") not in nm.DROPOUT or name.startswith("torch.dropout"):
         return
-    if nm.keyword(call, "training") is None and len(call.args) < 3 and not _callers_probability(scope, call):
+    if nm.keyword(call, "training") is None and len(call.args) < 3 and not _callers_probability(scope, call) \
+            and not _guarded_by_training(scope, call):  # ``if p > 0 and self.training: attn = F.dropout(attn, p)``
         scope.report(msg.DropoutAlwaysOn, call, name, method)
 
 
@@ -46,7 +47,8 @@ def fused_dropout(scope: Scope, e: ev.FusedAttention) -> None:
     if made is not None:
         scope.report(msg.DropoutModuleAsProbability, e.call, ast.unparse(p), made.lineno)
         return
-    if _attribute_probability(scope, p, 0) and not _guarded_by_training(scope, e.call):
+    if _attribute_probability(scope, p, 0) and not _guarded_by_training(scope, e.call) \
+            and not _taken_only_at_rate_zero(scope, e.call, p):
         scope.report(msg.SdpaDropoutAlwaysOn, p, e.name, ast.unparse(p), method)  # at the argument's own line
 
 
@@ -94,6 +96,29 @@ def _set_by_a_method(scope: Scope, attr: str) -> bool:
         for name, method in cls.methods.items() if name != "__init__"
         for node in walk(method) if isinstance(node, (ast.Assign, ast.AugAssign))
         for target in (node.targets if isinstance(node, ast.Assign) else [node.target]))
+
+
+def _taken_only_at_rate_zero(scope: Scope, call: ast.Call, p: ast.expr) -> bool:
+    """Whether an ``if`` around the call tests the rate is 0, itself or through a flag ``__init__`` set so
+    (``self.flash = hasattr(F, 'scaled_dot_product_attention') and self.dropout == 0.0``; ``if self.flash:``)."""
+    func = scope.func
+    if func is None:
+        return False
+    rate = ast.dump(p)
+    for node in of_type(func.node, ast.If):
+        if not any(sub is call for sub in ast.walk(node)) or any(sub is call for s in node.orelse for sub in ast.walk(s)):
+            continue
+        tests = [node.test] + [made for n in ast.walk(node.test) if (a := nm.self_attr(n)) is not None
+                               and (made := scope.class_attr(a)) is not None]
+        if any(_is_zero_test(c, rate) for t in tests for c in ast.walk(t)):
+            return True
+    return False
+
+
+def _is_zero_test(node: ast.AST, rate: str) -> bool:
+    return isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq) \
+        and ast.dump(node.left) == rate and isinstance(node.comparators[0], ast.Constant) \
+        and node.comparators[0].value == 0
 
 
 def _mentions_training(node: ast.AST) -> bool:

@@ -139,9 +139,16 @@ def _reads(first: ast.Call, second: ast.Call, first_stmt: ast.stmt, second_stmt:
         if None not in ranks and ranks[0][0] == ranks[1][0] != ranks[0][1]:  # type: ignore[index]
             return f"a rank-{ranks[0][1]} tensor as {ranks[1][0]} axes (einops raises)"  # type: ignore[index]
         return None
-    if ast.dump(first_stmt.value) == ast.dump(second_stmt.value):  # type: ignore[attr-defined]
+    value = second_stmt.value  # type: ignore[attr-defined]
+    if ast.dump(first_stmt.value) == ast.dump(value) and not _one_step(value):  # type: ignore[attr-defined]
         return "the reshaped value and adds the same axes a second time"
     return None
+
+
+def _one_step(value: ast.expr) -> bool:
+    """``m = m.unsqueeze(0)``: one call on the name itself, how code grows a rank one axis at a time (a 2-D mask
+    made 4-D by two of them is meant); a chain (``m.bool().unsqueeze(1).unsqueeze(2)``) re-applied is not."""
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and isinstance(value.func.value, ast.Name)
 
 
 def _reshaped_twice(scope: Scope) -> None:
