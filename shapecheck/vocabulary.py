@@ -140,6 +140,8 @@ ForwardRole = Literal[
     "position_bias", "cache", "use_cache", "start_pos", "residual", "head_mask", "encoder_mask", "mems",
 ]
 
+ROTARY_HALVES = {"cos": 0, "sin": 1}  # a rotary table passed as two arguments (litgpt): which half each takes
+
 FORWARD_ROLES: dict[str, tuple[str, ...]] = {
     "query": ("query", "q", "x", "hidden_states", "hidden", "inputs", "input", "src", "tgt", "queries", "inp", "tokens_emb"),
     "key": ("key", "k", "keys"),
@@ -152,7 +154,7 @@ FORWARD_ROLES: dict[str, tuple[str, ...]] = {
     "positions": ("position_ids", "positions", "pos", "input_pos", "pos_ids"),
     "cache_position": ("cache_position",),
     "rotary": ("position_embeddings", "freqs_cis", "rotary_pos_emb", "rotary_emb", "rope", "freqs", "cos_sin", "pos_emb", "rope_cache",
-               "cos", "sin"),  # cos and sin as two arguments (litgpt): each gets its half of the table
+               *ROTARY_HALVES),
     "alibi": ("alibi", "alibi_bias"),
     "position_bias": ("position_bias", "rel_pos_bias", "relative_position_bias"),
     "cache": ("past_key_value", "past_key_values", "layer_past", "cache", "kv_cache", "past", "past_kv"),

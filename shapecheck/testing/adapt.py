@@ -25,7 +25,9 @@ from torch import Tensor, nn
 from shapecheck.errors import UsageError
 from shapecheck import target
 from shapecheck.testing import positions as pos
-from shapecheck.vocabulary import CONSTRUCTOR_ROLES, FORWARD_ROLES, MASK_CONVENTIONS, MASK_TEXT, canonical, forward_role, pick
+from shapecheck.vocabulary import (
+    CONSTRUCTOR_ROLES, FORWARD_ROLES, MASK_CONVENTIONS, MASK_TEXT, ROTARY_HALVES, canonical, forward_role, pick,
+)
 
 MaskKind = Literal["keep", "ignore", "additive", "keep_float"]
 MaskOption = Literal["auto", "keep", "ignore", "additive", "keep_float", "none"]
@@ -284,9 +286,6 @@ class Sizes:
 
     heads: Optional[int] = None
     d_head: Optional[int] = None
-
-
-ROTARY_HALVES = {"cos": 0, "sin": 1}  # a rotary table passed as two arguments: which half each takes
 
 
 def supply(module: nn.Module, conv: Convention, role: str, name: str, query: Tensor, q_pos: Tensor, k_pos: Tensor, sizes: Sizes) -> Any:

@@ -17,12 +17,13 @@ from hypothesis import strategies as st
 from torch import Tensor
 
 from shapecheck.testing import degenerate, kernels, memory, modern
-from shapecheck.testing.adapt import ROTARY_HALVES, Sizes, supply, window_of
+from shapecheck.testing.adapt import Sizes, supply, window_of
 from shapecheck.testing.compare import Draw, Skip, diff as _diff
 from shapecheck.testing.dataflow import trace_scores
 from shapecheck.testing.strategies import AttentionCase, AttentionShape, random_inputs
 from shapecheck.testing.subject import Subject
 from shapecheck.testing.positions import inverse_frequencies
+from shapecheck.vocabulary import ROTARY_HALVES
 from shapecheck.testing.weights import (
     Rotary, reference_attention, rotate_every_two, rotate_half, rotate_pairs, rotations_from_tables,
 )

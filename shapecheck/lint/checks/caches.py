@@ -17,6 +17,7 @@ from shapecheck.lint import events as ev
 from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
+from shapecheck.lint.nodes import of_type, subtree
 from shapecheck.lint.scope import Scope
 from shapecheck.lint.tracking import Tensor
 
@@ -90,21 +91,18 @@ def _allocation(node: ast.expr) -> bool:
 def _given(scope: Scope, name: str) -> bool:
     """Whether ``name`` is a parameter of the function or unpacked or indexed from one (``k_cache, v_cache =
     kv_cache``, ``cache = caches[i]``)."""
+    func = scope.func
+    if func is None:
+        return False
     if scope.is_untouched_param(name):
         return True
-    params = scope.func.params if scope.func else frozenset()
-    for node in ast.walk(scope.func.node) if scope.func else ():
-        if isinstance(node, ast.Assign) and any(name in _names(t) for t in node.targets):
-            root = _root(node.value)
-            if isinstance(root, ast.Name) and root.id in params:
-                return True
+    for node in of_type(func.node, ast.Assign):
+        root = _root(node.value)  # type: ignore[attr-defined]
+        if isinstance(root, ast.Name) and root.id in func.params and any(
+                isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+                for t in node.targets for n in subtree(t)):  # type: ignore[attr-defined]
+            return True
     return False
-
-
-def _names(target: ast.expr) -> set[str]:
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return {n for item in target.elts for n in _names(item)}
-    return {target.id} if isinstance(target, ast.Name) else set()
 
 
 @on(ev.NamedCall)

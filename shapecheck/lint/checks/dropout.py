@@ -11,7 +11,7 @@ from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
 from shapecheck.lint.scope import Scope
-from shapecheck.lint.nodes import of_type, walk
+from shapecheck.lint.nodes import of_type, subtree, walk
 
 
 @on(ev.FunctionalDropout)
@@ -99,18 +99,16 @@ def _set_by_a_method(scope: Scope, attr: str) -> bool:
 
 
 def _taken_only_at_rate_zero(scope: Scope, call: ast.Call, p: ast.expr) -> bool:
-    """Whether an ``if`` around the call tests the rate is 0, itself or through a flag ``__init__`` set so
+    """Whether an ``if`` whose body holds the call tests the rate is 0, itself or through a flag ``__init__`` set so
     (``self.flash = hasattr(F, 'scaled_dot_product_attention') and self.dropout == 0.0``; ``if self.flash:``)."""
-    func = scope.func
-    if func is None:
-        return False
     rate = ast.dump(p)
-    for node in of_type(func.node, ast.If):
-        if not any(sub is call for sub in ast.walk(node)) or any(sub is call for s in node.orelse for sub in ast.walk(s)):
+    for node in _around(scope, call, ast.If):
+        if any(sub is call for s in node.orelse for sub in subtree(s)):  # type: ignore[attr-defined]
             continue
-        tests = [node.test] + [made for n in ast.walk(node.test) if (a := nm.self_attr(n)) is not None
-                               and (made := scope.class_attr(a)) is not None]
-        if any(_is_zero_test(c, rate) for t in tests for c in ast.walk(t)):
+        test = node.test  # type: ignore[attr-defined]
+        tests = [test] + [made for n in subtree(test) if (a := nm.self_attr(n)) is not None
+                          and (made := scope.class_attr(a)) is not None]
+        if any(_is_zero_test(c, rate) for t in tests for c in subtree(t)):
             return True
     return False
 
@@ -128,11 +126,13 @@ def _mentions_training(node: ast.AST) -> bool:
 
 def _guarded_by_training(scope: Scope, call: ast.Call) -> bool:
     """Whether the enclosing function tests ``training`` in an ``if`` that contains the call."""
+    return any(_mentions_training(node.test) for kind in (ast.If, ast.IfExp)  # type: ignore[attr-defined]
+               for node in _around(scope, call, kind))
+
+
+def _around(scope: Scope, call: ast.Call, kind: type) -> list[ast.AST]:
+    """The ``if`` statements (or ``a if c else b``) of the enclosing function that contain the call."""
     func = scope.func
     if func is None:
-        return False
-    for node in walk(func.node):
-        if isinstance(node, (ast.If, ast.IfExp)) and _mentions_training(node.test):
-            if any(sub is call for sub in ast.walk(node)):
-                return True
-    return False
+        return []
+    return [node for node in of_type(func.node, kind) if any(sub is call for sub in subtree(node))]
