@@ -140,8 +140,9 @@ class _Live(TorchDispatchMode):
                 storage = tensor.untyped_storage()
                 if storage not in self.seen:
                     self.seen.add(storage)
-                    self.live += storage.nbytes()
-                    weakref.finalize(storage, self._free, storage.nbytes())
+                    nbytes = storage.nbytes()
+                    self.live += nbytes
+                    weakref.finalize(storage, self._free, nbytes)
         self.peak = max(self.peak, self.live)
         return out
 
