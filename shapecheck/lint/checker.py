@@ -44,6 +44,7 @@ class Checker(Calls, ast.NodeVisitor):
         self.aliases: dict[str, str] = {}  # ``attention_interface = eager_attention_forward``: local -> function
         self.call_sites: dict[str, list[dict[str, Optional[Value]]]] = {}
         self.rebound: Optional[dict[str, Value]] = None
+        self.infeasible = False  # the path being run fails for the tensors known, so it reaches nothing after it
         try:
             self.run(tree.body)
         finally:
@@ -195,14 +196,14 @@ class Checker(Calls, ast.NodeVisitor):
 
     def _run_helper(self, helper: Union[ast.FunctionDef, ast.AsyncFunctionDef], bound: dict[str, Optional[Value]],
                     method: bool) -> Optional[Value]:
-        saved = (self.env, self.scalars, self.func, self.in_class, self.returns, self.targets)
+        saved = (self.env, self.scalars, self.func, self.in_class, self.returns, self.targets, self.infeasible)
         params = frozenset(a.arg for a in all_args(helper.args))
         owner = self.cls if method else None
         key = f"function_info:{id(helper)}:{id(owner)}"  # one per function and class: what it assigns is walked once
         if key not in self.memo:
             self.memo[key] = FunctionInfo(helper, owner, params)
         self.func = self.memo[key]  # type: ignore[assignment]
-        self.env, self.scalars, self.in_class, self.returns = {}, {}, False, []
+        self.env, self.scalars, self.in_class, self.returns, self.infeasible = {}, {}, False, [], False
         self.bind_scope(helper.args)
         self.env.update({k: v for k, v in bound.items() if v is not None})
         self.following.append(helper)
@@ -211,7 +212,7 @@ class Checker(Calls, ast.NodeVisitor):
             found = self.returns
         finally:
             self.following.pop()
-            self.env, self.scalars, self.func, self.in_class, self.returns, self.targets = saved
+            self.env, self.scalars, self.func, self.in_class, self.returns, self.targets, self.infeasible = saved
         if not found or any(v is None for v in found):
             return None
         result = found[0]
@@ -221,8 +222,13 @@ class Checker(Calls, ast.NodeVisitor):
 
     def visit_Return(self, node: ast.Return) -> None:
         value = self.ev(node.value)
-        if self.returns is not None:
+        if self.returns is not None and not self.infeasible:
             self.returns.append(value)
+        self.infeasible = True
+
+    def visit_Raise(self, node: ast.Raise) -> None:
+        self.generic_visit(node)
+        self.infeasible = True
 
     # ---- statements ----------------------------------------------------------------------
     _visit_methods: dict[type, Callable] = {}  # node type -> its ``visit_<Type>`` (or ``generic_visit``), per class
@@ -267,10 +273,11 @@ class Checker(Calls, ast.NodeVisitor):
         args = node.args
         for expr in [*node.decorator_list, *args.defaults, *(d for d in args.kw_defaults if d is not None)]:
             self.ev(expr)
-        saved = (self.env, self.scalars, self.func, self.in_class, self.returns, self.aliases)
+        saved = (self.env, self.scalars, self.func, self.in_class, self.returns, self.aliases, self.infeasible)
         params = frozenset(a.arg for a in all_args(args))
         self.func = FunctionInfo(node, self.cls if self.in_class else None, params)
         self.env, self.scalars, self.in_class, self.returns = dict(self.env), dict(self.scalars), False, None
+        self.infeasible = False
         self.aliases = {}
         self.bind_scope(args)
         if self.rebound is not None:
@@ -279,7 +286,7 @@ class Checker(Calls, ast.NodeVisitor):
 
         self.run(node.body)
         self.emit(ev.FunctionDone(node))
-        self.env, self.scalars, self.func, self.in_class, self.returns, self.aliases = saved
+        self.env, self.scalars, self.func, self.in_class, self.returns, self.aliases, self.infeasible = saved
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
@@ -381,14 +388,19 @@ class Checker(Calls, ast.NodeVisitor):
         self.branch([case.body for case in node.cases], keep_entry=True)  # type: ignore[attr-defined]
 
     def branch(self, bodies: list[list[ast.stmt]], keep_entry: bool) -> None:
-        entry, outs = self.env, []
+        """Run each body from the entry state and join what reaches the code after: a path that returns or
+        raises, or that fails for the tensors known (``B, L, C = x.shape`` on a 4-D x), does not reach it."""
+        entry, outs, ended = (self.env, self.scalars), [], []
         for body in bodies:
-            self.env = dict(entry)
+            self.env, self.scalars, self.infeasible = dict(entry[0]), dict(entry[1]), False
             self.run(body)
-            outs.append(self.env)
+            (ended if self.infeasible else outs).append((self.env, self.scalars))
         if keep_entry:
             outs.append(entry)
-        self.env = join_envs(outs)
+        self.infeasible = not outs  # no path falls through: what follows is reached by none of them
+        outs = outs or ended
+        self.env = join_envs([env for env, _ in outs])
+        self.scalars = join_scalars(outs)
 
     # ---- binding -------------------------------------------------------------------------
     def bind(self, target: ast.expr, value: Optional[Value], node: Optional[ast.expr]) -> None:
@@ -420,6 +432,7 @@ class Checker(Calls, ast.NodeVisitor):
         if shape.known and len(shape.axes) != len(elts):
             for e in elts:
                 self.bind(e, None, None)
+            self.infeasible = True  # the unpacking raises for this tensor: the path goes no further
             return
         labels: list[Axis] = []
         for k, e in enumerate(elts):
@@ -458,6 +471,20 @@ class Checker(Calls, ast.NodeVisitor):
         if axes[index] is None and label not in axes:
             axes[index] = label
             self.env[owner] = replace(tensor, axes=tuple(axes))
+
+
+def join_scalars(paths: list[tuple[dict[str, Optional[Value]], dict[str, ast.expr]]]) -> dict[str, ast.expr]:
+    """The size expression each name holds after paths (env, scalars) meet: kept where every path that binds the
+    name binds it to that same expression; ``num_heads = 1`` on one path and ``B, num_heads, L, C = x.shape`` on
+    another leave it unknown."""
+    if len(paths) == 1:
+        return paths[0][1]
+    out = {}
+    for name in set().union(*(scalars for _, scalars in paths)):
+        nodes = {id(scalars.get(name)) for env, scalars in paths if name in env or name in scalars}
+        if len(nodes) == 1:
+            out[name] = next(scalars[name] for _, scalars in paths if name in scalars)
+    return out
 
 
 def join_envs(envs: list[dict[str, Optional[Value]]]) -> dict[str, Optional[Value]]:

@@ -18,7 +18,11 @@ _EINOPS_TOKEN = re.compile(r"\(|\)|\.\.\.|[A-Za-z_][A-Za-z0-9_]*|\d+")
 def resolve_wild(src: Optional[Sequence[Axis]], target: list[Target]) -> list[Target]:
     """``view(B, T, -1)``: the ``-1`` is whatever the source has left over, when every size is named;
     ``view(B, T, 3, heads, -1)`` of a (B, T, width) source splits the last axis, and the ``-1`` after the heads is
-    the size of one head."""
+    the size of one head, as is a size after the heads that its name calls the width (``view(B, N, 3, heads,
+    self.in_dim)``: by where it stands, ``in_dim`` is one head's size, whatever it is called)."""
+    if src is not None and len(target) > len(src) and len(target) >= 2 and target[-2] == HEADS \
+            and isinstance(target[-1], Label) and sorted(target[-1].atoms) == ["d_head", "heads"]:
+        target = target[:-1] + [D_HEAD]
     if src is not None and target.count(WILD) == 1 and target[-1] is WILD and len(target) > len(src) \
             and len(target) >= 2 and target[-2] == HEADS and (src[-1] is None or "heads" not in src[-1].atoms) \
             and all(isinstance(a, Label) and a == t for a, t in zip(src[:-1], target)):

@@ -9,6 +9,8 @@ import random
 import subprocess
 import sys
 
+import pytest
+
 from .helpers import ROOT
 
 BENCH = ROOT / "benchmarks"
@@ -124,14 +126,18 @@ def test_second_precision_manifest_is_fresh_disjoint_and_split_at_random_with_it
         assert (repo, file) in rows and code.startswith("SC") and line > 0 and why
 
 
-def test_third_precision_manifest_is_fresh_disjoint_and_split_with_its_seed():
-    """precision_manifest_3.tsv: repositories none of the earlier precision or history manifests holds, split by
-    repository with the seed its header records (names sorted, shuffled, the first half 'dev'); labels name rows."""
+@pytest.mark.parametrize("number, repositories", [(3, 30), (4, 40)])
+def test_later_precision_manifest_is_fresh_disjoint_and_split_with_its_seed(number, repositories):
+    """precision_manifest_N.tsv (N >= 3): repositories none of the earlier precision or history manifests holds,
+    split by repository with the seed its header records (names sorted, shuffled, the first half 'dev'); its labels
+    name its rows and cover both halves (the held-out one measured once)."""
     bench = _load("bench_lint_precision")
     corpus = BENCH / "lint_corpus"
-    path = corpus / "precision_manifest_3.tsv"
-    table, half = _split_rows(bench, path, 30)
-    earlier = {e.repo for e in bench.manifest()} | {row[0] for row in bench.rows(corpus / "precision_manifest_2.tsv")}
+    path = corpus / f"precision_manifest_{number}.tsv"
+    table, half = _split_rows(bench, path, repositories)
+    earlier = {e.repo for e in bench.manifest()}
+    for n in range(2, number):
+        earlier |= {row[0] for row in bench.rows(corpus / f"precision_manifest_{n}.tsv")}
     for history in sorted(corpus.glob("history_manifest*.tsv")):
         earlier |= {row[0] for row in bench.rows(history)}
     assert not set(half) & earlier
@@ -140,7 +146,7 @@ def test_third_precision_manifest_is_fresh_disjoint_and_split_with_its_seed():
     random.Random(seed).shuffle(order)
     assert {r for r, h in half.items() if h == "dev"} == set(order[: len(order) // 2])
     rows = {(row[0], row[2]) for row in table}
-    labels = bench.labels(corpus / "precision_labels_3.tsv")
+    labels = bench.labels(corpus / f"precision_labels_{number}.tsv")
     assert {half[repo] for repo, *_ in labels} == {"dev", "held-out"}
     for (repo, file, code, line), (_, why) in labels.items():
         assert (repo, file) in rows and code.startswith("SC") and line > 0 and why

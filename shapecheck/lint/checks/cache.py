@@ -47,8 +47,10 @@ def _cached_keys(scope: Scope) -> frozenset[str]:
     return scope.memo[key]  # type: ignore[return-value]
 
 
-def _guarded(scope: Scope, node: ast.AST) -> bool:
-    """Inside an ``if`` (or a conditional expression) that tests the cache or a length."""
+def _guarded(scope: Scope, node: ast.Call) -> bool:
+    """Inside an ``if`` (or a conditional expression) that tests the cache or a length, or one whose other branch
+    calls the same attention with what the test reads (``if mask is None: ...is_causal=True... else:
+    ...attn_mask=mask...``: the causal path is the one without a mask, and the mask serves the cache)."""
     func = scope.func
     if func is None:
         return False
@@ -56,6 +58,20 @@ def _guarded(scope: Scope, node: ast.AST) -> bool:
         if isinstance(test_owner, (ast.If, ast.IfExp)) and any(sub is node for sub in ast.walk(test_owner)):
             words = nm.identifiers(test_owner.test)
             if any(_CACHE.search(w) or w in ("shape", "size") for w in words):
+                return True
+            if isinstance(test_owner, ast.If) and _other_path_passes(test_owner, node, set(words)):
+                return True
+    return False
+
+
+def _other_path_passes(branching: ast.If, call: ast.Call, tested: set[str]) -> bool:
+    """The branch of ``branching`` that does not hold ``call`` calls the same function with a tested name."""
+    inside = any(sub is call for stmt in branching.body for sub in ast.walk(stmt))
+    callee = nm.dotted(call.func)
+    for stmt in branching.orelse if inside else branching.body:
+        for other in ast.walk(stmt):
+            if isinstance(other, ast.Call) and other is not call and nm.dotted(other.func) == callee and any(
+                    isinstance(a, ast.Name) and a.id in tested for a in [*other.args, *(k.value for k in other.keywords)]):
                 return True
     return False
 

@@ -67,9 +67,11 @@ def kernel_layout(scope: Scope, e: ev.FusedAttention) -> None:
 
 @on(ev.Discarded)
 def result_discarded(scope: Scope, e: ev.Discarded) -> None:
-    """``q.transpose(1, 2).reshape(b, s, -1)`` as a statement: the new tensor is dropped, ``q`` is unchanged."""
+    """``q.transpose(1, 2).reshape(b, s, -1)`` as a statement: the new tensor is dropped, ``q`` is unchanged.
+    A call given ``out=`` writes its result there (``torch.triu(mask, out=mask)``): nothing is dropped."""
     call = e.call
-    if not isinstance(call.func, ast.Attribute) or call.func.attr not in _PURE:
+    if not isinstance(call.func, ast.Attribute) or call.func.attr not in _PURE \
+            or any(k.arg == "out" for k in call.keywords):
         return
     receiver = call.func.value
     namespace = nm.is_namespace(receiver)

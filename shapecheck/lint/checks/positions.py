@@ -127,13 +127,17 @@ def _where(offsets: set[str], caches: set[str]) -> str:
 
 def _in_use(node: ast.AST, parents: dict, top: ast.AST, names: set[str]) -> bool:
     """Whether the cache may be in use where ``node`` runs: not in a branch that tests it (or the offset) the other
-    way; inside ``if self.use_kv_cache:`` or ``if past is not None:`` it certainly is."""
+    way, nor in one whose other branch reads them (``if self.training: table[:T] else: table[input_pos]``: the
+    code tells the two cases apart, whatever it tests); inside ``if past is not None:`` it certainly is."""
     child, parent = node, parents.get(id(node))
     while parent is not None and parent is not top:
         if isinstance(parent, ast.If) and child is not parent.test:
             said = _cache_test(parent.test, names)
             if said is not None:
                 return said and child in parent.body
+            other = parent.orelse if child in parent.body else parent.body
+            if any(isinstance(n, ast.Name) and n.id in names for s in other for n in ast.walk(s)):
+                return False
         child, parent = parent, parents.get(id(parent))
     return True
 

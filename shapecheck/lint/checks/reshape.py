@@ -255,7 +255,21 @@ def _split_from(src: Sequence, label: Label) -> Optional[int]:
     return hits[0] if len(hits) == 1 else None
 
 
+def _per_head(src: Sequence, target: list[Target]) -> tuple[Sequence, list[Target]]:
+    """A source axis that is a size divided by the heads (``c // heads``) is one head's size, whatever it is called,
+    and a target axis of that size (``c``) is the heads and the head size merged: both renamed so."""
+    quotients = [i for i, axis in enumerate(src) if axis is not None and "/heads" in axis.atoms]
+    if len(quotients) != 1 or unique_index(src, HEADS) is None or unique_index(src, D_HEAD) is not None:
+        return src, target
+    whole = tuple(sorted(a for a in src[quotients[0]].atoms if a != "/heads"))
+    width = Label(("d_head", "heads"), "d_model")
+    src = [D_HEAD if i == quotients[0] else axis for i, axis in enumerate(src)]
+    target = [width if isinstance(t, Label) and tuple(sorted(t.atoms)) == whole else t for t in target]
+    return src, target
+
+
 def _merge(scope: Scope, call: ast.Call, kind: str, src: Sequence, target: list[Target]) -> bool:
+    src, target = _per_head(src, target)
     if _heads_skipped(src, target):
         scope.report(msg.MergeWithoutTranspose, call, kind, show(target), show(src))
         return True
