@@ -156,6 +156,12 @@ class MaskConvention(Message):
     args = ("mask", "convention", "fix")
 
 
+class MaskConventionByName(MaskConvention):
+    """SC109 where the convention is only the parameter's public name (Hugging Face's ``attention_mask``, torch's
+    ``key_padding_mask``): inside a layer the name often holds the model's prepared mask of the other polarity."""
+    code, name, severity = "SC174", "mask-convention-by-name", "warning"
+
+
 class DropoutAlwaysOn(Message):
     code, name, severity = "SC110", "dropout-always-on", "warning"
     template = "{0}(...) in {1}() without training=: dropout stays on in eval mode"
@@ -508,14 +514,15 @@ RULES: tuple[type[Message], ...] = (
     SquareFromOneLength, ArgumentsOutOfOrder, CacheDefaultEvaluated, CacheDtypeUnmatched, ReshapedTwice,
     KeysExpandedToQueries, RotaryWithoutOffset, SettingNotForwarded, ScaledTwice, HostTensorMeetsInputs,
     RepeatedAssert, ResidualDropped, ReplacementUnused, StaleCompanion, TupleAsTensor, PositionsInHalf,
-    KernelLayout, MaskAppliedToNothing,
+    KernelLayout, MaskAppliedToNothing, MaskConventionByName,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules reported only where ``select``/``extend-select`` names their exact code: on public code nobody tuned lint to
 # (benchmarks/bench_lint_precision.py) fewer than 90% of their findings were true. SC102: unscaled scores were by
 # design each time (T5's folded scale, DANet's channel attention), never a slip. SC136: values rotated by design
-# (routing-transformer rotates q, k and v on purpose); no data flow tells that from nanotron's slip.
-OPT_IN: frozenset[str] = frozenset({"SC102", "SC136"})
+# (routing-transformer rotates q, k and v on purpose); no data flow tells that from nanotron's slip. SC174: a mask's
+# convention read from its name alone was wrong each time (icefall, llm-foundry, Falcon's prepared layer masks).
+OPT_IN: frozenset[str] = frozenset({"SC102", "SC136", "SC174"})
 # Rules that say in general what a more specific rule may say of the same line: where another finding is on that
 # line, theirs is left out (SC108 says which name the softmax reads instead; SC173 only that the value is unread).
 GENERIC: frozenset[str] = frozenset({"SC173"})

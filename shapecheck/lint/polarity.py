@@ -23,6 +23,8 @@ from shapecheck.vocabulary import KEEP_MASK_NAMES, PADDING_MASK_NAMES
 from shapecheck.lint.nodes import of_type, subtree, walk
 
 KEEP, MASKED = "keep", "masked"
+HF_NAME, MHA_NAME = "Hugging Face convention", "nn.MultiheadAttention convention"
+BY_NAME = frozenset({HF_NAME, MHA_NAME})  # sources that are a parameter's name alone, read from no code
 CONVENTIONS = (KEEP, MASKED)  # the values [tool.shapecheck] mask-conventions may give
 
 _SAME = frozenset({"bool", "to", "unsqueeze", "view", "reshape", "expand", "expand_as", "type", "long", "int",
@@ -218,9 +220,9 @@ def _name(scope: Scope, name: str, found: Optional[list[Combination]], depth: in
         if defaulted is not None:
             return defaulted
         if name in KEEP_MASK_NAMES:
-            return Polarity(True, name, "Hugging Face convention")
+            return Polarity(True, name, HF_NAME)
         if name in PADDING_MASK_NAMES:
-            return Polarity(False, name, "nn.MultiheadAttention convention")
+            return Polarity(False, name, MHA_NAME)
         return None
     if name in func.params and _defaults_only(scope, func.node, name):
         defaulted = file_default(scope, name)  # ``if m is None: m = torch.ones(...)``: the caller's mask otherwise

@@ -96,7 +96,7 @@ def _pyproject(tmp_path, body):
 
 
 def test_pyproject_select_and_ignore(tmp_path):
-    path = str(BUGGY / "sc109_mask_convention.py")
+    path = str(BUGGY / "sc109_mask_polarity.py")
     assert lint_file(path, load_config(_pyproject(tmp_path, 'ignore = ["SC109"]'))) == []
     assert lint_file(path, load_config(_pyproject(tmp_path, 'select = ["SC10"]')))
     assert lint_file(path, load_config(_pyproject(tmp_path, 'select = ["SC11"]'))) == []

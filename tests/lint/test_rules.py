@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from shapecheck.lint import lint_source
 from shapecheck.lint import messages as m
 
 from .helpers import assert_lint, codes
@@ -109,7 +110,7 @@ def test_mask_conventions_read_the_right_way_round():
         assert codes(src) == [], mask
     for mask in ("attention_mask.bool()", "attention_mask == 1", "~key_padding_mask", "key_padding_mask == 0"):
         src = f"def f(scores, attention_mask, key_padding_mask):\n    return scores.masked_fill({mask}, -1e9)\n"
-        assert codes(src) == ["SC109"], mask
+        assert codes(src) == ["SC174"], mask  # the convention is the public name's alone: the opt-in rule
 
 
 def torch_codes(src: str) -> list[str]:
@@ -126,12 +127,12 @@ def test_the_default_a_file_builds_for_a_mask_decides_its_convention():
     assert torch_codes(keep + fill.format(mask="key_padding_mask")) == ["SC109"]
     masked = default.format(made="torch.zeros(k.shape[:2], dtype=torch.bool)")
     assert torch_codes(masked + fill.format(mask="~key_padding_mask")) == ["SC109"]
-    # defaults that disagree decide nothing: the public name's convention stands
+    # defaults that disagree decide nothing: the public name's convention stands, reported by the opt-in rule
     both = keep + default.replace("def f(", "def h(").format(made="torch.full(k.shape[:2], False)")
-    assert torch_codes(both + fill.format(mask="~key_padding_mask")) == ["SC109"]
-    # a mask allocated and then written is a builder, not a default
+    assert torch_codes(both + fill.format(mask="~key_padding_mask")) == ["SC174"]
+    # a mask allocated and then written is a builder, not a default: the public name's convention stands
     built = "def f(n):\n    key_padding_mask = torch.ones(n, n)\n    return key_padding_mask\n\n\n"
-    assert torch_codes(built + fill.format(mask="~key_padding_mask")) == ["SC109"]
+    assert torch_codes(built + fill.format(mask="~key_padding_mask")) == ["SC174"]
     # in the function that builds the default, the name holds the caller's mask or the default: the same convention
     inside = "def f(scores, k, key_padding_mask=None):\n    if key_padding_mask is None:\n" \
              "        key_padding_mask = torch.ones_like(k[:, :, 0], dtype=torch.bool)\n" \
@@ -315,3 +316,26 @@ def forward(self, x, past_kv=None):
     grown = "L = T\n    if past_kv is not None:\n        L += past_kv[0].size(2)\n    cos = self.cos[:L][-T:]"
     assert torch_codes(src.format(line=grown)) == []  # a length that counts the cache
     assert torch_codes(src.format(line="cos = self.cos[:T]").replace(", past_kv=None", "")) == []  # no cache at all
+
+
+LAYER_GIVEN_A_PREPARED_MASK = """
+def prepare_mask(padding, n):
+    future = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+    return future[None, None] | ~padding.bool()[:, None, None, :]  # True where a query may not look
+
+
+def layer(q, k, v, attention_mask):
+    bias = (attention_mask * 1.0).masked_fill(attention_mask, -1e9)
+    return ((q @ k.transpose(-1, -2) * q.shape[-1] ** -0.5 + bias).softmax(dim=-1)) @ v
+"""
+
+
+def test_a_convention_read_from_the_name_alone_is_opt_in():
+    """Falcon's layers take the model's prepared mask (True = masked) as ``attention_mask``: the Hugging Face name
+    says 1 = attend, but nothing in the code does, so only the opt-in SC174 reports the fill."""
+    source = "import torch\n\n\n" + LAYER_GIVEN_A_PREPARED_MASK
+    assert [f.code for f in lint_source(source)] == []
+    assert torch_codes(LAYER_GIVEN_A_PREPARED_MASK) == ["SC174"]
+    documented = LAYER_GIVEN_A_PREPARED_MASK.replace(
+        "attention_mask):\n", 'attention_mask):\n    """attention_mask: True where a query may attend."""\n', 1)
+    assert [f.code for f in lint_source("import torch\n\n\n" + documented)] == ["SC109"]  # a docstring says so

@@ -126,7 +126,7 @@ def caller(scores, causal, attention_mask):
     return attend(scores, attention_mask=causal)
 """
     assert codes(src) == []
-    assert codes(src.replace("attention_mask=causal", "attention_mask=attention_mask")) == ["SC109"]
+    assert codes(src.replace("attention_mask=causal", "attention_mask=attention_mask")) == ["SC174"]  # by name
 
 
 def test_a_layer_made_in_forward_and_kept_on_self_is_lazy_set_up_not_a_bug():

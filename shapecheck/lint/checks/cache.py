@@ -78,7 +78,9 @@ def _other_path_passes(branching: ast.If, call: ast.Call, tested: set[str]) -> b
 
 @on(ev.FusedAttention)
 def causal_with_cache(scope: Scope, e: ev.FusedAttention) -> None:
-    causal = nm.keyword(e.call, "is_causal") or nm.keyword(e.call, "causal")
+    """SDPA's ``is_causal=True`` over keys with a cache in front. flash-attn's ``causal=True`` is left alone: since
+    flash-attn 2.1 it aligns the mask bottom-right, right with a cache."""
+    causal = nm.keyword(e.call, "is_causal")
     if not (isinstance(causal, ast.Constant) and causal.value is True) or len(e.call.args) < 2:
         return
     query, key = e.call.args[0], e.call.args[1]
@@ -216,7 +218,8 @@ _COMPUTED = re.compile(r"rotary|rope|apply_rot|softmax|masked_fill", re.I)
 
 def _computed_unused(scope: Scope) -> None:
     """``q = apply_rotary(q, ...)`` (or a softmax, a masked fill) stored, then the name stored again before
-    anything reads it, on the way that follows in the same block: the computed value is lost."""
+    anything reads it, on the way that follows in the same block: the computed value is lost. A result stored in
+    ``_`` is thrown away on purpose."""
     if not _once_where_called(scope, "computed_unused", _COMPUTED):
         return
     func = scope.func
@@ -227,6 +230,8 @@ def _computed_unused(scope: Scope) -> None:
                 continue
             names = [n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
             for name in names:
+                if name.strip("_") == "":
+                    continue  # ``q, _ = rotary(q, k)``: thrown away on purpose
                 overwritten = _next_store_unread(name, block[i + 1:])
                 if overwritten is not None:
                     scope.report(msg.ComputedUnused, stmt, name, ast.unparse(stmt.value.func), overwritten.lineno)

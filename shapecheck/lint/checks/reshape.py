@@ -264,7 +264,8 @@ def _per_head(src: Sequence, target: list[Target]) -> tuple[Sequence, list[Targe
     whole = tuple(sorted(a for a in src[quotients[0]].atoms if a != "/heads"))
     width = Label(("d_head", "heads"), "d_model")
     src = [D_HEAD if i == quotients[0] else axis for i, axis in enumerate(src)]
-    target = [width if isinstance(t, Label) and tuple(sorted(t.atoms)) == whole else t for t in target]
+    if width not in target:  # a size the names already call the width keeps it (Timesformer's seq is hidden_size)
+        target = [width if isinstance(t, Label) and tuple(sorted(t.atoms)) == whole else t for t in target]
     return src, target
 
 
