@@ -42,7 +42,8 @@ class Evaluator(Scope):
         defined = self.scalar_definition(factor)
         if isinstance(defined, ast.Constant) and defined.value == 1:
             return t  # ``q * scale`` with ``scale = 1``: nothing is scaled
-        kind = self.root_kind(factor, 0) or nm.scale_kind(self.scale_names(factor, 0))
+        kind = self.root_kind(factor, 0) or self.own_last_axis(node, factor) \
+            or nm.scale_kind(self.scale_names(factor, 0))
         if kind == "head" and _QUARTER.search(ast.unparse(defined)):  # d_head ** -0.25: half the scaling
             kind = "head" if t.scale == "quarter" else "quarter" if t.scale == "none" else t.scale
         self.emit(ev.Scaled(node, t, factor, kind))
@@ -101,6 +102,39 @@ class Evaluator(Scope):
             return None  # a width by its name alone may be one head's (single-head attention): the names decide
         label = self.static_label(base, 0)
         return "width" if label is not None and label.atoms == ("d_head", "heads") else None
+
+    def own_last_axis(self, node: ast.AST, factor: ast.expr) -> Optional[str]:
+        """"head" when the scale is the square root of the last size of a tensor the scaled expression reads
+        (``B, Nt, E = q.shape; q = q / math.sqrt(E)``): 1/√d_k with d_k read off the query itself, whatever the
+        size is called."""
+        base = root_base(self.scalar_definition(factor))
+        if not isinstance(base, ast.Name) or not isinstance(node, ast.BinOp):
+            return None
+        owner = self.last_sizes().get(base.id)
+        return "head" if owner is not None and owner in nm.identifiers(node.left) else None
+
+    def last_sizes(self) -> dict[str, str]:
+        """Names of the current function bound once to the last size of a tensor: ``B, T, E = q.shape``,
+        ``d = q.size(-1)``, ``d = q.shape[-1]`` -> {name: the tensor's name}."""
+        func = self.func
+        if func is None:
+            return {}
+        key = f"last_sizes:{id(func.node)}"
+        if key not in self.memo:
+            stores = Counter(n.id for n in of_type(func.node, ast.Name) if isinstance(n.ctx, ast.Store))
+            found = {}
+            for assign in of_type(func.node, ast.Assign):
+                target, value = assign.targets[0], assign.value
+                if isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[-1], ast.Name):
+                    name, owner = target.elts[-1].id, _whole_shape_of(value)
+                elif isinstance(target, ast.Name):
+                    name, owner = target.id, _last_size_of(value)
+                else:
+                    continue
+                if owner is not None and stores[name] == 1:
+                    found[name] = owner
+            self.memo[key] = found
+        return self.memo[key]  # type: ignore[return-value]
 
     def split_widths(self) -> frozenset[str]:
         """Names of the current function that the head count splits (``C // self.n_head``): by data flow they
@@ -586,6 +620,27 @@ def _masked(t: Optional[Value], node: ast.Call, source: Optional[ast.expr], env:
     if isinstance(source, ast.Name) and isinstance(env.get(source.id), Tensor):
         return replace(t, mask_at=at, mask_source=source.id, mask_uid=env[source.id].uid, uid=0, param=False)
     return replace(t, uid=0, param=False)
+
+
+def _whole_shape_of(value: ast.expr) -> Optional[str]:
+    """``q.shape`` or ``q.size()``: q."""
+    if isinstance(value, ast.Attribute) and value.attr == "shape" and isinstance(value.value, ast.Name):
+        return value.value.id
+    if isinstance(value, ast.Call) and not value.args and isinstance(value.func, ast.Attribute) \
+            and value.func.attr == "size" and isinstance(value.func.value, ast.Name):
+        return value.func.value.id
+    return None
+
+
+def _last_size_of(value: ast.expr) -> Optional[str]:
+    """``q.shape[-1]`` or ``q.size(-1)``: q."""
+    if isinstance(value, ast.Subscript) and nm.int_value(value.slice) == -1:
+        return _whole_shape_of(value.value)
+    if isinstance(value, ast.Call) and len(value.args) == 1 and nm.int_value(value.args[0]) == -1 \
+            and isinstance(value.func, ast.Attribute) and value.func.attr == "size" \
+            and isinstance(value.func.value, ast.Name):
+        return value.func.value.id
+    return None
 
 
 def root_base(node: ast.expr) -> Optional[ast.expr]:

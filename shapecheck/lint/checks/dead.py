@@ -15,7 +15,7 @@ from shapecheck.lint.checks import on
 from shapecheck.lint.checks.siblings import name_uses, stand_in_for, stands_in
 from shapecheck.lint.liveness import dead_stores
 from shapecheck.lint.nodes import of_type, walk
-from shapecheck.lint.scope import Scope
+from shapecheck.lint.scope import Scope, all_args
 
 _MASK_TEXT = re.compile(r"mask", re.I)
 _MASK_ROLES = frozenset({"mask", "encoder_mask"})
@@ -46,6 +46,23 @@ def _describes(node: ast.expr) -> bool:
     return isinstance(node, ast.Attribute) and node.attr in _DESCRIBED
 
 
+def _unpacked_sizes(func: ast.AST) -> set[str]:
+    """Names unpacked from a shape: ``B, H, M, D = q.shape`` (or ``q.size()``), or from a parameter annotated as a
+    tuple of ints (``shape: tuple[int, int, int, int]``): sizes, never masks."""
+    ints = {a.arg for a in all_args(func.args) if a.annotation is not None  # type: ignore[attr-defined]
+            and re.search(r"^(tuple|Tuple|Sequence|list|List)\[int\b", ast.unparse(a.annotation))} \
+        if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) else set()
+    found = set()
+    for node in of_type(func, ast.Assign):
+        value = node.value
+        shape = isinstance(value, ast.Attribute) and value.attr == "shape" \
+            or isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "size" \
+            and not value.args or isinstance(value, ast.Name) and value.id in ints
+        if shape and isinstance(node.targets[0], ast.Tuple):
+            found |= {e.id for e in node.targets[0].elts if isinstance(e, ast.Name)}
+    return found
+
+
 class _Masks:
     """The names of one function that hold a mask: its mask parameters, what it builds as one (a comparison of
     tensors, ``triu``/``tril``) and what still carries one (``m.view(...)``, ``m[keep]``, ``~m``, ``m & w``,
@@ -54,7 +71,7 @@ class _Masks:
     def __init__(self, func: ast.AST, params: frozenset[str]) -> None:
         self.counters = {_first(n.target) for n in walk(func) if isinstance(n, (ast.For, ast.comprehension))
                          and isinstance(n.iter, ast.Call) and isinstance(n.iter.func, ast.Name)
-                         and n.iter.func.id in _COUNTING}
+                         and n.iter.func.id in _COUNTING} | _unpacked_sizes(func)
         self.names = {p for p in params if _is_mask(p)}
         assigns = [n for n in walk(func) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
                    and n.value is not None and len(_targets(n)) == 1 and isinstance(_targets(n)[0], ast.Name)]

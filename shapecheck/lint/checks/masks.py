@@ -57,6 +57,9 @@ def mask_convention(scope: Scope, e: ev.MaskedFill) -> None:
     True where masked joined by ``&`` (SC125)."""
     if e.mask is None or not _fills_scores(e):
         return
+    value = fill_value(e.fill)
+    if value is not None and value >= 0:
+        return  # ``bias.masked_fill_(keep, 0.0)`` on a bias that starts at the minimum: the fill opens what it marks
     joined: list[pol.Combination] = []
     found = pol.polarity(scope, e.mask, joined)
     for both in joined:
