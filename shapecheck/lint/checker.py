@@ -475,14 +475,15 @@ class Checker(Calls, ast.NodeVisitor):
 
 def join_scalars(paths: list[tuple[dict[str, Optional[Value]], dict[str, ast.expr]]]) -> dict[str, ast.expr]:
     """The size expression each name holds after paths (env, scalars) meet: kept where every path that binds the
-    name binds it to that same expression; ``num_heads = 1`` on one path and ``B, num_heads, L, C = x.shape`` on
-    another leave it unknown."""
+    name binds it to the same expression (the same text); ``num_heads = 1`` on one path and ``B, num_heads, L, C =
+    x.shape`` on another leave it unknown."""
     if len(paths) == 1:
         return paths[0][1]
     out = {}
     for name in set().union(*(scalars for _, scalars in paths)):
-        nodes = {id(scalars.get(name)) for env, scalars in paths if name in env or name in scalars}
-        if len(nodes) == 1:
+        held = {ast.dump(scalars[name]) if name in scalars else None
+                for env, scalars in paths if name in env or name in scalars}
+        if len(held) == 1 and None not in held:  # ``heads = self.num_heads`` written on both paths agrees
             out[name] = next(scalars[name] for _, scalars in paths if name in scalars)
     return out
 

@@ -33,6 +33,8 @@ def repeated_assert(scope: Scope, e: ev.FunctionDone) -> None:
             continue
         seen: dict[str, ast.Assert] = {}
         for stmt in block:
+            if isinstance(stmt, (ast.Return, ast.Raise)):
+                break  # what follows in the block never runs
             if isinstance(stmt, ast.Assert):
                 key = ast.dump(stmt.test)
                 if key in seen:
