@@ -62,7 +62,10 @@ def manifest(path: Path = MANIFEST, half: str = "both") -> list[Entry]:
 
 
 def git_dir(mirror: Path, repo: str) -> Path:
-    return mirror / repo.replace("/", "+", 1) / "repo"
+    """The snapshot's git directory: ``<owner>+<name>/repo``, or the ``.git`` inside it where a snapshot came with
+    a work tree."""
+    where = mirror / repo.replace("/", "+", 1) / "repo"
+    return where / ".git" if (where / ".git").is_dir() else where
 
 
 def read(mirror: Path, repo: str, commit: str, path: str) -> Optional[bytes]:
