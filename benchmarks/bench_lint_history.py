@@ -15,7 +15,7 @@ and how many fixes could not be read (snapshot absent), never counted as missed 
 gathered later with its own random split).
 
     python benchmarks/bench_lint_history.py [--half dev|held-out|both] [--manifest PATH]
-                                            [--mirror /work/.mirror] [--show]
+                                            [--mirror /work/.mirror] [--show] [--extend-select CODES]
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_lint_precision import NOT_ATTENTION, read, rows  # noqa: E402
 
 from shapecheck.lint import lint_bytes  # noqa: E402
+from shapecheck.lint.config import LintConfig  # noqa: E402
 from shapecheck.lint.messages import Finding  # noqa: E402
 
 MANIFEST = Path(__file__).resolve().parent / "lint_corpus" / "history_manifest.tsv"
@@ -51,14 +52,15 @@ def fixes(path: Path = MANIFEST) -> list[Fix]:
     return [Fix(r[0], r[1], r[2], tuple(f for f in r[3].split(",") if f), r[4], r[5]) for r in rows(path)]
 
 
-def attention_findings(mirror: Path, repo: str, commit: str, files: tuple[str, ...]) -> Optional[list[Finding]]:
+def attention_findings(mirror: Path, repo: str, commit: str, files: tuple[str, ...],
+                       config: Optional[LintConfig] = None) -> Optional[list[Finding]]:
     """Attention findings on those files at that commit; None when one of them cannot be read."""
     found = []
     for path in files:
         data = read(mirror, repo, commit, path)
         if data is None:
             return None
-        found += [f for f in lint_bytes(data, path) if f.code not in NOT_ATTENTION]
+        found += [f for f in lint_bytes(data, path, config) if f.code not in NOT_ATTENTION]
     return found
 
 
@@ -93,7 +95,10 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help=f"manifest of fixes (default: {MANIFEST.relative_to(MANIFEST.parents[2])})")
     parser.add_argument("--mirror", default="/work/.mirror", help="folder of fetched snapshots (owner+name/repo)")
     parser.add_argument("--show", action="store_true", help="print each fix with what lint said")
+    parser.add_argument("--extend-select", default="", metavar="CODES",
+                        help="opt-in rules to report too, comma-separated (e.g. every code --list-rules marks opt-in)")
     args = parser.parse_args(argv)
+    config = LintConfig(extend_select=tuple(c for c in args.extend_select.split(",") if c))
     mirror = Path(args.mirror)
     manifest = Path(args.manifest)
     if not manifest.is_file():
@@ -104,8 +109,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         group = [f for f in listed if f.half == half]
         caught, unread, after_findings = [], [], []
         for fix in group:
-            before = attention_findings(mirror, fix.repo, fix.parent, fix.files)
-            after = attention_findings(mirror, fix.repo, fix.commit, fix.files)
+            before = attention_findings(mirror, fix.repo, fix.parent, fix.files, config)
+            after = attention_findings(mirror, fix.repo, fix.commit, fix.files, config)
             if before is None or after is None:
                 unread.append(fix)
                 continue

@@ -9,7 +9,7 @@ and the precision; files that could not be read (mirror absent) are counted and 
 silently. Pyflakes' undefined names (SC111) are listed apart: they are not attention rules.
 
     python benchmarks/bench_lint_precision.py [--mirror /work/.mirror] [--show]
-        [--manifest PATH] [--labels PATH] [--half dev|held-out|both]
+        [--manifest PATH] [--labels PATH] [--half dev|held-out|both] [--extend-select CODES]
 
 ``--show`` prints every finding with its label, so that new findings can be read and labelled.
 ``--manifest``/``--labels`` pick another corpus, e.g. ``precision_manifest_2.tsv`` with ``precision_labels_2.tsv``:
@@ -103,9 +103,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--labels", default=str(LABELS), help="labels of the findings on that manifest")
     parser.add_argument("--half", default="both", choices=HALVES,
                         help="keep the rows of one half (4th manifest column); default both")
+    parser.add_argument("--extend-select", default="", metavar="CODES",
+                        help="opt-in rules to report too, comma-separated (e.g. every code --list-rules marks opt-in)")
     args = parser.parse_args(argv)
     entries = manifest(Path(args.manifest), args.half)
-    found, unread = lint_entries(Path(args.mirror), entries)
+    config = LintConfig(extend_select=tuple(c for c in args.extend_select.split(",") if c))
+    found, unread = lint_entries(Path(args.mirror), entries, config)
     known = labels(Path(args.labels))
     repos = {e.repo for e in entries}
     half = "" if args.half == "both" else f" ({args.half} half)"
