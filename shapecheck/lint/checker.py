@@ -481,10 +481,11 @@ def join_scalars(paths: list[tuple[dict[str, Optional[Value]], dict[str, ast.exp
         return paths[0][1]
     out = {}
     for name in set().union(*(scalars for _, scalars in paths)):
-        held = {ast.dump(scalars[name]) if name in scalars else None
-                for env, scalars in paths if name in env or name in scalars}
-        if len(held) == 1 and None not in held:  # ``heads = self.num_heads`` written on both paths agrees
-            out[name] = next(scalars[name] for _, scalars in paths if name in scalars)
+        held = [scalars.get(name) for env, scalars in paths if name in env or name in scalars]
+        if None in held:
+            continue
+        if len({id(node) for node in held}) == 1 or len({ast.dump(node) for node in held}) == 1:
+            out[name] = held[0]  # ``heads = self.num_heads`` written on both paths agrees
     return out
 
 
