@@ -39,6 +39,9 @@ class Evaluator(Scope):
         return Tensor(axes=t.axes, role="probs", scale=t.scale if t.role == "scores" else "unknown")
 
     def scaled(self, node: ast.AST, t: Tensor, factor: ast.expr) -> Tensor:
+        if t.role == "probs" and t.scale == "unknown":
+            return replace(t, order=t.order, uid=0, param=False)  # a softmax of what no query and key made (a beam
+            # search's log-probabilities): whatever multiplies it, it stays no attention's
         defined = self.scalar_definition(factor)
         if isinstance(defined, ast.Constant) and defined.value == 1:
             return t  # ``q * scale`` with ``scale = 1``: nothing is scaled
