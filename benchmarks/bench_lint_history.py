@@ -29,7 +29,7 @@ from typing import NamedTuple, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_lint_precision import NOT_ATTENTION, read, rows  # noqa: E402
+from bench_lint_precision import NOT_ATTENTION, add_extend_select, extended, read, rows  # noqa: E402
 
 from shapecheck.lint import lint_bytes  # noqa: E402
 from shapecheck.lint.config import LintConfig  # noqa: E402
@@ -95,10 +95,9 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help=f"manifest of fixes (default: {MANIFEST.relative_to(MANIFEST.parents[2])})")
     parser.add_argument("--mirror", default="/work/.mirror", help="folder of fetched snapshots (owner+name/repo)")
     parser.add_argument("--show", action="store_true", help="print each fix with what lint said")
-    parser.add_argument("--extend-select", default="", metavar="CODES",
-                        help="opt-in rules to report too, comma-separated (e.g. every code --list-rules marks opt-in)")
+    add_extend_select(parser)
     args = parser.parse_args(argv)
-    config = LintConfig(extend_select=tuple(c for c in args.extend_select.split(",") if c))
+    config = extended(args)
     mirror = Path(args.mirror)
     manifest = Path(args.manifest)
     if not manifest.is_file():

@@ -95,6 +95,16 @@ def labels(path: Path = LABELS) -> dict[tuple[str, str, str, int], tuple[bool, s
     return {(r[0], r[1], r[2], int(r[3])): (r[4] == "true", r[5] if len(r) > 5 else "") for r in rows(path)}
 
 
+def add_extend_select(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--extend-select", default="", metavar="CODES",
+                        help="opt-in rules to report too, comma-separated (e.g. every code --list-rules marks opt-in)")
+
+
+def extended(args: argparse.Namespace) -> LintConfig:
+    """The lint configuration ``--extend-select`` asks for."""
+    return LintConfig(extend_select=tuple(c for c in args.extend_select.split(",") if c))
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mirror", default="/work/.mirror", help="folder of fetched snapshots (owner+name/repo)")
@@ -103,12 +113,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--labels", default=str(LABELS), help="labels of the findings on that manifest")
     parser.add_argument("--half", default="both", choices=HALVES,
                         help="keep the rows of one half (4th manifest column); default both")
-    parser.add_argument("--extend-select", default="", metavar="CODES",
-                        help="opt-in rules to report too, comma-separated (e.g. every code --list-rules marks opt-in)")
+    add_extend_select(parser)
     args = parser.parse_args(argv)
     entries = manifest(Path(args.manifest), args.half)
-    config = LintConfig(extend_select=tuple(c for c in args.extend_select.split(",") if c))
-    found, unread = lint_entries(Path(args.mirror), entries, config)
+    found, unread = lint_entries(Path(args.mirror), entries, extended(args))
     known = labels(Path(args.labels))
     repos = {e.repo for e in entries}
     half = "" if args.half == "both" else f" ({args.half} half)"

@@ -329,7 +329,7 @@ class Checker(Calls, ast.NodeVisitor):
         if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
             return
         for side, sizes in ((test.left, test.comparators[0]), (test.comparators[0], test.left)):
-            owner = _shape_owner(side)
+            owner = nm.shape_owner(side)
             if owner is not None and isinstance(sizes, (ast.Tuple, ast.List)) \
                     and not any(isinstance(e, ast.Starred) for e in sizes.elts):
                 self.bind_sizes(owner, [self.label_of(e) for e in sizes.elts])
@@ -541,19 +541,6 @@ def _bind_arguments(helper: Union[ast.FunctionDef, ast.AsyncFunctionDef], call: 
 def _summary(value: Optional[Value]) -> object:
     """What a followed helper's result can depend on: the value without its identity."""
     return None if value is None else replace(value, uid=0, partial=False)
-
-
-def _shape_owner(node: ast.expr) -> Optional[str]:
-    """``x`` of ``x.size()``, ``x.shape``, ``tuple(x.shape)``, ``list(x.size())``."""
-    if isinstance(node, ast.Call) and nm.dotted(node.func) in ("tuple", "list") and len(node.args) == 1:
-        node = node.args[0]
-    if isinstance(node, ast.Call) and not node.args and not node.keywords:
-        node = node.func
-        if not (isinstance(node, ast.Attribute) and node.attr == "size"):
-            return None
-    elif not (isinstance(node, ast.Attribute) and node.attr == "shape"):
-        return None
-    return node.value.id if isinstance(node.value, ast.Name) else None
 
 
 def _fused_output(t: Tensor) -> bool:

@@ -40,7 +40,7 @@ class Evaluator(Scope):
 
     def scaled(self, node: ast.AST, t: Tensor, factor: ast.expr) -> Tensor:
         if t.role == "probs" and t.scale == "unknown":
-            return replace(t, order=t.order, uid=0, param=False)  # a softmax of what no query and key made (a beam
+            return replace(t, uid=0, param=False)  # a softmax of what no query and key made (a beam
             # search's log-probabilities): whatever multiplies it, it stays no attention's
         defined = self.scalar_definition(factor)
         if isinstance(defined, ast.Constant) and defined.value == 1:
@@ -129,7 +129,7 @@ class Evaluator(Scope):
             for assign in of_type(func.node, ast.Assign):
                 target, value = assign.targets[0], assign.value
                 if isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[-1], ast.Name):
-                    name, owner = target.elts[-1].id, _whole_shape_of(value)
+                    name, owner = target.elts[-1].id, nm.shape_owner(value)
                 elif isinstance(target, ast.Name):
                     name, owner = target.id, _last_size_of(value)
                 else:
@@ -486,7 +486,7 @@ class Evaluator(Scope):
         if attr is not None and self.cls is not None and attr in self.cls.head_counts:
             return Label(("heads",), "heads")  # what splits the width into the head size, whatever its name
         if attr is not None and self.cls is not None and attr in self.cls.widths and name_label(attr).atoms != ("d_head",):
-            return Label(("d_head", "heads"), "d_model")  # what the head count splits, whatever its name
+            return ops.WIDTH  # what the head count splits, whatever its name
         if attr is not None:
             made = self.class_attr(attr)
             if _is_sequence(made):
@@ -498,7 +498,7 @@ class Evaluator(Scope):
             return name_label(node.attr)
         if isinstance(node, ast.Name):
             if depth > 0 and self.cls is not None and node.id in self.cls.widths and name_label(node.id).atoms != ("d_head",):
-                return Label(("d_head", "heads"), "d_model")  # __init__'s name for what the head count splits
+                return ops.WIDTH  # __init__'s name for what the head count splits
             return name_label(node.id)
         return None
 
@@ -625,20 +625,10 @@ def _masked(t: Optional[Value], node: ast.Call, source: Optional[ast.expr], env:
     return replace(t, uid=0, param=False)
 
 
-def _whole_shape_of(value: ast.expr) -> Optional[str]:
-    """``q.shape`` or ``q.size()``: q."""
-    if isinstance(value, ast.Attribute) and value.attr == "shape" and isinstance(value.value, ast.Name):
-        return value.value.id
-    if isinstance(value, ast.Call) and not value.args and isinstance(value.func, ast.Attribute) \
-            and value.func.attr == "size" and isinstance(value.func.value, ast.Name):
-        return value.func.value.id
-    return None
-
-
 def _last_size_of(value: ast.expr) -> Optional[str]:
     """``q.shape[-1]`` or ``q.size(-1)``: q."""
     if isinstance(value, ast.Subscript) and nm.int_value(value.slice) == -1:
-        return _whole_shape_of(value.value)
+        return nm.shape_owner(value.value)
     if isinstance(value, ast.Call) and len(value.args) == 1 and nm.int_value(value.args[0]) == -1 \
             and isinstance(value.func, ast.Attribute) and value.func.attr == "size" \
             and isinstance(value.func.value, ast.Name):

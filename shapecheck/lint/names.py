@@ -197,3 +197,16 @@ def bound_names(targets: Iterable[ast.expr]) -> Iterator[str]:
             yield t.id
         else:
             yield from (n.id for n in subtree(t) if isinstance(n, ast.Name))
+
+
+def shape_owner(node: ast.expr) -> Optional[str]:
+    """``x`` of ``x.size()``, ``x.shape``, ``tuple(x.shape)``, ``list(x.size())``."""
+    if isinstance(node, ast.Call) and dotted(node.func) in ("tuple", "list") and len(node.args) == 1:
+        node = node.args[0]
+    if isinstance(node, ast.Call) and not node.args and not node.keywords:
+        node = node.func
+        if not (isinstance(node, ast.Attribute) and node.attr == "size"):
+            return None
+    elif not (isinstance(node, ast.Attribute) and node.attr == "shape"):
+        return None
+    return node.value.id if isinstance(node.value, ast.Name) else None

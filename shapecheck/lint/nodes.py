@@ -88,6 +88,13 @@ def _child_fields(kind: type) -> tuple[str, ...]:
     return tuple(f for f in fields if f not in _LEAF_FIELDS and not (f == "value" and issubclass(kind, _LITERAL_VALUE)))
 
 
+def other_branch(branching: ast.If, node: ast.AST) -> list[ast.stmt]:
+    """The statements of ``branching`` on the side that does not hold ``node`` (its ``else`` when the body holds
+    it, its body otherwise)."""
+    inside = any(sub is node for stmt in branching.body for sub in subtree(stmt))
+    return branching.orelse if inside else branching.body
+
+
 def blocks(node: ast.AST) -> Iterator[list[ast.stmt]]:
     """Every statement list under ``node`` (bodies, ``else`` and ``finally`` parts), from its node list."""
     for sub in walk(node):

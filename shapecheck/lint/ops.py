@@ -12,6 +12,7 @@ from typing import Optional, Sequence
 from shapecheck.lint.tracking import WILD, Axis, Label, Target, Tensor, cancel_atoms, fresh, matmul_scale, quotient
 
 HEADS, D_HEAD = Label(("heads",), "heads"), Label(("d_head",), "d_head")
+WIDTH = Label(("d_head", "heads"), "d_model")  # what the head count splits
 _EINOPS_TOKEN = re.compile(r"\(|\)|\.\.\.|[A-Za-z_][A-Za-z0-9_]*|\d+")
 
 
@@ -21,7 +22,7 @@ def resolve_wild(src: Optional[Sequence[Axis]], target: list[Target]) -> list[Ta
     the size of one head, as is a size after the heads that its name calls the width (``view(B, N, 3, heads,
     self.in_dim)``: by where it stands, ``in_dim`` is one head's size, whatever it is called)."""
     if src is not None and len(target) > len(src) and len(target) >= 2 and target[-2] == HEADS \
-            and isinstance(target[-1], Label) and sorted(target[-1].atoms) == ["d_head", "heads"]:
+            and isinstance(target[-1], Label) and sorted(target[-1].atoms) == sorted(WIDTH.atoms):
         target = target[:-1] + [D_HEAD]
     if src is not None and target.count(WILD) == 1 and target[-1] is WILD and len(target) > len(src) \
             and len(target) >= 2 and target[-2] == HEADS and (src[-1] is None or "heads" not in src[-1].atoms) \

@@ -54,7 +54,7 @@ class Polarity:
     @property
     def own_text(self) -> str:
         """The named mask's convention, e.g. ``1 = attend (Hugging Face convention)``."""
-        masked = "True = padding" if "MultiheadAttention" in self.source else "True = masked"
+        masked = "True = padding" if self.source == MHA_NAME else "True = masked"
         return f"{'1 = attend' if self.own_keep else masked} ({self.source})"
 
 

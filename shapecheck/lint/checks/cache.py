@@ -17,7 +17,7 @@ from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
 from shapecheck.lint.scope import Scope
-from shapecheck.lint.nodes import of_type, subtree, walk
+from shapecheck.lint.nodes import of_type, other_branch, subtree, walk
 
 _CACHE = re.compile(r"past|cache|prev|memory_kv|layer_past", re.I)
 _CAUSAL = re.compile(r"bias|mask|causal|tril", re.I)
@@ -66,10 +66,9 @@ def _guarded(scope: Scope, node: ast.Call) -> bool:
 
 def _other_path_passes(branching: ast.If, call: ast.Call, tested: set[str]) -> bool:
     """The branch of ``branching`` that does not hold ``call`` calls the same function with a tested name."""
-    inside = any(sub is call for stmt in branching.body for sub in ast.walk(stmt))
     callee = nm.dotted(call.func)
-    for stmt in branching.orelse if inside else branching.body:
-        for other in ast.walk(stmt):
+    for stmt in other_branch(branching, call):
+        for other in subtree(stmt):
             if isinstance(other, ast.Call) and other is not call and nm.dotted(other.func) == callee and any(
                     isinstance(a, ast.Name) and a.id in tested for a in [*other.args, *(k.value for k in other.keywords)]):
                 return True

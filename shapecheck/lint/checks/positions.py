@@ -19,6 +19,7 @@ from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
 from shapecheck.lint.checks.cache import _cached_keys
 from shapecheck.lint.scope import Scope
+from shapecheck.lint.nodes import other_branch, subtree
 from shapecheck.lint.tracking import Dim
 
 _OFFSET = re.compile(r"^(start_pos|input_pos|start_position|offset|seqlen_offset|pos_offset|position_offset|"
@@ -135,8 +136,8 @@ def _in_use(node: ast.AST, parents: dict, top: ast.AST, names: set[str]) -> bool
             said = _cache_test(parent.test, names)
             if said is not None:
                 return said and child in parent.body
-            other = parent.orelse if child in parent.body else parent.body
-            if any(isinstance(n, ast.Name) and n.id in names for s in other for n in ast.walk(s)):
+            if any(isinstance(n, ast.Name) and n.id in names
+                   for s in other_branch(parent, child) for n in subtree(s)):
                 return False
         child, parent = parent, parents.get(id(parent))
     return True

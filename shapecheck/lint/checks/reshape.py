@@ -17,8 +17,8 @@ from shapecheck.lint.tracking import (
     WILD, Dim, Label, Target, Tensor, groups, name_label, product, show, unique_index,
 )
 from shapecheck.lint.nodes import of_type, walk
+from shapecheck.lint.ops import D_HEAD, HEADS, WIDTH
 
-HEADS, D_HEAD = Label(("heads",), "heads"), Label(("d_head",), "d_head")
 BATCH = Label(("batch",), "batch")
 SEQ_Q, SEQ_K = Label(("seq_q",), "seq_q"), Label(("seq_k",), "seq_k")
 _MIXING = frozenset({"batch", "heads"})  # axes whose mixing corrupts every example
@@ -262,10 +262,9 @@ def _per_head(src: Sequence, target: list[Target]) -> tuple[Sequence, list[Targe
     if len(quotients) != 1 or unique_index(src, HEADS) is None or unique_index(src, D_HEAD) is not None:
         return src, target
     whole = tuple(sorted(a for a in src[quotients[0]].atoms if a != "/heads"))
-    width = Label(("d_head", "heads"), "d_model")
     src = [D_HEAD if i == quotients[0] else axis for i, axis in enumerate(src)]
-    if width not in target:  # a size the names already call the width keeps it (Timesformer's seq is hidden_size)
-        target = [width if isinstance(t, Label) and tuple(sorted(t.atoms)) == whole else t for t in target]
+    if WIDTH not in target:  # a size the names already call the width keeps it (Timesformer's seq is hidden_size)
+        target = [WIDTH if isinstance(t, Label) and tuple(sorted(t.atoms)) == whole else t for t in target]
     return src, target
 
 
