@@ -411,6 +411,14 @@ class Evaluator(Scope):
             if isinstance(value, Tensor) and value.role == "normaliser" and len(nodes) > 1:
                 self.emit(ev.NormaliserProduct(node, sub))
 
+    def gated(self, term: ast.expr) -> bool:
+        """``old * (1 - mask)``: a tracked tensor that is no mask, multiplied by one, is a blend's term (``torch.where``
+        written as arithmetic), not an additive mask, whatever the mask's name says."""
+        factors = _factors(term)
+        return len(factors) > 1 and any(
+            "mask" not in ast.unparse(f).lower() and isinstance(self.env.get(nm.chain_root(f) or ""), Tensor)
+            for f in factors)
+
     def tensor_arith(self, node: ast.AST, op: ast.operator, lnode: ast.expr, rnode: ast.expr,
                      left: Optional[Value], right: Optional[Value]) -> Optional[Value]:
         """Elementwise arithmetic; multiplying or dividing by a factor is a scaling."""
@@ -428,7 +436,7 @@ class Evaluator(Scope):
             return replace(right, scale="unknown", scale_at=None, uid=0, param=False)
         if isinstance(op, ast.Add):
             for t, other in ((left, rnode), (right, lnode)):
-                if isinstance(t, Tensor) and "mask" in ast.unparse(other).lower():
+                if isinstance(t, Tensor) and "mask" in ast.unparse(other).lower() and not self.gated(other):
                     self.emit(ev.MaskAdded(node, t, other))
         if isinstance(left, Tensor) and isinstance(right, Tensor):
             a, b = left, right
@@ -528,6 +536,13 @@ class Evaluator(Scope):
         return out
 
     # ---- calls -------------------------------------------------------------------
+
+
+def _factors(node: ast.expr) -> list[ast.expr]:
+    """The factors of a product: ``a * (1 - m) * c`` is [a, (1 - m), c]."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        return _factors(node.left) + _factors(node.right)
+    return [node]
 
 
 def _index_shape(shape: Shape, index: ast.expr) -> Optional[Value]:

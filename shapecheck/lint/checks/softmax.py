@@ -55,10 +55,17 @@ def _dual_softmax(scope: Scope, e: ev.Softmax) -> bool:
         return False
     root = nm.chain_root(e.source)
     others = [c for c in walk(scope.func.node) if isinstance(c, ast.Call) and c is not e.call
-              and _callee(c.func) in nm.SOFTMAX | {"Softmax"} and c.args and root is not None
-              and root in {nm.chain_root(a) for a in c.args}  # the same scores, maybe transposed
+              and _callee(c.func) in nm.SOFTMAX | {"Softmax"} and root is not None
+              and root in {nm.chain_root(a) for a in _normalised(c)}  # the same scores, maybe transposed
               and not any(sub is e.call for sub in ast.walk(c))]  # not the ``.to(dtype)`` around this one
     return bool(others) or _chosen_by_a_flag(scope.func.node, e.call, root)
+
+
+def _normalised(call: ast.Call) -> list[ast.expr]:
+    """What a softmax call may normalise: its first argument (``F.softmax(s, -1)``) or its receiver
+    (``s.softmax(-1)``)."""
+    receiver = [call.func.value] if isinstance(call.func, ast.Attribute) else []
+    return call.args[:1] + receiver
 
 
 def _chosen_by_a_flag(func: ast.AST, call: ast.Call, root: Optional[str]) -> bool:
