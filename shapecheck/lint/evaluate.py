@@ -17,7 +17,7 @@ from shapecheck.vocabulary import canonical
 from shapecheck.lint import events as ev
 from shapecheck.lint import names as nm
 from shapecheck.lint import ops
-from shapecheck.lint.scope import ClassInfo, Scope, class_info, is_head_count
+from shapecheck.lint.scope import ClassInfo, Scope, class_info, is_head_count, is_multi_head
 from shapecheck.lint.tracking import (
     WILD, Dim, Label, Pieces, Shape, Target, Tensor, Value, int_label, join, matmul, name_label, product, quotient,
     swap,
@@ -45,8 +45,7 @@ class Evaluator(Scope):
         defined = self.scalar_definition(factor)
         if isinstance(defined, ast.Constant) and defined.value == 1:
             return t  # ``q * scale`` with ``scale = 1``: nothing is scaled
-        kind = self.root_kind(factor, 0) or self.own_last_axis(node, factor) \
-            or nm.scale_kind(self.scale_names(factor, 0))
+        kind = self.root_kind(factor, 0) or self.own_last_axis(node, factor) or self.named_kind(factor)
         if kind == "head" and _QUARTER.search(ast.unparse(defined)):  # d_head ** -0.25: half the scaling
             kind = "head" if t.scale == "quarter" else "quarter" if t.scale == "none" else t.scale
         self.emit(ev.Scaled(node, t, factor, kind))
@@ -63,6 +62,11 @@ class Evaluator(Scope):
                 at = t.scale_at  # a further factor (``/ float(layer_idx + 1)``) leaves the wrong one where it was
             kind = t.scale if t.scale != "other" else kind
         return replace(t, scale=kind, scale_at=at, order=t.order, uid=0, param=False, divided=divided)
+
+    def named_kind(self, factor: ast.expr) -> str:
+        """The scale's kind by the names in it; a width by name is one head's size in a class with no head count."""
+        kind = nm.scale_kind(self.scale_names(factor, 0))
+        return "head" if kind == "width" and self.cls is not None and not is_multi_head(self.cls) else kind
 
     def scalar_definition(self, factor: ast.expr) -> ast.expr:
         """The expression a scale factor's local name holds (``scale = (n_state // n_head) ** -0.25``), or the
@@ -695,8 +699,7 @@ def _caller_kind(arg: ast.expr, caller: ClassInfo) -> Optional[str]:
     if is_head_count(base, caller):
         return "heads"
     spelled = base.id if isinstance(base, ast.Name) else nm.self_attr(base)
-    multi_head = bool(caller.head_counts) or any(canonical(p) == "heads" for p in (*caller.init_params, *caller.attrs))
-    if spelled is not None and (spelled in caller.widths or multi_head and canonical(spelled) == "d_model"):
+    if spelled is not None and (spelled in caller.widths or is_multi_head(caller) and canonical(spelled) == "d_model"):
         return "width"
     return None
 

@@ -276,6 +276,16 @@ def is_head_count(node: ast.expr, cls: Optional[ClassInfo]) -> bool:
     return name is not None and (canonical(name) == "heads" or cls is not None and name in cls.head_counts)
 
 
+def is_multi_head(cls: ClassInfo) -> bool:
+    """The class splits its width into heads: it holds a head count, or any of its methods reads one (``num_heads``,
+    ``self.n_head``, ``config.num_attention_heads``), whatever the attribute is called. A class that reads none
+    attends with one head, whose size is the width."""
+    if cls.head_counts or any(canonical(p) == "heads" for p in (*cls.init_params, *cls.attrs)):
+        return True
+    return any(canonical(n.id if isinstance(n, ast.Name) else n.attr) == "heads"
+               for method in cls.methods.values() for n in subtree(method) if isinstance(n, (ast.Name, ast.Attribute)))
+
+
 def _is_head_count(node: ast.expr) -> bool:
     name = node.id if isinstance(node, ast.Name) else nm.self_attr(node)
     return name is not None and canonical(name) == "heads"

@@ -11,6 +11,7 @@ plain slice assignment casts by itself and is not read here.
 from __future__ import annotations
 
 import ast
+import re
 from typing import Optional
 
 from shapecheck.lint import events as ev
@@ -83,6 +84,16 @@ def _constructed(scope: Scope) -> frozenset[str]:
     return scope.memo[key]  # type: ignore[return-value]
 
 
+_NOT_FLOATING = re.compile(r"^torch\.(bool|u?int\d*|long|short)$")
+
+
+def _not_floating(scope: Scope, shown: str) -> bool:
+    """The function allocates ``shown`` with a boolean or integer dtype (``torch.zeros(n, dtype=torch.bool)``)."""
+    return any(isinstance(a, ast.Assign) and shown in {ast.unparse(t) for t in a.targets} and _allocation(a.value)
+               and _NOT_FLOATING.match(ast.unparse(nm.keyword(a.value, "dtype") or ast.Constant(None)))
+               for a in of_type(scope.func.node, ast.Assign))  # type: ignore[union-attr]
+
+
 def _allocation(node: ast.expr) -> bool:
     return isinstance(node, ast.Call) and (nm.dotted(node.func) or getattr(node.func, "attr", "") or "").split(
         ".")[-1] in _ALLOCATE
@@ -129,6 +140,8 @@ def cache_dtype_unmatched(scope: Scope, e: ev.NamedCall) -> None:
     shown = ast.unparse(cache)
     if isinstance(cache, ast.Attribute) and shown not in _constructed(scope):
         return  # an attribute allocated elsewhere (lazily, from the keys it first stores): its dtype is not known
+    if _not_floating(scope, shown):
+        return  # a boolean or integer buffer (the slots to reset) holds no keys or values: autocast leaves it alone
     cast, made = _matched(scope)
     if shown in cast or source.id in cast or source.id in made.get(shown, ()) or shown in made.get(source.id, ()):
         return  # cast here, or one computed from the other (``keys = key_states.new_zeros(...)``)

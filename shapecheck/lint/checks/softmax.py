@@ -58,7 +58,18 @@ def _dual_softmax(scope: Scope, e: ev.Softmax) -> bool:
               and _callee(c.func) in nm.SOFTMAX | {"Softmax"} and root is not None
               and root in {nm.chain_root(a) for a in _normalised(c)}  # the same scores, maybe transposed
               and not any(sub is e.call for sub in ast.walk(c))]  # not the ``.to(dtype)`` around this one
-    return bool(others) or _chosen_by_a_flag(scope.func.node, e.call, root)
+    return bool(others) or _chosen_by_a_flag(scope.func.node, e.call, root) or _renormalised(scope.func.node, e.call)
+
+
+def _renormalised(func: ast.AST, call: ast.Call) -> bool:
+    """``attn = s.softmax(dim=1); attn = attn / attn.sum(dim=-1, keepdim=True)``: probabilities normalised over
+    the queries, then again over the keys (slot attention's weighted mean) are meant to be normalised both ways."""
+    stored = {t.id for a in walk(func) if isinstance(a, ast.Assign) and any(sub is call for sub in ast.walk(a.value))
+              for t in a.targets if isinstance(t, ast.Name)}
+    return any(isinstance(d, ast.BinOp) and isinstance(d.op, ast.Div) and nm.chain_root(d.left) in stored
+               and isinstance(d.right, ast.Call) and isinstance(d.right.func, ast.Attribute)
+               and d.right.func.attr == "sum" and nm.chain_root(d.right.func.value) in stored
+               and nm.int_value(nm.argument(d.right, 0, "dim") or ast.Constant(0)) == -1 for d in walk(func))
 
 
 def _normalised(call: ast.Call) -> list[ast.expr]:
