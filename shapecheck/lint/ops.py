@@ -9,7 +9,7 @@ import re
 from collections import Counter
 from typing import Optional, Sequence
 
-from shapecheck.lint.tracking import WILD, Axis, Label, Target, Tensor, cancel_atoms, fresh, matmul_scale, quotient
+from shapecheck.lint.tracking import ONE, WILD, Axis, Label, Target, Tensor, cancel_atoms, fresh, matmul_scale, quotient
 
 HEADS, D_HEAD = Label(("heads",), "heads"), Label(("d_head",), "d_head")
 WIDTH = Label(("d_head", "heads"), "d_model")  # what the head count splits
@@ -175,7 +175,7 @@ def product_of(labels: Sequence[Axis]) -> Axis:
 
 
 def _int(text: str) -> Label:
-    return Label((), "1") if text == "1" else Label((text,), text)
+    return ONE if text == "1" else Label((text,), text)
 
 
 def index(t: Tensor, index: ast.expr) -> Tensor:

@@ -53,8 +53,11 @@ def name_label(name: str) -> Label:
     return Label(("d_head",) if axis in PER_HEAD else (axis,), axis)
 
 
+ONE = Label((), "1")  # an axis of size 1: its atoms are empty, as a product's with nothing left
+
+
 def int_label(value: int) -> Label:
-    return Label((), "1") if value == 1 else Label((str(value),), str(value))
+    return ONE if value == 1 else Label((str(value),), str(value))
 
 
 def product(a: Axis, b: Axis) -> Axis:

@@ -29,8 +29,8 @@ def _callers_probability(scope: Scope, call: ast.Call) -> bool:
     """``dropout(x, p=dropout_p)`` with ``dropout_p`` a parameter of the function (or a literal 0): the caller
     decides the rate, and zeroes it in eval where it should (``dropout_p=0.0 if not self.training else ...``)."""
     p = nm.argument(call, 1, "p")
-    if isinstance(p, ast.Constant) and p.value == 0:
-        return True
+    if isinstance(p, ast.Constant) and p.value == 0 or p is not None and _mentions_training(p):
+        return True  # a literal 0, or a rate that tests training itself (``self.p if self.training else 0.0``)
     func = scope.func
     return isinstance(p, ast.Name) and func is not None and (
         p.id in func.params and p.id not in func.assigned or _chosen_by_training(scope, p.id))

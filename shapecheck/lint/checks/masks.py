@@ -19,7 +19,7 @@ from shapecheck.lint import names as nm
 from shapecheck.lint import polarity as pol
 from shapecheck.lint.checks import on
 from shapecheck.lint.scope import Scope
-from shapecheck.lint.tracking import Label, Tensor
+from shapecheck.lint.tracking import ONE, Tensor
 from shapecheck.lint.nodes import of_type, walk
 
 _SCORE_WORDS = re.compile(r"score|attn|attention|weight|logit|bias", re.I)
@@ -243,7 +243,7 @@ def _mask_axes(scope: Scope, node: ast.expr) -> Optional[tuple]:
             return None
         axes, source = [], iter(base.axes)
         for p in parts:
-            axes.append(next(source) if isinstance(p, ast.Slice) else Label((), "1"))
+            axes.append(next(source) if isinstance(p, ast.Slice) else ONE)
         return tuple(axes)
     value = scope.values.get(id(node))
     return value.axes if isinstance(value, Tensor) else None

@@ -14,7 +14,7 @@ from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
 from shapecheck.lint.scope import Scope
 from shapecheck.lint.tracking import (
-    WILD, Dim, Label, Target, Tensor, groups, name_label, product, show, unique_index,
+    ONE, WILD, Dim, Label, Target, Tensor, groups, name_label, product, show, unique_index,
 )
 from shapecheck.lint.nodes import of_type, walk
 from shapecheck.lint.ops import D_HEAD, HEADS, WIDTH
@@ -379,8 +379,11 @@ def _contiguous(scope: Scope, call: ast.Call, t: Tensor, src: Sequence, target: 
     found = groups(src, target)
     if found is None:
         return
+    sized = [k for k, axis in enumerate(src) if axis != ONE]  # an axis of size 1 has no place in memory
+    rank = {k: r for r, k in enumerate(sorted(sized, key=lambda k: order[k]))}
     for start, end in found:
-        if any(order[k + 1] != order[k] + 1 for k in range(start, end - 1)):
+        kept = [k for k in range(start, end) if k in rank]
+        if any(rank[b] != rank[a] + 1 for a, b in zip(kept, kept[1:])):
             scope.report(msg.ViewNotContiguous, call, show(target), show(src))
             return
 
