@@ -391,6 +391,7 @@ class Calls(Evaluator):
                     offset: int = 0) -> Optional[Value]:
         if not isinstance(base, Tensor):
             return None
+        attr = nm.out_of_place(attr)  # in place or not: the same value
         if base.role == "normaliser" and attr in _KEEPS_NORMALISER:  # D.unsqueeze(-1), D.clamp(min=eps)
             return replace(base, axes=None, order=None, uid=0, param=False)
         arg_nodes = node.args[offset:]
@@ -412,11 +413,11 @@ class Calls(Evaluator):
         if attr in nm.SOFTMAX:
             return self.softmax(node, node.func.value, base, nm.argument(node, 0, "dim"),  # type: ignore[attr-defined]
                                    bool(node.args or node.keywords))
-        if attr in ("masked_fill", "masked_fill_"):  # in place or not: the same fill
+        if attr == "masked_fill":
             return self.masked_fill(node, node.func.value, base, nm.argument(node, 0, "mask"),  # type: ignore[attr-defined]
                                     nm.argument(node, 1, "value"))
-        if attr in ("mul", "div", "mul_", "div_") and node.args:  # in place or not: the twin of ``*`` and ``/``
-            op = ast.Mult() if attr.startswith("mul") else ast.Div()
+        if attr in ("mul", "div") and node.args:  # the twins of ``*`` and ``/``
+            op = ast.Mult() if attr == "mul" else ast.Div()
             return self.binop(node, node.func.value, op, node.args[0], base, args[0] if args else None)  # type: ignore[attr-defined]
         if attr in ("size", "dim") or attr in ("split", "chunk"):
             return self.size_or_split(node, attr, base)

@@ -26,7 +26,6 @@ MAX_FOLLOW = 2  # helpers followed inside helpers, at most
 _LAYOUT_CALLS = frozenset({"view", "reshape", "transpose", "permute", "flatten", "unflatten", "einsum", "matmul",
                            "bmm", "softmax", "masked_fill", "masked_fill_", "rearrange", "scaled_dot_product_attention"})
 _LAYOUT_TEXT = re.compile("@|" + nm.word_first(sorted(_LAYOUT_CALLS), r"\s*\("))  # @|\b(?:view|...)\s*\(
-_IN_PLACE = frozenset({"masked_fill_", "mul_", "div_"})  # in-place twins: the receiver's name takes the result
 
 
 class Checker(Calls, ast.NodeVisitor):
@@ -315,8 +314,9 @@ class Checker(Calls, ast.NodeVisitor):
             self.emit(ev.Discarded(node.value))
         self.ev(node.value)
         call = node.value
-        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in _IN_PLACE \
-                and isinstance(call.func.value, ast.Name):  # ``scores.masked_fill_(m, v)``: scores = scores.masked_fill(m, v)
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
+                and nm.out_of_place(call.func.attr) != call.func.attr and isinstance(call.func.value, ast.Name):
+            # ``scores.masked_fill_(m, v)``, ``q.transpose_(1, 2)``: the receiver takes what the twin gives
             result = self.values.get(id(call))
             if result is not None:
                 self.store(call.func.value.id, result, call)

@@ -76,7 +76,7 @@ class AnalysisStopped(Message):
 class SoftmaxAxis(Message):
     code, name = "SC101", "softmax-axis"
     template = "softmax over {0} of attention scores {1}; the key axis is {2}"
-    hint = "normalise over the keys: softmax(dim=-1) on (..., seq_q, seq_k) scores"
+    hint = "normalise over the keys: softmax over {2}"
     args = ("dim", "scores axes", "key axis")
 
 

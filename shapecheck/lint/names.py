@@ -44,6 +44,12 @@ NOT_AXES = frozenset({"sqrt", "rsqrt", "pow", "float", "int", "size", "shape", "
                       "scaling", "softmax_scale", "dim"})
 
 
+def out_of_place(method: str) -> str:
+    """The out-of-place twin of an in-place tensor method (``transpose_`` -> ``transpose``, ``masked_fill_`` ->
+    ``masked_fill``): both give the same value, the in-place one also stores it in its receiver."""
+    return method[:-1] if len(method) > 1 and method.endswith("_") and not method.endswith("__") else method
+
+
 def dotted(node: ast.AST) -> Optional[str]:
     """``torch.nn.functional`` for the attribute chain, None for anything else."""
     parts = []

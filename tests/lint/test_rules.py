@@ -339,3 +339,11 @@ def test_a_convention_read_from_the_name_alone_is_opt_in():
     documented = LAYER_GIVEN_A_PREPARED_MASK.replace(
         "attention_mask):\n", 'attention_mask):\n    """attention_mask: True where a query may attend."""\n', 1)
     assert [f.code for f in lint_source("import torch\n\n\n" + documented)] == ["SC109"]  # a docstring says so
+
+
+def test_softmax_axis_message_names_where_the_keys_are():
+    """Scores [n, l, heads] (einsum "nhm,lhm->nlh"): the fix is dim=-2, not the usual dim=-1."""
+    from .helpers import CORPUS
+    (finding,) = [f for f in lint_source((CORPUS / "buggy" / "sc101_keys_in_the_middle.py").read_text(), "x.py")
+                  if f.code == "SC101"]
+    assert "the key axis is dim=-2" in finding.message and "softmax over dim=-2" in finding.hint

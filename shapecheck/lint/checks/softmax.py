@@ -42,7 +42,7 @@ def softmax_axis(scope: Scope, e: ev.Softmax) -> None:
     axes = t.axes or ()
     named, key_name = axes[got % rank], axes[key]
     scope.report(msg.SoftmaxAxis, e.call, f"{said} ({named.text if named else '?'})", f"[{show(axes)}]",
-                 f"dim=-1 (the keys, {key_name.text if key_name else 'seq_k'})")
+                 f"dim={key - rank} (the keys, {key_name.text if key_name else 'seq_k'})")
 
 
 def _callee(func: ast.expr) -> str:
