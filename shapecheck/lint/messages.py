@@ -287,9 +287,9 @@ class RotaryTwice(Message):
 
 class ComputedUnused(Message):
     code, name = "SC130", "computed-unused"
-    template = "'{0}' = {1}(...) is overwritten on line {2} before anything reads it: the result is lost"
+    template = "'{0}' = {1}(...) is overwritten on line {2}{3} before anything reads it: the result is lost"
     hint = "use the computed value (the stored name) where line {2} uses something else"
-    args = ("name", "call", "line")
+    args = ("name", "call", "line", "on which path")
 
 
 class MaskSumOverflowsHalf(Message):

@@ -16,6 +16,7 @@ from shapecheck.lint import events as ev
 from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
+from shapecheck.lint.liveness import dead_stores
 from shapecheck.lint.scope import Scope
 from shapecheck.lint.nodes import of_type, other_branch, subtree, walk
 
@@ -222,6 +223,7 @@ def _computed_unused(scope: Scope) -> None:
     if not _once_where_called(scope, "computed_unused", _COMPUTED):
         return
     func = scope.func
+    dead = set(dead_stores(func.node, walk(func.node)))  # type: ignore[arg-type]
     for block in _blocks(func.node):
         for i, stmt in enumerate(block):
             if not isinstance(stmt, ast.Assign) or not isinstance(stmt.value, ast.Call) \
@@ -232,8 +234,22 @@ def _computed_unused(scope: Scope) -> None:
                 if name.strip("_") == "":
                     continue  # ``q, _ = rotary(q, k)``: thrown away on purpose
                 overwritten = _next_store_unread(name, block[i + 1:])
-                if overwritten is not None:
-                    scope.report(msg.ComputedUnused, stmt, name, ast.unparse(stmt.value.func), overwritten.lineno)
+                if overwritten is None:
+                    continue
+                if (stmt, name) in dead:
+                    scope.report(msg.ComputedUnused, stmt, name, ast.unparse(stmt.value.func), overwritten.lineno, "")
+                elif _bypasses(stmt, name, overwritten):  # read only on the paths that skip the overwrite
+                    scope.report(msg.ComputedUnused, stmt, name, ast.unparse(stmt.value.func), overwritten.lineno,
+                                 " (where it runs), from the call's own inputs,")
+
+
+def _bypasses(stmt: ast.Assign, name: str, overwritten: ast.Assign) -> bool:
+    """An overwrite under an ``if`` leaves the value to the path that skips it, unless it recomputes the name from
+    the very inputs the call consumed (``q = rotary(q_rot, ...)`` then ``q = cat((q_rot, q_pass))``: the rotated
+    result is bypassed where the overwrite runs)."""
+    inputs = {n.id for arg in [*stmt.value.args, *(k.value for k in stmt.value.keywords)]  # type: ignore[attr-defined]
+              for n in ast.walk(arg) if isinstance(n, ast.Name)} - {name}
+    return bool(inputs & {n.id for n in ast.walk(overwritten.value) if isinstance(n, ast.Name)})
 
 
 def _blocks(func: ast.AST):
