@@ -46,6 +46,8 @@ class Evaluator(Scope):
         if isinstance(defined, ast.Constant) and defined.value == 1:
             return t  # ``q * scale`` with ``scale = 1``: nothing is scaled
         kind = self.root_kind(factor, 0) or self.own_last_axis(node, factor) or self.named_kind(factor)
+        if kind in ("head", "width", "heads") and self.undoes(node, factor):
+            kind = "other"  # ``q * math.sqrt(d)``: a root that undoes a scaling (GPT-Neo's, cancelled before SDPA)
         if kind == "head" and _QUARTER.search(ast.unparse(defined)):  # d_head ** -0.25: half the scaling
             kind = "head" if t.scale == "quarter" else "quarter" if t.scale == "none" else t.scale
         self.emit(ev.Scaled(node, t, factor, kind))
@@ -62,6 +64,17 @@ class Evaluator(Scope):
                 at = t.scale_at  # a further factor (``/ float(layer_idx + 1)``) leaves the wrong one where it was
             kind = t.scale if t.scale != "other" else kind
         return replace(t, scale=kind, scale_at=at, order=t.order, uid=0, param=False, divided=divided)
+
+    def undoes(self, node: ast.AST, factor: ast.expr) -> bool:
+        """The factor multiplies by a square root (or divides by a reciprocal one): the scores grow by it."""
+        attr = nm.self_attr(factor)
+        defined = self.class_attr(attr) if attr is not None else self.scalar_definition(factor)
+        if defined is None or root_base(defined) is None:
+            return False
+        divides = isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) or \
+            isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Div) or \
+            isinstance(node, ast.Call) and nm.out_of_place(getattr(node.func, "attr", "")) == "div"
+        return divides == _reciprocal(defined)
 
     def named_kind(self, factor: ast.expr) -> str:
         """The scale's kind by the names in it; a width by name is one head's size in a class with no head count."""
@@ -655,17 +668,39 @@ def _last_size_of(value: ast.expr) -> Optional[str]:
     return None
 
 
+def _reciprocal(node: ast.expr) -> bool:
+    """``1 / sqrt(x)``, ``x ** -0.5``, ``rsqrt(x)``: a root that divides (``root_base`` finds its x either way)."""
+    node = _unchained(node)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        return True
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+        return isinstance(node.right, ast.UnaryOp) and isinstance(node.right.op, ast.USub)
+    return isinstance(node, ast.Call) and (nm.dotted(node.func) or "").split(".")[-1] == "rsqrt"
+
+
+def _unchained(node: ast.expr) -> ast.expr:
+    """``torch.sqrt(t).to(dtype)``, ``math.sqrt(d).item()``: the value before casts."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _CASTS:
+        node = node.func.value
+    return node
+
+
+_CASTS = frozenset({"to", "item", "float", "half", "double", "type", "type_as", "cuda", "cpu"})
+
+
 def root_base(node: ast.expr) -> Optional[ast.expr]:
     """``x`` of ``x ** 0.5``, ``x ** -0.5``, ``math.sqrt(x)``, ``torch.sqrt(torch.tensor(x))``,
-    ``np.power(x, 0.5)`` and ``1 / (any of those)``: one scale however it is spelled (``float(x)`` unwrapped)."""
+    ``np.power(x, 0.5)``, ``rsqrt(x)`` and ``1 / (any of those)``: one scale however it is spelled (``float(x)`` and
+    casts such as ``.to(dtype)`` unwrapped)."""
     base = None
+    node = _unchained(node)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and isinstance(node.left, ast.Constant) \
             and node.left.value == 1:
         return root_base(node.right)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and isinstance(node.right, (ast.Constant, ast.UnaryOp)):
         power = node.right.operand if isinstance(node.right, ast.UnaryOp) else node.right
         base = node.left if isinstance(power, ast.Constant) and power.value == 0.5 else None
-    elif isinstance(node, ast.Call) and len(node.args) == 1 and (nm.dotted(node.func) or "").split(".")[-1] == "sqrt":
+    elif isinstance(node, ast.Call) and len(node.args) == 1 and (nm.dotted(node.func) or "").split(".")[-1] in ("sqrt", "rsqrt"):
         base = node.args[0]
     elif isinstance(node, ast.Call) and len(node.args) == 2 and (nm.dotted(node.func) or "").split(".")[-1] == "power" \
             and isinstance(node.args[1], ast.Constant) and node.args[1].value == 0.5:

@@ -24,7 +24,6 @@ from shapecheck.lint.nodes import of_type, subtree, walk
 
 KEEP, MASKED = "keep", "masked"
 HF_NAME, MHA_NAME = "Hugging Face convention", "nn.MultiheadAttention convention"
-BY_NAME = frozenset({HF_NAME, MHA_NAME})  # sources that are a parameter's name alone, read from no code
 CONVENTIONS = (KEEP, MASKED)  # the values [tool.shapecheck] mask-conventions may give
 
 _SAME = frozenset({"bool", "to", "unsqueeze", "view", "reshape", "expand", "expand_as", "type", "long", "int",
@@ -43,9 +42,10 @@ class Polarity:
     name: str  # the mask as written where its convention comes from
     source: str  # where the convention comes from, for messages
     own: Optional[bool] = None  # the named mask's own polarity, before any negation (None: same as keep)
+    by_name: bool = False  # the convention goes back to a parameter's name alone (HF_NAME, MHA_NAME), however built
 
     def flipped(self) -> "Polarity":
-        return Polarity(not self.keep, self.name, self.source, self.own_keep)
+        return Polarity(not self.keep, self.name, self.source, self.own_keep, self.by_name)
 
     @property
     def own_keep(self) -> bool:
@@ -98,7 +98,8 @@ def polarity(scope: Scope, node: ast.expr, found: Optional[list[Combination]] = 
                 return None
             if isinstance(node.op, ast.BitAnd) and not left.keep and found is not None:
                 found.append(Combination(node, left, right))
-            return Polarity(left.keep, f"{left.name} & {right.name}", left.source)  # a new mask: its own
+            return Polarity(left.keep, f"{left.name} & {right.name}", left.source,  # a new mask: its own
+                            by_name=left.by_name or right.by_name)
         return None
     if isinstance(node, ast.Call):
         return _call(scope, node, found, depth)
@@ -143,7 +144,7 @@ def _joined(scope: Scope, node: ast.Call, parts: list[Optional[Polarity]]) -> Op
     if not known or any(p.keep != known[0].keep for p in known):
         return None
     part = known[0]
-    return Polarity(part.keep, part.name, part.source, part.own)
+    return Polarity(part.keep, part.name, part.source, part.own, any(p.by_name for p in known))
 
 
 _QUERY_SIDE = re.compile(r"(^|_)(q|query|queries|row|rows|i)(_|$)|^q[A-Z_]|^(q|query)_?(pos|idx|index|indices|ids|seq)",
@@ -220,9 +221,9 @@ def _name(scope: Scope, name: str, found: Optional[list[Combination]], depth: in
         if defaulted is not None:
             return defaulted
         if name in KEEP_MASK_NAMES:
-            return Polarity(True, name, HF_NAME)
+            return Polarity(True, name, HF_NAME, by_name=True)
         if name in PADDING_MASK_NAMES:
-            return Polarity(False, name, MHA_NAME)
+            return Polarity(False, name, MHA_NAME, by_name=True)
         return None
     if name in func.params and _defaults_only(scope, func.node, name):
         defaulted = file_default(scope, name)  # ``if m is None: m = torch.ones(...)``: the caller's mask otherwise
@@ -239,7 +240,7 @@ def _name(scope: Scope, name: str, found: Optional[list[Combination]], depth: in
         return None
     built = ast.unparse(value)
     built = built if len(built) <= 60 else built[:57] + "..."
-    return Polarity(inner.keep, name, f"built as {built}")  # the local is a new mask
+    return Polarity(inner.keep, name, f"built as {built}", by_name=inner.by_name)  # the local is a new mask
 
 
 _ALL_ONES = frozenset({"ones", "ones_like", "new_ones"})

@@ -82,6 +82,22 @@ def test_fourth_history_manifest_is_disjoint_and_split_at_random_with_its_seed()
     assert [f.half for f in fourth] == _halves(len(fourth), 8402)
 
 
+def test_fifth_history_manifest_is_disjoint_and_split_at_random_with_its_seed():
+    """Set 5: disjoint from the earlier sets and from every precision manifest, PyTorch files only."""
+    bench = _load("bench_lint_history")
+    corpus = BENCH / "lint_corpus"
+    fifth = bench.fixes(corpus / "history_manifest_5.tsv")
+    assert len(fifth) >= 30 and all(f.files and f.why and len(f.commit) == len(f.parent) == 40 for f in fifth)
+    earlier = [f for n in ("", "_2", "_3", "_4") for f in bench.fixes(corpus / f"history_manifest{n}.tsv")]
+    assert not {f.repo for f in fifth} & {f.repo for f in earlier}
+    assert not {f.commit for f in fifth} & {f.commit for f in earlier}
+    precision = {row[0] for path in corpus.glob("precision_manifest*.tsv") for row in _load("bench_lint_precision").rows(path)}
+    assert not {f.repo for f in fifth} & precision
+    assert len({f.commit for f in fifth}) == len(fifth)
+    assert max(collections.Counter(f.repo for f in fifth).values()) <= 4
+    assert [f.half for f in fifth] == _halves(len(fifth), 1982)
+
+
 def _split_rows(bench, path: Path, repositories: int) -> tuple[list[list[str]], dict[str, str]]:
     """A split precision manifest's rows and each repository's half: full commits, at most 12 files a repository,
     no file twice, at least ``repositories`` repositories."""

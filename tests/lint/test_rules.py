@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from shapecheck.lint import lint_source
 from shapecheck.lint import messages as m
 
@@ -347,3 +349,23 @@ def test_softmax_axis_message_names_where_the_keys_are():
     (finding,) = [f for f in lint_source((CORPUS / "buggy" / "sc101_keys_in_the_middle.py").read_text(), "x.py")
                   if f.code == "SC101"]
     assert "the key axis is dim=-2" in finding.message and "softmax over dim=-2" in finding.hint
+
+
+def test_a_mask_built_from_a_name_alone_keeps_the_guess_opt_in():
+    """Longformer's ``attention_mask`` holds -10000, 0 and +10000: ``(attention_mask != 0)`` marks what leaves the
+    window, and filling there is right. A mask built from a parameter whose convention only its name suggests
+    carries that guess along, so only the opt-in SC174 reports the fill, as for the name itself."""
+    source = textwrap.dedent("""
+        import torch, torch.nn.functional as F
+
+        def window_scores(scores, attention_mask):
+            remove_from_windowed_attention_mask = (attention_mask != 0)[:, None, :, None]
+            float_mask = remove_from_windowed_attention_mask.type_as(scores).masked_fill(
+                remove_from_windowed_attention_mask, -10000.0)
+            scores += float_mask
+            return F.softmax(scores, dim=-1)
+        """)
+    assert [f.code for f in lint_source(source)] == []
+    assert codes(source) == ["SC174"]
+    documented = source.replace("attention_mask):\n", 'attention_mask):\n    """attention_mask: True where a query may attend."""\n', 1)
+    assert [f.code for f in lint_source(documented)] == ["SC109"]  # a docstring says so: the default rule

@@ -69,7 +69,7 @@ def mask_convention(scope: Scope, e: ev.MaskedFill) -> None:
     name = found.name
     fix = f"fill where the mask is 0: masked_fill({name} == 0, ...)" if found.own_keep else \
         f"fill where the mask is True: masked_fill({name}, ...), without negating it"
-    rule = msg.MaskConventionByName if found.source in pol.BY_NAME else msg.MaskConvention
+    rule = msg.MaskConventionByName if found.by_name else msg.MaskConvention
     scope.report(rule, e.mask, name, found.own_text, fix)
 
 

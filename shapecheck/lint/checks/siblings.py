@@ -5,6 +5,7 @@ parameter that the code below still reads instead (SC168)."""
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 from typing import Iterator, Optional
 
@@ -160,7 +161,8 @@ def stand_in_for(value: ast.expr, params: frozenset[str]) -> Optional[str]:
         if isinstance(value, ast.Name):
             return value.id if value.id in params else None
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and len(value.args) == 2 and not value.keywords \
-            and isinstance(value.args[0], ast.Name) and value.args[0].id in params:
+            and isinstance(value.args[0], ast.Name) and value.args[0].id in params \
+            and not hasattr(builtins, value.func.id):  # getattr(p, name), max(p, x): Python's own, none a recast
         return value.args[0].id  # default(p, fallback), cast(p, dtype)
     return None
 
