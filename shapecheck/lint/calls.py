@@ -132,8 +132,10 @@ class Calls(Evaluator):
         """A rotary call given the heads axis as its positions: a size of it, or a ``seq_dim=`` pointing at it."""
         heads_atoms = ("heads",)
         given = [*node.args, *(kw.value for kw in node.keywords if kw.arg not in _SEQ_AXIS)]
-        heads = tuple(sub for arg in given for sub in ast.walk(arg) if isinstance(sub, (ast.Name, ast.Subscript, ast.Call))
-                      and _sized(self.values.get(id(sub)), heads_atoms))
+        sizes = [sub for arg in given for sub in ast.walk(arg) if isinstance(sub, (ast.Name, ast.Subscript, ast.Call))]
+        heads = tuple(sub for sub in sizes if _sized(self.values.get(id(sub)), heads_atoms))
+        if any(_sized(self.values.get(id(sub)), (seq,)) for sub in sizes for seq in _SEQ_ATOMS):
+            heads = ()  # every size spelled out (a kernel given batch, heads, seq, d): the positions are the seq's
         axis = None
         for kw in node.keywords:
             first = args[0] if args else None
@@ -513,6 +515,9 @@ class Calls(Evaluator):
                           role="scores", key_pos=len(axes) - 1)
         return Tensor(axes=tuple(axes), order=tuple(range(len(axes))), scale=base.scale, scale_at=base.scale_at,
                       role=role)
+
+
+_SEQ_ATOMS = ("seq", "seq_q", "seq_k")  # the axes positions run along
 
 
 def _sized(value: Optional[Value], atoms: tuple[str, ...]) -> bool:

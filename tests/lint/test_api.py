@@ -72,11 +72,11 @@ def test_lint_never_imports_or_modifies_what_it_reads(tmp_path):
 
 def test_directories_are_searched_for_python_files_only(tmp_path):
     (tmp_path / "pkg" / "__pycache__").mkdir(parents=True)
-    (tmp_path / "pkg" / "a.py").write_text((BUGGY / "sc107_masked_fill_discarded.py").read_text())
+    (tmp_path / "pkg" / "a.py").write_text((BUGGY / "sc112_reshape_order.py").read_text())
     (tmp_path / "pkg" / "notes.txt").write_text("att.masked_fill(mask, 0)\n")
     (tmp_path / "pkg" / "__pycache__" / "b.py").write_text("x = (\n")
     files, findings = lint_paths([str(tmp_path)])
-    assert files == 1 and [f.code for f in findings] == ["SC107"]
+    assert files == 1 and [f.code for f in findings] == ["SC112"]
 
 
 def test_missing_path_is_a_usage_error():

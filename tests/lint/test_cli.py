@@ -27,11 +27,11 @@ def test_clean_directory_exits_0_with_no_output():
 
 
 def test_findings_print_flake8_lines_and_exit_1():
-    path = BUGGY / "sc104_merge_without_transpose.py"
+    path = BUGGY / "sc112_reshape_order.py"
     result = lint(path)
     assert result.exit_code == 1
     (line,) = result.stdout.splitlines()
-    assert line.startswith(f"{path}:24:") and " SC104 heads merged by reshape(batch, seq_q, d_model)" in line
+    assert line.startswith(f"{path}:24:") and " SC112 reshape(seq_q, batch, d_model) on a [batch, seq_q" in line
 
 
 def test_fail_on_decides_which_severity_fails():
@@ -57,10 +57,10 @@ def test_an_opt_in_rule_is_reported_only_where_its_exact_code_is_selected(tmp_pa
 def test_a_file_that_does_not_parse_is_reported_and_exits_2(tmp_path):
     broken = tmp_path / "broken.py"
     broken.write_text("def forward(self, x:\n")
-    result = lint(broken, BUGGY / "sc104_merge_without_transpose.py")
+    result = lint(broken, BUGGY / "sc112_reshape_order.py")
     assert result.exit_code == 2
     assert f"{broken}:1:" in result.stdout and " SC001 cannot analyse: syntax error" in result.stdout
-    assert " SC104 " in result.stdout  # the other files are still linted and reported
+    assert " SC112 " in result.stdout  # the other files are still linted and reported
 
 
 def test_json_format():
@@ -113,20 +113,20 @@ def test_list_rules_names_every_code_with_readable_placeholders():
 
 
 def test_select_and_ignore_are_repeatable_and_comma_separated():
-    both = (BUGGY / "sc104_merge_without_transpose.py", BUGGY / "sc101_softmax_axis.py")
-    found = {line.split()[1] for line in lint("--select", "SC104", "--select", "SC101", *both).stdout.splitlines()}
-    assert found == {"SC104", "SC101"}
-    assert {line.split()[1] for line in lint("--select", "SC104,SC101", *both).stdout.splitlines()} == found
-    assert lint("--ignore", "SC104", "--ignore", "SC101", *both).exit_code == 0
+    both = (BUGGY / "sc112_reshape_order.py", BUGGY / "sc101_softmax_axis.py")
+    found = {line.split()[1] for line in lint("--select", "SC112", "--select", "SC101", *both).stdout.splitlines()}
+    assert found == {"SC112", "SC101"}
+    assert {line.split()[1] for line in lint("--select", "SC112,SC101", *both).stdout.splitlines()} == found
+    assert lint("--ignore", "SC112", "--ignore", "SC101", *both).exit_code == 0
 
 
 def test_text_is_an_alias_of_table():
-    path = BUGGY / "sc104_merge_without_transpose.py"
+    path = BUGGY / "sc112_reshape_order.py"
     assert lint("--format", "text", path).stdout == lint("--format", "table", path).stdout == lint(path).stdout
 
 
 def test_json_carries_the_verdict_fields():
-    failing = json.loads(lint("--format", "json", BUGGY / "sc104_merge_without_transpose.py").stdout)
+    failing = json.loads(lint("--format", "json", BUGGY / "sc112_reshape_order.py").stdout)
     passing = json.loads(lint("--format", "json", CLEAN).stdout)
     assert (failing["ok"], failing["exit_code"]) == (False, 1)
     assert (passing["ok"], passing["exit_code"]) == (True, 0)
@@ -185,12 +185,12 @@ def test_stdin_with_a_filename_and_per_file_ignores():
 
 
 def test_exit_zero_and_statistics():
-    path = BUGGY / "sc104_merge_without_transpose.py"
+    path = BUGGY / "sc105_split_without_transpose.py"
     result = lint(path, "--exit-zero", "--statistics")
     assert result.exit_code == 0
     (line,) = result.stdout.splitlines()
     count, code, name = line.split("\t")
-    assert code == "SC104" and name == "merge-without-transpose" and int(count) == len(expected_marks(path))
+    assert code == "SC105" and name == "split-without-transpose" and int(count) == len(expected_marks(path)) == 3
 
 
 def test_exclude_and_extend_exclude(tmp_path):
