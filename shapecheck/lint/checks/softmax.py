@@ -13,7 +13,7 @@ from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
 from shapecheck.lint.scope import Scope
 from shapecheck.lint.tracking import Tensor, show
-from shapecheck.lint.nodes import walk
+from shapecheck.lint.nodes import blocks, walk
 
 
 @on(ev.Softmax)
@@ -54,7 +54,9 @@ def _dual_softmax(scope: Scope, e: ev.Softmax) -> bool:
     if e.source is None or scope.func is None:
         return False
     root = nm.chain_root(e.source)
-    others = [c for c in walk(scope.func.node) if isinstance(c, ast.Call) and c is not e.call
+    block = _block_of(scope.func.node, e.call)  # the same scores: a softmax in the same statement list (a name
+    # reused for other scores on another branch is not the same similarity)
+    others = [c for stmt in block for c in ast.walk(stmt) if isinstance(c, ast.Call) and c is not e.call
               and _callee(c.func) in nm.SOFTMAX | {"Softmax"} and root is not None
               and root in {nm.chain_root(a) for a in _normalised(c)}  # the same scores, maybe transposed
               and not any(sub is e.call for sub in ast.walk(c))]  # not the ``.to(dtype)`` around this one
@@ -70,6 +72,17 @@ def _renormalised(func: ast.AST, call: ast.Call) -> bool:
                and isinstance(d.right, ast.Call) and isinstance(d.right.func, ast.Attribute)
                and d.right.func.attr == "sum" and nm.chain_root(d.right.func.value) in stored
                and nm.int_value(nm.argument(d.right, 0, "dim") or ast.Constant(0)) == -1 for d in walk(func))
+
+
+def _block_of(func: ast.AST, call: ast.Call) -> list[ast.stmt]:
+    """The statement list that holds the statement holding ``call`` (empty if none does)."""
+    for block in blocks(func):
+        if any(sub is call for stmt in block if not isinstance(stmt, _COMPOUND) for sub in ast.walk(stmt)):
+            return [stmt for stmt in block if not isinstance(stmt, _COMPOUND)]
+    return []
+
+
+_COMPOUND = (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def _normalised(call: ast.Call) -> list[ast.expr]:
