@@ -36,6 +36,7 @@ class ClassInfo:
     head_counts: frozenset[str] = frozenset()  # attributes holding what splits the width into the head size
     name: str = ""
     init_params: tuple[str, ...] = ()  # ``__init__``'s parameters after ``self``, in order
+    multi_head: bool = True  # the class reads a head count somewhere (``is_multi_head``)
 
 
 @dataclass
@@ -219,7 +220,10 @@ def class_info(node: ast.ClassDef) -> ClassInfo:
     heads = frozenset(counts) | frozenset(attr for attr, value in attrs.items()
                                           if isinstance(value, ast.Name) and value.id in counts)
     params = tuple(a.arg for a in [*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs][1:]) if init else ()
-    return ClassInfo(attrs, has_forward, methods, widths, heads, class_name, params)
+    multi_head = bool(heads) or any(canonical(p) == "heads" for p in (*params, *attrs)) or any(
+        canonical(n.id if isinstance(n, ast.Name) else n.attr) == "heads"
+        for n in subtree(node) if isinstance(n, (ast.Name, ast.Attribute)))
+    return ClassInfo(attrs, has_forward, methods, widths, heads, class_name, params, multi_head)
 
 
 def _head_size_split(node: ast.Assign) -> Optional[tuple[str, str]]:
@@ -280,10 +284,7 @@ def is_multi_head(cls: ClassInfo) -> bool:
     """The class splits its width into heads: it holds a head count, or any of its methods reads one (``num_heads``,
     ``self.n_head``, ``config.num_attention_heads``), whatever the attribute is called. A class that reads none
     attends with one head, whose size is the width."""
-    if cls.head_counts or any(canonical(p) == "heads" for p in (*cls.init_params, *cls.attrs)):
-        return True
-    return any(canonical(n.id if isinstance(n, ast.Name) else n.attr) == "heads"
-               for method in cls.methods.values() for n in subtree(method) if isinstance(n, (ast.Name, ast.Attribute)))
+    return cls.multi_head
 
 
 def _is_head_count(node: ast.expr) -> bool:

@@ -223,7 +223,7 @@ def _computed_unused(scope: Scope) -> None:
     if not _once_where_called(scope, "computed_unused", _COMPUTED):
         return
     func = scope.func
-    dead = set(dead_stores(func.node, walk(func.node)))  # type: ignore[arg-type]
+    dead: Optional[set] = None  # the liveness pass runs only where a later store is found
     for block in _blocks(func.node):
         for i, stmt in enumerate(block):
             if not isinstance(stmt, ast.Assign) or not isinstance(stmt.value, ast.Call) \
@@ -236,6 +236,8 @@ def _computed_unused(scope: Scope) -> None:
                 overwritten = _next_store_unread(name, block[i + 1:])
                 if overwritten is None:
                     continue
+                if dead is None:
+                    dead = set(dead_stores(func.node, walk(func.node)))  # type: ignore[arg-type]
                 if (stmt, name) in dead:
                     scope.report(msg.ComputedUnused, stmt, name, ast.unparse(stmt.value.func), overwritten.lineno, "")
                 elif _bypasses(stmt, name, overwritten):  # read only on the paths that skip the overwrite
