@@ -91,7 +91,8 @@ def test_fifth_history_manifest_is_disjoint_and_split_at_random_with_its_seed():
     earlier = [f for n in ("", "_2", "_3", "_4") for f in bench.fixes(corpus / f"history_manifest{n}.tsv")]
     assert not {f.repo for f in fifth} & {f.repo for f in earlier}
     assert not {f.commit for f in fifth} & {f.commit for f in earlier}
-    precision = {row[0] for path in corpus.glob("precision_manifest*.tsv") for row in _load("bench_lint_precision").rows(path)}
+    rows = _load("bench_lint_precision").rows
+    precision = {row[0] for path in corpus.glob("precision_manifest*.tsv") for row in rows(path)}
     assert not {f.repo for f in fifth} & precision
     assert len({f.commit for f in fifth}) == len(fifth)
     assert max(collections.Counter(f.repo for f in fifth).values()) <= 4

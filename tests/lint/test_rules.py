@@ -367,5 +367,6 @@ def test_a_mask_built_from_a_name_alone_keeps_the_guess_opt_in():
         """)
     assert [f.code for f in lint_source(source)] == []
     assert codes(source) == ["SC174"]
-    documented = source.replace("attention_mask):\n", 'attention_mask):\n    """attention_mask: True where a query may attend."""\n', 1)
+    docstring = '    """attention_mask: True where a query may attend."""\n'
+    documented = source.replace("attention_mask):\n", "attention_mask):\n" + docstring, 1)
     assert [f.code for f in lint_source(documented)] == ["SC109"]  # a docstring says so: the default rule
