@@ -39,6 +39,7 @@ AXES: dict[str, str] = {
     "segments": "segment (token type) vocabulary size",
     "classes": "output classes of a classification head",
 }
+SEQUENCE_AXES = ("seq", "seq_q", "seq_k")  # the axes positions run along
 
 SYNONYMS: dict[str, str] = {
     "B": "batch", "bsz": "batch", "batch_size": "batch", "N_batch": "batch",

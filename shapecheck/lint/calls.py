@@ -17,6 +17,7 @@ from shapecheck.lint import events as ev
 from shapecheck.lint import names as nm
 from shapecheck.lint import ops
 from shapecheck.lint.evaluate import Evaluator, _as_tensor, _each, _swap_key
+from shapecheck.vocabulary import SEQUENCE_AXES
 from shapecheck.lint.tracking import (
     WILD, Dim, Label, Pieces, Shape, Target, Tensor, Value, fresh, int_label, matmul, permute, quotient,
 )
@@ -134,7 +135,7 @@ class Calls(Evaluator):
         given = [*node.args, *(kw.value for kw in node.keywords if kw.arg not in _SEQ_AXIS)]
         sizes = [sub for arg in given for sub in ast.walk(arg) if isinstance(sub, (ast.Name, ast.Subscript, ast.Call))]
         heads = tuple(sub for sub in sizes if _sized(self.values.get(id(sub)), heads_atoms))
-        if any(_sized(self.values.get(id(sub)), (seq,)) for sub in sizes for seq in _SEQ_ATOMS):
+        if any(_sized(self.values.get(id(sub)), (seq,)) for sub in sizes for seq in SEQUENCE_AXES):
             heads = ()  # every size spelled out (a kernel given batch, heads, seq, d): the positions are the seq's
         axis = None
         for kw in node.keywords:
@@ -515,9 +516,6 @@ class Calls(Evaluator):
                           role="scores", key_pos=len(axes) - 1)
         return Tensor(axes=tuple(axes), order=tuple(range(len(axes))), scale=base.scale, scale_at=base.scale_at,
                       role=role)
-
-
-_SEQ_ATOMS = ("seq", "seq_q", "seq_k")  # the axes positions run along
 
 
 def _sized(value: Optional[Value], atoms: tuple[str, ...]) -> bool:

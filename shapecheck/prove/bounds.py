@@ -26,8 +26,8 @@ from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from shapecheck.prove.inputs import InputPlan
+from shapecheck.vocabulary import SEQUENCE_AXES
 
-SEQUENCE_AXES = ("seq", "seq_q", "seq_k")
 POSITION_WORDS = ("pos", "wpe")
 CACHE_WORDS = ("cos", "sin", "freqs", "rotary", "rope", "alibi")
 MASK_WORDS = ("bias", "mask", "causal", "tril")
