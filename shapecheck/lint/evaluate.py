@@ -17,7 +17,7 @@ from shapecheck.vocabulary import canonical
 from shapecheck.lint import events as ev
 from shapecheck.lint import names as nm
 from shapecheck.lint import ops
-from shapecheck.lint.scope import ClassInfo, Scope, class_info, is_head_count, is_multi_head
+from shapecheck.lint.scope import ClassInfo, Scope, class_info, is_head_count
 from shapecheck.lint.tracking import (
     WILD, Dim, Label, Pieces, Shape, Target, Tensor, Value, int_label, join, matmul, name_label, product, quotient,
     swap,
@@ -79,7 +79,7 @@ class Evaluator(Scope):
     def named_kind(self, factor: ast.expr) -> str:
         """The scale's kind by the names in it; a width by name is one head's size in a class with no head count."""
         kind = nm.scale_kind(self.scale_names(factor, 0))
-        return "head" if kind == "width" and self.cls is not None and not is_multi_head(self.cls) else kind
+        return "head" if kind == "width" and self.cls is not None and not self.cls.multi_head else kind
 
     def scalar_definition(self, factor: ast.expr) -> ast.expr:
         """The expression a scale factor's local name holds (``scale = (n_state // n_head) ** -0.25``), or the
@@ -734,7 +734,7 @@ def _caller_kind(arg: ast.expr, caller: ClassInfo) -> Optional[str]:
     if is_head_count(base, caller):
         return "heads"
     spelled = base.id if isinstance(base, ast.Name) else nm.self_attr(base)
-    if spelled is not None and (spelled in caller.widths or is_multi_head(caller) and canonical(spelled) == "d_model"):
+    if spelled is not None and (spelled in caller.widths or caller.multi_head and canonical(spelled) == "d_model"):
         return "width"
     return None
 

@@ -36,7 +36,9 @@ class ClassInfo:
     head_counts: frozenset[str] = frozenset()  # attributes holding what splits the width into the head size
     name: str = ""
     init_params: tuple[str, ...] = ()  # ``__init__``'s parameters after ``self``, in order
-    multi_head: bool = True  # the class reads a head count somewhere (``is_multi_head``)
+    multi_head: bool = True  # it holds or reads a head count anywhere (``num_heads``, ``self.n_head``,
+    # ``config.num_attention_heads``), whatever it is called; a class that reads none attends with one head, whose
+    # size is the width
 
 
 @dataclass
@@ -197,8 +199,8 @@ def class_info(node: ast.ClassDef) -> ClassInfo:
                     attrs.setdefault(attr, sub.value)
             if stmt.name == "__init__":
                 inner = subtree(sub.value)
-                for node in (sub, *(n for n in inner if isinstance(n, ast.BinOp))):
-                    name = _width_name(node)
+                for part in (sub, *(n for n in inner if isinstance(n, ast.BinOp))):
+                    name = _width_name(part)
                     if name is not None:
                         split.add(name)
                 found = _head_size_split(sub)
@@ -220,7 +222,7 @@ def class_info(node: ast.ClassDef) -> ClassInfo:
     heads = frozenset(counts) | frozenset(attr for attr, value in attrs.items()
                                           if isinstance(value, ast.Name) and value.id in counts)
     params = tuple(a.arg for a in [*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs][1:]) if init else ()
-    multi_head = bool(heads) or any(canonical(p) == "heads" for p in (*params, *attrs)) or any(
+    multi_head = bool(heads) or any(canonical(p) == "heads" for p in params) or any(  # ``self.x`` attrs: below
         canonical(n.id if isinstance(n, ast.Name) else n.attr) == "heads"
         for n in subtree(node) if isinstance(n, (ast.Name, ast.Attribute)))
     return ClassInfo(attrs, has_forward, methods, widths, heads, class_name, params, multi_head)
@@ -278,13 +280,6 @@ def is_head_count(node: ast.expr, cls: Optional[ClassInfo]) -> bool:
     """``num_heads``, ``self.n_head`` or an attribute the class splits the width by, whatever its name."""
     name = node.id if isinstance(node, ast.Name) else nm.self_attr(node)
     return name is not None and (canonical(name) == "heads" or cls is not None and name in cls.head_counts)
-
-
-def is_multi_head(cls: ClassInfo) -> bool:
-    """The class splits its width into heads: it holds a head count, or any of its methods reads one (``num_heads``,
-    ``self.n_head``, ``config.num_attention_heads``), whatever the attribute is called. A class that reads none
-    attends with one head, whose size is the width."""
-    return cls.multi_head
 
 
 def _is_head_count(node: ast.expr) -> bool:
