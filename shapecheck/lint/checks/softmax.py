@@ -77,12 +77,10 @@ def _renormalised(func: ast.AST, call: ast.Call) -> bool:
 def _block_of(func: ast.AST, call: ast.Call) -> list[ast.stmt]:
     """The statement list that holds the statement holding ``call`` (empty if none does)."""
     for block in blocks(func):
-        if any(sub is call for stmt in block if not isinstance(stmt, _COMPOUND) for sub in ast.walk(stmt)):
-            return [stmt for stmt in block if not isinstance(stmt, _COMPOUND)]
+        simple = _simple(block)
+        if any(sub is call for stmt in simple for sub in ast.walk(stmt)):
+            return simple
     return []
-
-
-_COMPOUND = (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def _normalised(call: ast.Call) -> list[ast.expr]:
@@ -110,8 +108,12 @@ def _chosen_by_a_flag(func: ast.AST, call: ast.Call, root: Optional[str]) -> boo
 
 
 def _simple(body: list[ast.stmt]) -> list[ast.stmt]:
-    """The statements of a branch that are not themselves branches, loops or blocks: the choice the flag makes."""
-    return [stmt for stmt in body if not isinstance(stmt, (ast.If, ast.For, ast.While, ast.With, ast.Try))]
+    """The statements of a branch that are not themselves branches, loops, blocks or definitions: what the branch
+    itself computes (the choice a flag makes; the statements beside a softmax)."""
+    return [stmt for stmt in body if not isinstance(stmt, _COMPOUND)]
+
+
+_COMPOUND = (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 @on(ev.Softmax)
