@@ -28,6 +28,14 @@ def subtree(node: ast.AST) -> Iterable[ast.AST]:
     return walk(node) if isinstance(node, _WHOLE) else _breadth_first(node)
 
 
+def every(node: ast.AST) -> Iterator[ast.AST]:
+    """The nodes ``walk(node)`` gives, in no set order, read from the lists of the functions and classes inside:
+    for a question any order answers (``any``, a set), a class costs no list of its own beside its methods'."""
+    yield node
+    for child in children(node):
+        yield from walk(child) if isinstance(child, _WHOLE) else subtree(child)
+
+
 def children(node: ast.AST) -> Iterator[ast.AST]:
     """``ast.iter_child_nodes(node)`` without the markers, reading only the fields that can hold nodes."""
     for field in _fields_of(type(node)):

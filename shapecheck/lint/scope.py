@@ -16,7 +16,7 @@ from typing import Iterator, Optional, Union
 from shapecheck.vocabulary import canonical
 from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
-from shapecheck.lint.nodes import subtree
+from shapecheck.lint.nodes import every, subtree
 from shapecheck.lint.tracking import Axis, Tensor, Value, int_label, name_label
 
 Position = Union[ast.AST, tuple[int, int]]
@@ -224,7 +224,7 @@ def class_info(node: ast.ClassDef) -> ClassInfo:
     params = tuple(a.arg for a in [*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs][1:]) if init else ()
     multi_head = bool(heads) or any(canonical(p) == "heads" for p in params) or any(  # ``self.x`` attrs: below
         canonical(n.id if isinstance(n, ast.Name) else n.attr) == "heads"
-        for n in subtree(node) if isinstance(n, (ast.Name, ast.Attribute)))
+        for n in every(node) if isinstance(n, (ast.Name, ast.Attribute)))
     return ClassInfo(attrs, has_forward, methods, widths, heads, class_name, params, multi_head)
 
 
