@@ -99,6 +99,23 @@ def test_fifth_history_manifest_is_disjoint_and_split_at_random_with_its_seed():
     assert [f.half for f in fifth] == _halves(len(fifth), 1982)
 
 
+def test_sixth_history_manifest_is_disjoint_and_split_at_random_with_its_seed():
+    """Set 6: disjoint from the earlier sets and from every precision manifest, PyTorch files only."""
+    bench = _load("bench_lint_history")
+    corpus = BENCH / "lint_corpus"
+    sixth = bench.fixes(corpus / "history_manifest_6.tsv")
+    assert len(sixth) >= 40 and all(f.files and f.why and len(f.commit) == len(f.parent) == 40 for f in sixth)
+    earlier = [f for n in ("", "_2", "_3", "_4", "_5") for f in bench.fixes(corpus / f"history_manifest{n}.tsv")]
+    assert not {f.repo for f in sixth} & {f.repo for f in earlier}
+    assert not {f.commit for f in sixth} & {f.commit for f in earlier}
+    rows = _load("bench_lint_precision").rows
+    precision = {row[0] for path in corpus.glob("precision_manifest*.tsv") for row in rows(path)}
+    assert not {f.repo for f in sixth} & precision
+    assert len({f.commit for f in sixth}) == len(sixth) and len({f.repo for f in sixth}) >= 15
+    assert max(collections.Counter(f.repo for f in sixth).values()) <= 4
+    assert [f.half for f in sixth] == _halves(len(sixth), 1018)
+
+
 def _split_rows(bench, path: Path, repositories: int) -> tuple[list[list[str]], dict[str, str]]:
     """A split precision manifest's rows and each repository's half: full commits, at most 12 files a repository,
     no file twice, at least ``repositories`` repositories."""
@@ -143,7 +160,7 @@ def test_second_precision_manifest_is_fresh_disjoint_and_split_at_random_with_it
         assert (repo, file) in rows and code.startswith("SC") and line > 0 and why
 
 
-@pytest.mark.parametrize("number, repositories", [(3, 30), (4, 40), (5, 40), (6, 40), (7, 40), (8, 40), (9, 40), (10, 40), (11, 40), (12, 40), (13, 40), (14, 40)])
+@pytest.mark.parametrize("number, repositories", [(3, 30), (4, 40), (5, 40), (6, 40), (7, 40), (8, 40), (9, 40), (10, 40), (11, 40), (12, 40), (13, 40), (14, 40), (15, 40)])
 def test_later_precision_manifest_is_fresh_disjoint_and_split_with_its_seed(number, repositories):
     """precision_manifest_N.tsv (N >= 3): repositories none of the earlier precision or history manifests holds,
     split by repository with the seed its header records (names sorted, shuffled, the first half 'dev'); its labels
