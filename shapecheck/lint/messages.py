@@ -502,6 +502,37 @@ class MaskAppliedToNothing(Message):
     args = ("name", "its value")
 
 
+class BoolMaskFilled(Message):
+    code, name = "SC175", "bool-mask-filled"
+    template = ("{0} writes a number into '{1}', a boolean tensor: it stays boolean and the number is stored as True, "
+                "so the mask never becomes the additive bias meant")
+    hint = ("build the bias in the scores' dtype: torch.zeros_like({1}, dtype=scores.dtype).masked_fill({1}, "
+            "float('-inf')), or keep the boolean mask and fill the scores with it")
+    args = ("write", "mask")
+
+
+class BinaryMaskAdded(Message):
+    code, name = "SC176", "binary-mask-added"
+    template = "'{0}' holds {1} and is {2}: that shifts the scores by 1 where it is set, it masks nothing"
+    hint = ("turn it into a bias first: torch.zeros_like(scores).masked_fill(~keep, float('-inf')), or fill the "
+            "scores with it, or pass a boolean mask (True = attend) to the kernel")
+    args = ("mask", "its entries", "where")
+
+
+class BoolMaskSubtracted(Message):
+    code, name = "SC177", "bool-mask-subtracted"
+    template = "1 - {0} on a boolean mask raises: torch does not subtract booleans"
+    hint = "invert it with ~{0} (or {0}.logical_not()), or cast it to a number first"
+    args = ("mask",)
+
+
+class TupleItemAssigned(Message):
+    code, name = "SC178", "tuple-item-assigned"
+    template = "'{0}' only ever holds a tuple (stored on line {1}), and a tuple takes no item assignment: this raises"
+    hint = "store a new tuple ({0} = (new_keys, new_values)) or keep a list"
+    args = ("holder", "line")
+
+
 RULES: tuple[type[Message], ...] = (
     FileNotParsed, EmptyFile, AnalysisStopped, SoftmaxAxis, UnscaledScores, WidthScaledScores,
     MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, MaskedFillDiscarded,
@@ -514,7 +545,8 @@ RULES: tuple[type[Message], ...] = (
     SquareFromOneLength, ArgumentsOutOfOrder, CacheDefaultEvaluated, CacheDtypeUnmatched, ReshapedTwice,
     KeysExpandedToQueries, RotaryWithoutOffset, SettingNotForwarded, ScaledTwice, HostTensorMeetsInputs,
     RepeatedAssert, ResidualDropped, ReplacementUnused, StaleCompanion, TupleAsTensor, PositionsInHalf,
-    KernelLayout, MaskAppliedToNothing, MaskConventionByName,
+    KernelLayout, MaskAppliedToNothing, MaskConventionByName, BoolMaskFilled, BinaryMaskAdded, BoolMaskSubtracted,
+    TupleItemAssigned,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules reported only where ``select``/``extend-select`` names their exact code: on public code nobody had tuned

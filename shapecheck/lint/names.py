@@ -80,6 +80,28 @@ def imports_from(tree: ast.Module, module: str) -> dict[str, str]:
     return found
 
 
+def imports_torch(tree: ast.Module) -> bool:
+    """Whether the module imports torch (``import torch``, ``from torch import nn``, ``import torch.nn as nn``) at its
+    top level or one block down (``try: import torch``, ``if TYPE_CHECKING:``)."""
+    nested = (n for s in tree.body if isinstance(s, (ast.Try, ast.If)) for n in [*s.body, *getattr(s, "orelse", ())])
+    for node in [*tree.body, *nested]:
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "torch" for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "torch" and not node.level:
+            return True
+    return False
+
+
+def compiled_elsewhere(func: ast.AST) -> bool:
+    """A function a compiler other than torch's runs (``@triton.jit``, ``@jax.jit``, ``@numba.njit``): its
+    arithmetic follows that language's rules, not PyTorch's."""
+    for decorator in getattr(func, "decorator_list", ()):
+        name = dotted(decorator.func if isinstance(decorator, ast.Call) else decorator) or ""
+        if name.split(".")[-1] in ("jit", "njit", "autotune", "heuristics") and not name.startswith("torch"):
+            return True
+    return False
+
+
 def is_namespace(node: ast.AST) -> bool:
     """True for ``torch``, ``F``, ``nn.functional``, ``torch.nn.functional``."""
     return is_namespace_name(dotted(node))

@@ -592,3 +592,83 @@ def test_sc173_structured_dropout_after_the_call_changes_nothing_and_the_twin_na
     torch.manual_seed(0)
     _clean("masks_applied").Wrapper(transformer, mask_prob=0.5).train()(ids)
     assert bool(seen[0].all()) and not bool(seen[1].all())  # only the twin hands a narrowed mask to the call
+
+
+@torch.no_grad()
+def test_sc175_a_boolean_mask_given_a_large_negative_masks_nothing_and_the_twin_masks():
+    torch.manual_seed(0)
+    buggy = _buggy("sc175_bool_mask_filled")
+    clean = _clean("binary_masks_built_right")
+    x = torch.randn(1, 4, 8)
+    future = torch.ones(4, 4, dtype=torch.bool).triu(1)
+    bad, good = buggy.SelfAttention(8, 2), clean.SelfAttention(8, 2)
+    good.load_state_dict(bad.state_dict())
+    changed = x.clone()
+    changed[:, -1] += 1.0  # only the last position changes: under a causal mask, query 0 must not see it
+    assert not torch.allclose(bad(x, future)[:, 0], bad(changed, future)[:, 0], atol=1e-6)
+    assert torch.allclose(good(x, future)[:, 0], good(changed, future)[:, 0], atol=1e-6)
+    q, k, v = torch.randn(3, 1, 1, 4, 8).unbind(0)
+    masked = torch.zeros(1, 1, 4, 4, dtype=torch.bool)
+    masked[..., -1] = True
+    other = v.clone()
+    other[..., -1, :] += 1.0
+    assert not torch.allclose(buggy.core_attention(q, k, v, masked), buggy.core_attention(q, k, other, masked))
+    assert torch.allclose(clean.core_attention(q, k, v, masked), clean.core_attention(q, k, other, masked))
+
+
+@torch.no_grad()
+def test_sc176_a_0_1_mask_added_or_given_to_sdpa_lets_masked_keys_in_and_the_twin_keeps_them_out():
+    torch.manual_seed(0)
+    buggy, clean = _buggy("sc176_binary_mask_added"), _clean("binary_masks_built_right")
+    q, k, v = torch.randn(3, 1, 1, 4, 8).unbind(0)
+    masked = torch.zeros(1, 1, 4, 4, dtype=torch.bool)
+    masked[..., -1] = True
+    other = v.clone()
+    other[..., -1, :] += 1.0
+    run = lambda mod, values: mod.glm_core_attention(q, k, values, masked)  # noqa: E731
+    assert not torch.allclose(run(buggy, v), run(buggy, other)) and torch.allclose(run(clean, v), run(clean, other))
+    x, cond = torch.randn(2, 3, 8), torch.randn(2, 5, 8)
+    padded = cond.clone()
+    padded[:, 3:] += 1.0  # beyond each sample's length: padding the attention must not read
+    lengths = [3, 3]
+    torch.manual_seed(1)
+    bad = buggy.CrossAttention(8, 2)
+    good = clean.CrossAttention(8, 2)
+    good.load_state_dict(bad.state_dict())
+    assert not torch.allclose(bad(x, cond, lengths), bad(x, padded, lengths), atol=1e-6)
+    assert torch.allclose(good(x, cond, lengths), good(x, padded, lengths), atol=1e-6)
+    ids = torch.tensor([[5, 6, 0]])
+    qh, kh = torch.randn(2, 1, 2, 3, 4).unbind(0)
+    assert buggy.encoder_scores(qh, kh, ids).softmax(-1)[..., -1].min() > 0.01
+    assert clean.encoder_scores(qh, kh, ids).softmax(-1)[..., -1].max() < 1e-3
+
+
+def test_sc177_one_minus_a_boolean_mask_raises_and_the_twin_inverts_it():
+    buggy, clean = _buggy("sc177_bool_mask_subtracted"), _clean("binary_masks_built_right")
+    scores, ids = torch.randn(1, 2, 3, 3), torch.tensor([[5, 6, 0]])
+    with pytest.raises(RuntimeError, match="Subtraction"):
+        buggy.masked_scores(scores, ids)
+    with pytest.raises(RuntimeError, match="Subtraction"):
+        buggy.attend(scores, torch.tensor([2]))
+    assert clean.masked_scores(scores, ids).softmax(-1)[..., -1].max() < 1e-3
+    assert clean.attend(scores, torch.tensor([2]))[..., -1].max() == 0
+
+
+@torch.no_grad()
+def test_sc140_a_square_bias_fails_once_the_module_attends_longer_memory_and_self_attention_only_fits():
+    buggy = _buggy("sc140_square_bias_given_memory").DecoderLayer(8, 2)
+    with pytest.raises(RuntimeError, match="size of tensor"):
+        buggy(torch.randn(1, 3, 8), torch.randn(1, 5, 8))
+    assert _clean("square_bias_in_self_attention").EncoderLayer(8, 2)(torch.randn(1, 3, 8)).shape == (1, 3, 8)
+
+
+@torch.no_grad()
+def test_sc178_a_tuple_cache_grown_by_item_raises_and_the_twin_replaces_it():
+    torch.manual_seed(0)
+    buggy = _buggy("sc178_tuple_item_assigned").CachedAttention(8, 2, block=4)
+    buggy(torch.randn(1, 3, 8))  # fits the first allocation
+    with pytest.raises(TypeError, match="does not support item assignment"):
+        buggy(torch.randn(1, 3, 8))
+    clean = _clean("tuple_cache_replaced").CachedAttention(8, 2, block=4)
+    clean(torch.randn(1, 3, 8))
+    assert clean(torch.randn(1, 3, 8)).shape == (1, 3, 8) and clean.kv_cache[0].shape[2] == 8

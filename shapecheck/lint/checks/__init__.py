@@ -24,7 +24,8 @@ def on(event: type) -> Callable[[Callable], Callable]:
 
 
 from shapecheck.lint.checks import (  # noqa: E402  (registers them)
-    arguments, cache, caches, dead, devices, dropout, expand, flow, forwarding, fused, layers, masks, positions, reshape,
+    arguments, binary_masks, cache, caches, dead, devices, dropout, expand, flow, forwarding, fused, layers, masks,
+    positions, reshape,
     siblings, softmax, state, values,
 )
 

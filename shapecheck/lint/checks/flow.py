@@ -13,7 +13,7 @@ import ast
 import re
 from typing import Iterator, Optional, Union
 
-from shapecheck.vocabulary import forward_role
+from shapecheck.vocabulary import forward_role, pick
 from shapecheck.lint import events as ev
 from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
@@ -603,7 +603,51 @@ def _square_from_one_length(scope: Scope) -> None:
                  and isinstance(sub.value, ast.Name) and sub.value.id == owner]
         if len(reads) > sum(1 for o, _ in lengths.values() if o == owner):
             continue  # the other lengths of the tensor are read too: the code knows they may differ
+        if keys_are_queries(scope, func.node):
+            return  # every caller attends the input to itself: the keys are exactly as long as the queries
         scope.report(msg.SquareFromOneLength, node, bias, length, owner, axis)
+
+
+def keys_are_queries(scope: Scope, func: Function) -> bool:
+    """``forward`` of a module whose every call in the file gives its query and key parameters one expression
+    (``self.attn(query=x, key=x, value=x)``): a self-attention, whatever the signature allows."""
+    owner = scope.func.method_of if scope.func is not None else None
+    if owner is None or func.name != "forward":
+        return False
+    params = [a.arg for a in [*func.args.posonlyargs, *func.args.args][1:]]
+    query, key = pick(params, "query"), pick(params, "key")
+    if query is None or key is None or query == key:
+        return False
+    memo = f"keys_are_queries:{owner.name}"
+    if memo not in scope.memo:
+        calls = [_arguments_for(call, params, (query, key)) for call in _module_calls(scope.tree, owner.name)]
+        scope.memo[memo] = bool(calls) and all(q is not None and k is not None and ast.dump(q) == ast.dump(k)
+                                               for q, k in calls)
+    return bool(scope.memo[memo])
+
+
+def _module_calls(tree: ast.Module, class_name: str) -> list[ast.Call]:
+    """The calls of the modules the file builds from ``class_name`` (``self.attn = Cls(...)``, then
+    ``self.attn(...)``)."""
+    built = set()
+    for node in walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and any(
+                isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == class_name
+                for c in subtree(node.value)):
+            target = node.targets[0]
+            built.add(nm.self_attr(target) or (target.id if isinstance(target, ast.Name) else None))
+    built.discard(None)
+    return [c for c in walk(tree) if isinstance(c, ast.Call)
+            and (nm.self_attr(c.func) or (c.func.id if isinstance(c.func, ast.Name) else None)) in built]
+
+
+def _arguments_for(call: ast.Call, params: list[str], wanted: tuple[str, str]) -> tuple[Optional[ast.expr], ...]:
+    """What a call gives each of the ``wanted`` parameters (None where it gives nothing it can tell)."""
+    if any(isinstance(a, ast.Starred) for a in call.args):
+        return (None,) * len(wanted)
+    given = dict(zip(params, call.args))
+    given.update({kw.arg: kw.value for kw in call.keywords if kw.arg is not None})
+    return tuple(given.get(name) for name in wanted)
 
 
 def _scaled_root(node: ast.expr) -> Optional[str]:

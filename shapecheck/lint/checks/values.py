@@ -1,5 +1,5 @@
-"""What a value is, by where it comes from: a helper's tuple taken as one tensor (SC170), integer positions made
-in the activations' dtype, inexact in half precision (SC171)."""
+"""What a value is, by where it comes from: a helper's tuple taken as one tensor (SC170), a tuple written into by
+item (SC178), integer positions made in the activations' dtype, inexact in half precision (SC171)."""
 
 from __future__ import annotations
 
@@ -228,3 +228,65 @@ def _source(value: ast.expr) -> Optional[str]:
         return nm.chain_root(value.args[0])
     return nm.chain_root(value)
 
+
+
+@on(ev.FunctionDone)
+def tuple_item_assigned(scope: Scope, e: ev.FunctionDone) -> None:
+    """``self.kv_cache[0] = new_keys`` where every value this class (or, outside a class, this function) stores in
+    ``self.kv_cache`` is a tuple: tuples take no item assignment, so the line raises."""
+    func = scope.func
+    if func is None or func.node is not e.node or scope.following:
+        return
+    for stmt in of_type(func.node, ast.Assign):
+        for target in stmt.targets:  # type: ignore[attr-defined]
+            if isinstance(target, ast.Subscript):
+                made = _only_tuples(scope, target.value)
+                if made is not None:
+                    scope.report(msg.TupleItemAssigned, stmt, ast.unparse(target.value), made)
+
+
+def _only_tuples(scope: Scope, holder: ast.expr) -> Optional[int]:
+    """The line of the first tuple stored in ``holder`` (a local name, or ``self.attr``) when every store of it in its
+    unit (the function for a name; the class's methods, or the function outside a class, for an attribute) is a
+    plain assignment of a tuple or of None; None otherwise."""
+    func = scope.func
+    attr = nm.self_attr(holder)
+    if isinstance(holder, ast.Name):
+        if holder.id in func.params:  # type: ignore[union-attr]
+            return None
+        units, wanted = [func.node], lambda t: isinstance(t, ast.Name) and t.id == holder.id  # type: ignore[union-attr]
+    elif attr is not None:
+        units = _methods(scope) or [func.node]  # type: ignore[union-attr]
+        wanted = lambda t: nm.self_attr(t) == attr  # noqa: E731
+    else:
+        return None
+    lines = []
+    for unit in units:
+        for node in walk(unit):
+            if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.With)) and any(
+                    wanted(t) for t in walk(getattr(node, "target", None) or node)
+                    if isinstance(t, (ast.Name, ast.Attribute)) and isinstance(t.ctx, ast.Store)):
+                return None  # another kind of store
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if wanted(target):
+                        if _tuple_made(node.value):
+                            lines.append(node.lineno)
+                        elif not (isinstance(node.value, ast.Constant) and node.value.value is None):
+                            return None  # (None takes no item assignment either)
+                    elif isinstance(target, (ast.Tuple, ast.List)) and any(wanted(t) for t in walk(target)):
+                        return None  # unpacked into: its value is not read here
+    return min(lines) if lines else None
+
+
+def _tuple_made(value: ast.expr) -> bool:
+    return isinstance(value, ast.Tuple) or isinstance(value, ast.Call) and nm.dotted(value.func) == "tuple"
+
+
+def _methods(scope: Scope) -> list[ast.AST]:
+    """Every method of the class the current function belongs to (a class at the module's top level)."""
+    owner = scope.func.method_of  # type: ignore[union-attr]
+    for node in scope.tree.body if owner is not None else ():
+        if isinstance(node, ast.ClassDef) and node.name == owner.name:
+            return [s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return []
