@@ -6,7 +6,7 @@ Corpora: every ``models/*/modeling_*.py`` of the installed transformers, and the
 undefined names + the attention checker + noqa) over the same source strings, alternating, best of
 ``--repeat`` passes; then the wall time of ``lint_paths`` on the real corpus with 1 and N processes.
 
-    python benchmarks/bench_lint.py [--repeat 3] [--limit N] [--jobs 1,2]
+    python benchmarks/bench_lint.py [--repeat 3] [--limit N] [--jobs 1,2] [--extend-select SC102,...]
 """
 
 from __future__ import annotations
@@ -16,13 +16,14 @@ import importlib.util
 import platform
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Optional
 
 import pyflakes
 from pyflakes import api as pyflakes_api
 from pyflakes import reporter as pyflakes_reporter
 
 from shapecheck.lint import lint_paths, lint_source
+from shapecheck.lint.config import LintConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,15 +53,16 @@ def cpu_best(fn: Callable[[], None], repeat: int) -> float:
     return min(times)
 
 
-def compare(name: str, paths: list[Path], repeat: int) -> None:
+def compare(name: str, paths: list[Path], repeat: int, config: Optional[LintConfig] = None) -> None:
     sources = [(str(p), p.read_text(encoding="utf-8")) for p in paths]
     quiet = _Quiet()
     t_flakes = t_lint = float("inf")
     for _ in range(repeat):  # alternate, so that load on a shared machine hits both alike
         t_flakes = min(t_flakes, cpu_best(lambda: [pyflakes_api.check(t, p, quiet) for p, t in sources], 1))
-        t_lint = min(t_lint, cpu_best(lambda: [lint_source(t, p) for p, t in sources], 1))
+        t_lint = min(t_lint, cpu_best(lambda: [lint_source(t, p, config) for p, t in sources], 1))
     size = sum(len(t) for _, t in sources) / 1e6
-    print(f"{name}: {len(sources)} files, {size:.1f} MB; CPU s, best of {repeat}: pyflakes {t_flakes:.2f}, "
+    rules = "default rules" if config is None else f"default rules + {', '.join(config.extend_select)}"
+    print(f"{name} ({rules}): {len(sources)} files, {size:.1f} MB; CPU s, best of {repeat}: pyflakes {t_flakes:.2f}, "
           f"shapecheck lint {t_lint:.2f}; lint / pyflakes = {t_lint / t_flakes:.2f}x (target <= 2x)")
 
 
@@ -77,14 +79,17 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="passes; the fastest counts")
     parser.add_argument("--limit", type=int, default=None, help="only the first N files of each corpus")
     parser.add_argument("--jobs", default="1,2", help="process counts to time, comma-separated")
+    parser.add_argument("--extend-select", default="", metavar="CODES",
+                        help="opt-in rules to run too, comma-separated (their checks are skipped otherwise)")
     args = parser.parse_args()
+    config = LintConfig(extend_select=tuple(args.extend_select.split(","))) if args.extend_select else None
     corpus = real_corpus()
     transformers = [p for p in corpus.files("transformers") if p.name.startswith("modeling_")][:args.limit]
     everything = [p for package in corpus.PACKAGES for p in corpus.files(package)][:args.limit]
     print(f"python {platform.python_version()}, pyflakes {pyflakes.__version__}")
     if transformers:
-        compare("transformers modeling files", transformers, args.repeat)
-    compare("real corpus", everything, args.repeat)
+        compare("transformers modeling files", transformers, args.repeat, config)
+    compare("real corpus", everything, args.repeat, config)
     wall(everything, [int(j) for j in args.jobs.split(",")])
 
 

@@ -42,7 +42,9 @@ _JAXTYPING = frozenset({"Float", "Int", "Bool", "Shaped", "Num", "Real", "Intege
 
 def lint_source(source: str, path: str = "<string>", config: Optional[LintConfig] = None) -> list[msg.Finding]:
     """Findings for one module's source text, sorted by position."""
-    found = _analyse(source, path, dict(config.mask_conventions) if config is not None else {})
+    chosen = config or LintConfig()
+    left_out = frozenset(code for code in msg.CODES if not chosen.selects(code, path))
+    found = _analyse(source, path, dict(chosen.mask_conventions), left_out)
     return _finish(found, source, config)
 
 
@@ -176,9 +178,12 @@ def _walk(root: str, config: LintConfig) -> Iterator[str]:
     yield from (d for d in unreadable if d)
 
 
-def _analyse(source: str, path: str, conventions: Optional[dict[str, str]] = None) -> list[msg.Finding]:
+def _analyse(source: str, path: str, conventions: Optional[dict[str, str]] = None,
+             left_out: frozenset[str] = frozenset()) -> list[msg.Finding]:
+    """The findings of every check (and pyflakes' undefined names); checks whose every code is in ``left_out``
+    are not run."""
     with _no_cycle_collection():
-        return _analyse_tree(source, path, conventions)
+        return _analyse_tree(source, path, conventions, left_out)
 
 
 @contextlib.contextmanager
@@ -197,7 +202,8 @@ def _no_cycle_collection() -> Iterator[None]:
         gc.enable()
 
 
-def _analyse_tree(source: str, path: str, conventions: Optional[dict[str, str]]) -> list[msg.Finding]:
+def _analyse_tree(source: str, path: str, conventions: Optional[dict[str, str]],
+                  left_out: frozenset[str] = frozenset()) -> list[msg.Finding]:
     if not source.strip():
         return [] if os.path.basename(path) == "__init__.py" else [msg.EmptyFile.finding(path, 1, 1)]
     try:
@@ -208,7 +214,7 @@ def _analyse_tree(source: str, path: str, conventions: Optional[dict[str, str]])
     except (ValueError, MemoryError, RecursionError) as error:
         return [msg.FileNotParsed.finding(path, 1, 1, f"{error.__class__.__name__}: {error}")]
     try:
-        return _undefined_names(tree, path) + Checker(tree, path, conventions or {}, source).findings
+        return _undefined_names(tree, path) + Checker(tree, path, conventions or {}, source, left_out).findings
     except RecursionError:
         return [msg.AnalysisStopped.finding(path, 1, 1, "expressions nested too deeply")]
     except Exception as error:  # noqa: BLE001 - a gap in the analysis must not stop the other files

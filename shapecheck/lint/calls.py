@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import replace
 from typing import Optional
 
 from shapecheck.lint import events as ev
@@ -19,7 +18,7 @@ from shapecheck.lint import ops
 from shapecheck.lint.evaluate import Evaluator, _as_tensor, _each, _swap_key
 from shapecheck.vocabulary import SEQUENCE_AXES
 from shapecheck.lint.tracking import (
-    WILD, Dim, Label, Pieces, Shape, Target, Tensor, Value, fresh, int_label, matmul, permute, quotient,
+    WILD, Dim, Label, Pieces, Shape, Target, Tensor, Value, fresh, int_label, matmul, permute, quotient, replace,
 )
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import replace
 from typing import Callable, Optional, Sequence, Union
 
 from shapecheck.lint import events as ev
@@ -19,7 +18,7 @@ from shapecheck.lint import nodes
 from shapecheck.lint import ops
 from shapecheck.lint.calls import Calls
 from shapecheck.lint.scope import ClassInfo, FunctionInfo, all_args, class_info
-from shapecheck.lint.tracking import Axis, Dim, Label, Pieces, Shape, Target, Tensor, Value, join, name_label
+from shapecheck.lint.tracking import Axis, Dim, Label, Pieces, Shape, Target, Tensor, Value, join, name_label, replace
 
 
 MAX_FOLLOW = 2  # helpers followed inside helpers, at most
@@ -32,8 +31,9 @@ class Checker(Calls, ast.NodeVisitor):
     """Lint one parsed module; ``findings`` holds the results in the order found."""
 
     def __init__(self, tree: ast.Module, path: str, conventions: Optional[dict[str, str]] = None,
-                 source: Optional[str] = None) -> None:
+                 source: Optional[str] = None, left_out: frozenset[str] = frozenset()) -> None:
         super().__init__(tree, path)
+        self.left_out = left_out
         self.lines = source.splitlines() if source is not None else None  # the text, for cheap questions about it
         self.memo["mask_conventions"] = dict(conventions or {})  # [tool.shapecheck] mask-conventions
         self.functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}

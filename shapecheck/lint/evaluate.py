@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
-from dataclasses import replace
 from typing import Callable, Optional, Sequence
 
 from shapecheck.vocabulary import canonical
@@ -20,7 +19,7 @@ from shapecheck.lint import ops
 from shapecheck.lint.scope import ClassInfo, Scope, class_info, is_head_count
 from shapecheck.lint.tracking import (
     WILD, Dim, Label, Pieces, Shape, Target, Tensor, Value, int_label, join, matmul, name_label, product, quotient,
-    swap,
+    replace, swap,
 )
 from shapecheck.lint.nodes import children, of_type, subtree, walk
 

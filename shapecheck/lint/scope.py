@@ -78,6 +78,7 @@ class Scope:
         self.uid = itertools.count(1)
         self.functional = nm.functional_imports(tree)
         self.einops_names = nm.imports_from(tree, "einops")
+        self.left_out: frozenset[str] = frozenset()  # codes the run does not report (not selected, opt-in, ignored)
 
     def report(self, message: type[msg.Message], node: Position, *args: object) -> None:
         if self.following and message not in msg.LAYOUT_RULES:
@@ -88,9 +89,10 @@ class Scope:
             self.findings.append(message.finding(self.path, line, col + 1, *args))
 
     def emit(self, event: object) -> None:
-        """Run every check registered for the event's type."""
+        """Run every check registered for the event's type, but those whose every code the run leaves out."""
         for check in _checks().get(type(event), ()):
-            check(self, event)
+            if not (check.reports and check.reports <= self.left_out):
+                check(self, event)
 
     # ---- context the checks ask about ---------------------------------------------------
     def source_text(self) -> Optional[tuple[str, list[int]]]:

@@ -8,8 +8,8 @@ every rule stays silent where it would have to read one.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, replace
-from typing import Optional, Sequence, Union
+from dataclasses import dataclass
+from typing import Optional, Sequence, TypeVar, Union
 
 from shapecheck.vocabulary import canonical
 
@@ -90,6 +90,21 @@ def quotient(a: Axis, b: Axis) -> Axis:
     else:
         atoms = tuple(sorted(rest.elements()))
     return Label(atoms, "d_head" if atoms == ("d_head",) else f"{a.text}//{b.text}")
+
+
+_T = TypeVar("_T")
+
+
+def replace(value: _T, **changes: object) -> _T:
+    """``dataclasses.replace`` for the frozen records here (none has a ``__post_init__``), without its per-call
+    walk over the fields: the evaluator makes tens of thousands of these per file."""
+    unknown = changes.keys() - value.__dataclass_fields__.keys()  # type: ignore[attr-defined]
+    if unknown:
+        raise TypeError(f"{type(value).__name__} has no field {sorted(unknown)}")
+    new = object.__new__(type(value))
+    new.__dict__.update(value.__dict__)
+    new.__dict__.update(changes)
+    return new
 
 
 def show(axes: Sequence[object]) -> str:

@@ -26,6 +26,18 @@ def test_lists_what_ast_walk_yields_in_its_order(path):
     nodes.forget()
 
 
+@pytest.mark.parametrize("path", FILES[::4], ids=lambda p: p.name)
+def test_every_gives_the_nodes_of_walk_and_children_those_of_iter_child_nodes(path):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.Lambda, ast.IfExp, ast.Dict)):
+            expected = [n for n in ast.walk(node) if not isinstance(n, ast.expr_context)]
+            assert sorted(map(id, nodes.every(node))) == sorted(map(id, expected))
+        assert list(nodes.children(node)) == [c for c in ast.iter_child_nodes(node)
+                                               if not isinstance(c, ast.expr_context)]
+    nodes.forget()
+
+
 def test_a_list_is_made_once_and_a_small_node_is_walked_afresh():
     tree = ast.parse("def f(x):\n    return x + 1\n")
     func = tree.body[0]

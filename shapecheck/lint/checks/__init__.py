@@ -13,10 +13,12 @@ from typing import Callable
 CHECKS: dict[type, list[Callable]] = {}
 
 
-def on(event: type) -> Callable[[Callable], Callable]:
-    """Register the decorated function as a check of ``event``."""
+def on(event: type, reports: tuple[str, ...] = ()) -> Callable[[Callable], Callable]:
+    """Register the decorated function as a check of ``event``. ``reports``, when given, names every code the
+    check can report (tests/lint/test_checks.py holds it to that): a run that selects none of them skips it."""
 
     def register(check: Callable) -> Callable:
+        check.reports = frozenset(reports)  # type: ignore[attr-defined]
         CHECKS.setdefault(event, []).append(check)
         return check
 
@@ -25,8 +27,7 @@ def on(event: type) -> Callable[[Callable], Callable]:
 
 from shapecheck.lint.checks import (  # noqa: E402  (registers them)
     arguments, binary_masks, cache, caches, dead, devices, dropout, expand, flow, forwarding, fused, layers, masks,
-    positions, reshape,
-    siblings, softmax, state, values,
+    positions, reshape, siblings, softmax, state, values,
 )
 
 __all__ = ["CHECKS", "on", "arguments", "cache", "caches", "dead", "devices", "dropout", "expand", "flow", "forwarding",

@@ -56,7 +56,7 @@ def _positional(function: Function, skip: int) -> list[str]:
     return [a.arg for a in [*function.args.posonlyargs, *function.args.args]][skip:]
 
 
-@on(ev.NamedCall)
+@on(ev.NamedCall, reports=("SC150",))
 def arguments_out_of_order(scope: Scope, e: ev.NamedCall) -> None:
     """``self.get_batch_per_block(sq, sk, b, np)`` for ``def get_batch_per_block(b, np, sq, sk)``: plain names that
     are parameters of the callee, each at another parameter's position, and together only trading places."""
@@ -99,7 +99,7 @@ def _computes(scope: Scope, default: ast.expr) -> bool:
     return callee not in _ALLOCATIONS and isinstance(scope.values.get(id(default)), Tensor)
 
 
-@on(ev.NamedCall)
+@on(ev.NamedCall, reports=("SC151",))
 def cache_default_evaluated(scope: Scope, e: ev.NamedCall) -> None:
     """``kv_cache.get(self.key, self.key(xa))``: Python evaluates the default before the lookup, so the projection
     runs on every call, cached or not (whisper, 9f70a352)."""
@@ -127,7 +127,7 @@ def _role(name: str) -> Optional[str]:
     return found[0] if len(found) == 1 else None
 
 
-@on(ev.FusedAttention)
+@on(ev.FusedAttention, reports=("SC150",))
 def fused_arguments_out_of_order(scope: Scope, e: ev.FusedAttention) -> None:
     """``F.scaled_dot_product_attention(q, v, k)``, ``flash_attn_func(k, q, v)``: the fused kernel reads (query, key,
     value) by position, and the names given say they trade places."""
@@ -135,7 +135,7 @@ def fused_arguments_out_of_order(scope: Scope, e: ev.FusedAttention) -> None:
         _roles_out_of_order(scope, e.call, e.name)
 
 
-@on(ev.NamedCall)
+@on(ev.NamedCall, reports=("SC150",))
 def attention_module_arguments_out_of_order(scope: Scope, e: ev.NamedCall) -> None:
     """``self.attn(k, q, v)`` where ``self.attn = nn.MultiheadAttention(...)``: (query, key, value) by position."""
     attr = nm.self_attr(e.call.func)

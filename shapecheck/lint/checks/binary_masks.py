@@ -6,7 +6,6 @@ torch refuses (SC177)."""
 from __future__ import annotations
 
 import ast
-import re
 from typing import Optional
 
 from shapecheck.lint import events as ev
@@ -14,31 +13,32 @@ from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
 from shapecheck.lint.mask_kinds import BOOL, ONES, ZERO_ONE, kind, number, own_fill, stored
-from shapecheck.lint.nodes import of_type, walk
+from shapecheck.lint.nodes import of_type, subtree
 from shapecheck.lint.scope import Scope
 
 _FILLS = frozenset({"masked_fill", "masked_fill_"})
 # fused kernels that add a float mask to the scores: (name ends with, keyword, position)
-_MASK_TEXT = re.compile(r"mask|bias|bool|!=|==|~|logical_", re.I)  # a cheap first question: where no boolean is made
 _BIASED = (("scaled_dot_product_attention", "attn_mask", 3), ("memory_efficient_attention", "attn_bias", 3))
 
 
 @on(ev.FunctionDone)
 def binary_masks(scope: Scope, e: ev.FunctionDone) -> None:
     func = scope.func
-    if func is None or func.node is not e.node or scope.following or not scope.mentions(func.node, _MASK_TEXT) \
-            or nm.compiled_elsewhere(func.node) or not _torch_module(scope):
+    if func is None or func.node is not e.node or scope.following or nm.compiled_elsewhere(func.node) \
+            or not _torch_module(scope):
         return  # what booleans do as numbers is PyTorch's rule: JAX, NumPy and Triton promote them
     for call in of_type(func.node, ast.Call):
         _fill(scope, call)  # type: ignore[arg-type]
         _kernel(scope, call)  # type: ignore[arg-type]
     for assign in of_type(func.node, ast.Assign):
         _item_store(scope, assign)  # type: ignore[arg-type]
-    for node in of_type(func.node, ast.AugAssign):
+    products = any(_product(n) for n in of_type(func.node, ast.BinOp)) \
+        or any(_product(n) for n in of_type(func.node, ast.Call))  # no product of tensors, no scores to add to
+    for node in of_type(func.node, ast.AugAssign) if products else ():
         if isinstance(node.op, ast.Add):  # type: ignore[attr-defined]
             _added(scope, node, node.target, node.value)  # type: ignore[attr-defined]
     for node in of_type(func.node, ast.BinOp):
-        if isinstance(node.op, ast.Add):  # type: ignore[attr-defined]
+        if isinstance(node.op, ast.Add) and products:  # type: ignore[attr-defined]
             _added(scope, node, node.left, node.right)  # type: ignore[attr-defined]
         elif isinstance(node.op, ast.Sub) and isinstance(node.left, ast.Constant) \
                 and node.left.value == 1 and kind(scope, node.right) == BOOL:  # type: ignore[attr-defined]
@@ -82,8 +82,10 @@ def _added(scope: Scope, node: ast.AST, left: ast.expr, right: ast.expr) -> None
     if isinstance(left, ast.Constant) or isinstance(right, ast.Constant):
         return  # ``x + 1``: no mask
     for mask, other in ((right, left), (left, right)):
+        if not _scores(scope, other):
+            continue  # asked first: sums of scores are few, and a mask's kind takes a walk back through its stores
         found = kind(scope, mask)
-        if found in ZERO_ONE and _scores(scope, other):
+        if found in ZERO_ONE:
             scope.report(msg.BinaryMaskAdded, node, ast.unparse(mask)[:40], _WHAT[found], "added to the scores")
             return
 
@@ -92,7 +94,8 @@ _WHAT = {BOOL: "booleans", ONES: "0 and 1", "binary": "0 and 1"}
 
 
 def _kernel(scope: Scope, call: ast.Call) -> None:
-    last = (nm.dotted(call.func) or "").split(".")[-1]
+    func = call.func
+    last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
     for suffix, keyword, position in _BIASED:
         if last.endswith(suffix):
             mask = nm.argument(call, position, keyword)
@@ -101,20 +104,33 @@ def _kernel(scope: Scope, call: ast.Call) -> None:
                              f"given to {last} as a float {keyword}, which it adds to the scores")
 
 
-def _scores(scope: Scope, node: ast.expr, depth: int = 0) -> bool:
+def _scores(scope: Scope, node: ast.expr) -> bool:
     """Attention scores: a product of tensors (``@``, matmul, bmm, einsum), or a name some store of which is one
-    (or comes from one), in this function."""
-    if depth > 3:
-        return False
-    if any(_product(n) for n in walk(node)):
-        return True
+    (or comes from one, three stores back), in this function."""
     if isinstance(node, ast.Subscript):
         node = node.value
-    if not isinstance(node, ast.Name):
-        return False
-    stores = [a.value for a in of_type(scope.func.node, ast.Assign)  # type: ignore[union-attr]
-              if any(isinstance(t, ast.Name) and t.id == node.id for t in a.targets)]
-    return any(_scores(scope, v, depth + 1) for v in stores if not (isinstance(v, ast.Name) and v.id == node.id))
+    if isinstance(node, ast.Name):
+        return node.id in _score_names(scope)
+    return any(_product(n) for n in subtree(node))
+
+
+def _score_names(scope: Scope) -> frozenset[str]:
+    key = f"score_names:{id(scope.func.node)}"  # type: ignore[union-attr]
+    if key not in scope.memo:
+        found: set[str] = set()
+        reads: list[tuple[str, set[str]]] = []
+        for assign in of_type(scope.func.node, ast.Assign):  # type: ignore[union-attr]
+            nodes = subtree(assign.value)  # type: ignore[attr-defined]
+            names = [t.id for t in assign.targets if isinstance(t, ast.Name)]  # type: ignore[attr-defined]
+            if any(_product(n) for n in nodes):
+                found.update(names)
+            else:
+                read = {n.id for n in nodes if type(n) is ast.Name}
+                reads += [(name, read) for name in names]
+        for _ in range(3):  # ``scores = scores * scale``, ``attn = scores + bias``: what comes of them
+            found |= {name for name, read in reads if read & found}
+        scope.memo[key] = frozenset(found)
+    return scope.memo[key]  # type: ignore[return-value]
 
 
 def _product(node: ast.AST) -> bool:

@@ -307,6 +307,6 @@ def _assignment_of(stmt: ast.stmt, target: ast.Name) -> Optional[ast.Assign]:
     return None
 
 
-@on(ev.FunctionDone)
+@on(ev.FunctionDone, reports=("SC130",))
 def computed_unused(scope: Scope, e: ev.FunctionDone) -> None:
     _computed_unused(scope)

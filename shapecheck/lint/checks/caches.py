@@ -116,7 +116,7 @@ def _given(scope: Scope, name: str) -> bool:
     return False
 
 
-@on(ev.NamedCall)
+@on(ev.NamedCall, reports=("SC152",))
 def cache_dtype_unmatched(scope: Scope, e: ev.NamedCall) -> None:
     """``k = self.k.index_copy_(2, input_pos, k)`` (litgpt, 91014a77) or ``cache_k.index_copy(2, input_pos, k)``
     (8c57db26) with no cast of either in the function."""

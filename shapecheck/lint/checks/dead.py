@@ -174,7 +174,7 @@ def _bound_before(func: ast.AST, name: str, stmt: ast.stmt) -> bool:
                for n in of_type(func, ast.Assign))
 
 
-@on(ev.FunctionDone)
+@on(ev.FunctionDone, reports=("SC173",))
 def mask_applied_to_nothing(scope: Scope, e: ev.FunctionDone) -> None:
     func = scope.func
     if func is None or func.node is not e.node or func.node.name == "__init__" \

@@ -33,7 +33,7 @@ _ATTENDS = re.compile(r"softmax|scaled_dot_product_attention|flash_attn|memory_e
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.MatMult, ast.BitAnd, ast.BitOr, ast.FloorDiv)
 
 
-@on(ev.FunctionDone)
+@on(ev.FunctionDone, reports=("SC165",))
 def host_tensor_meets_inputs(scope: Scope, e: ev.FunctionDone) -> None:
     """``mask = torch.ones(n, n).triu(1)`` in ``forward`` and then ``scores.masked_fill(mask, ...)``: the mask
     is on the CPU and the scores are where the inputs are."""

@@ -135,7 +135,7 @@ def _rotary_on_values(scope: Scope) -> None:
                 scope.report(msg.RotaryOnValues, given, f"{shown}(...)", given.id)
 
 
-@on(ev.FunctionDone)
+@on(ev.FunctionDone, reports=("SC136",))
 def rotary_on_values(scope: Scope, e: ev.FunctionDone) -> None:
     _rotary_on_values(scope)
 
@@ -351,7 +351,7 @@ def _calls_built_either_way(scope: Scope, body: list[ast.stmt]) -> bool:
                                for s in body for n in walk(s))
 
 
-@on(ev.Branches)
+@on(ev.Branches, reports=("SC138",))
 def same_branches(scope: Scope, e: ev.Branches) -> None:
     """``if flag: x = a else: x = a``: the flag changes nothing (a copy left unchanged)."""
     body, orelse = e.node.body, e.node.orelse
@@ -369,7 +369,7 @@ def same_branches(scope: Scope, e: ev.Branches) -> None:
         scope.report(msg.SameBranches, e.node.test, _short(e.node.test), _short(doing[0]))
 
 
-@on(ev.Choice)
+@on(ev.Choice, reports=("SC138",))
 def same_choices(scope: Scope, e: ev.Choice) -> None:
     """``s = d ** -0.5 if mup else d ** -0.5``: the same expression on both sides."""
     body = e.node.body

@@ -65,7 +65,7 @@ def kernel_layout(scope: Scope, e: ev.FusedAttention) -> None:
         scope.report(msg.KernelLayout, e.call.args[0], kernel, LAYOUT[kernel], shown, show(q.axes))
 
 
-@on(ev.Discarded)
+@on(ev.Discarded, reports=("SC127",))
 def result_discarded(scope: Scope, e: ev.Discarded) -> None:
     """``q.transpose(1, 2).reshape(b, s, -1)`` as a statement: the new tensor is dropped, ``q`` is unchanged.
     A call given ``out=`` writes its result there (``torch.triu(mask, out=mask)``): nothing is dropped."""

@@ -25,7 +25,7 @@ from shapecheck.lint.nodes import of_type, walk
 _SCORE_WORDS = re.compile(r"score|attn|attention|weight|logit|bias", re.I)
 
 
-@on(ev.Discarded)
+@on(ev.Discarded, reports=("SC107",))
 def masked_fill_discarded(scope: Scope, e: ev.Discarded) -> None:
     call = e.call
     if isinstance(call.func, ast.Attribute) and call.func.attr == "masked_fill":

@@ -21,7 +21,7 @@ _ASSERT = re.compile(nm.word_first(["assert"], r"\b"))  # \bassert\b
 _FOR_TUPLE = re.compile(nm.word_first(["for"], r"\b[^\n]*,[^\n]*\bin\b"))  # \bfor\b[^\n]*,[^\n]*\bin\b
 
 
-@on(ev.FunctionDone)
+@on(ev.FunctionDone, reports=("SC166",))
 def repeated_assert(scope: Scope, e: ev.FunctionDone) -> None:
     """``assert isinstance(max_seqlen, int)`` twice in one block with nothing rebound between: the copy was meant
     for another name (``max_seqlen_k``), which stays unchecked."""

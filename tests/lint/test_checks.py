@@ -1,0 +1,52 @@
+"""Checks that declare the codes they report (``@on(event, reports=...)``) are skipped when a run selects none of
+them: they report nothing else, and skipping them changes no finding."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from shapecheck.lint import lint_file
+from shapecheck.lint.checks import CHECKS
+from shapecheck.lint.config import LintConfig
+
+from .helpers import CORPUS, EVERY_RULE
+
+FILES = sorted((CORPUS / "buggy").glob("*.py")) + sorted((CORPUS / "clean").glob("*.py"))
+DECLARED = [check for checks in CHECKS.values() for check in checks if check.reports]
+
+
+def test_the_opt_in_checks_declare_their_codes():
+    assert {"SC107", "SC127", "SC130", "SC136", "SC138", "SC150", "SC151", "SC152", "SC165", "SC166", "SC173"} <= {
+        code for check in DECLARED for code in check.reports}
+
+
+def test_a_declared_check_reports_only_its_codes(monkeypatch):
+    reported: dict[str, set[str]] = {}
+
+    def watched(check):
+        @functools.wraps(check)
+        def run(scope, event):
+            before = len(scope.findings)
+            check(scope, event)
+            reported.setdefault(check.__name__, set()).update(f.code for f in scope.findings[before:])
+        run.reports = check.reports
+        return run
+
+    for event, checks in CHECKS.items():
+        monkeypatch.setitem(CHECKS, event, [watched(c) if c.reports else c for c in checks])
+    for path in FILES:
+        lint_file(str(path), EVERY_RULE)
+    assert reported, "no declared check ran"
+    for check in DECLARED:
+        assert reported.get(check.__name__, set()) <= check.reports, check.__name__
+    assert any(reported.values()), "the corpus gives the declared checks nothing to report"
+
+
+@pytest.mark.parametrize("config", [LintConfig(), LintConfig(select=("SC101", "SC106")), LintConfig(ignore=("SC1",))],
+                         ids=["defaults", "select", "ignore"])
+def test_skipping_the_checks_a_run_leaves_out_changes_no_finding(config):
+    for path in FILES:
+        everything = [f for f in lint_file(str(path), EVERY_RULE) if config.selects(f.code, f.path)]
+        assert lint_file(str(path), config) == everything, path.name
