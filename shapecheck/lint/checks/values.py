@@ -246,9 +246,9 @@ def tuple_item_assigned(scope: Scope, e: ev.FunctionDone) -> None:
 
 
 def _only_tuples(scope: Scope, holder: ast.expr) -> Optional[int]:
-    """The line of the first tuple stored in ``holder`` (a local name, or ``self.attr``) when every store of it in its
-    unit (the function for a name; the class's methods, or the function outside a class, for an attribute) is a
-    plain assignment of a tuple or of None; None otherwise."""
+    """The line of the first tuple stored in ``holder`` (a local name, or ``self.attr``) when every store of it where
+    it can be stored (the function for a name; ``_units`` for an attribute) is a plain assignment of a tuple or of
+    None; None otherwise."""
     func = scope.func
     attr = nm.self_attr(holder)
     if isinstance(holder, ast.Name):
@@ -256,7 +256,9 @@ def _only_tuples(scope: Scope, holder: ast.expr) -> Optional[int]:
             return None
         units, wanted = [func.node], lambda t: isinstance(t, ast.Name) and t.id == holder.id  # type: ignore[union-attr]
     elif attr is not None:
-        units = _methods(scope) or [func.node]  # type: ignore[union-attr]
+        units = _units(scope)
+        if not units:
+            return None  # a method of a class nested in another: its other methods are not looked at
         wanted = lambda t: nm.self_attr(t) == attr  # noqa: E731
     else:
         return None
@@ -283,10 +285,14 @@ def _tuple_made(value: ast.expr) -> bool:
     return isinstance(value, ast.Tuple) or isinstance(value, ast.Call) and nm.dotted(value.func) == "tuple"
 
 
-def _methods(scope: Scope) -> list[ast.AST]:
-    """Every method of the class the current function belongs to (a class at the module's top level)."""
+def _units(scope: Scope) -> list[ast.AST]:
+    """Where ``self.x`` may be stored: every method of the current function's class (a class at the module's top
+    level), or, for a function outside a class (a ``forward`` patched in), every function of the module."""
     owner = scope.func.method_of  # type: ignore[union-attr]
-    for node in scope.tree.body if owner is not None else ():
+    if owner is None:
+        return [s for s in scope.tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))] \
+            or [scope.func.node]  # type: ignore[union-attr]
+    for node in scope.tree.body:
         if isinstance(node, ast.ClassDef) and node.name == owner.name:
             return [s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
     return []
