@@ -17,7 +17,6 @@ import re
 from typing import Optional
 
 from shapecheck.lint import names as nm
-from shapecheck.lint.checks.masks import fill_value
 from shapecheck.lint.nodes import of_type, walk
 from shapecheck.lint.scope import Scope
 
@@ -44,7 +43,7 @@ def large_negative(node: Optional[ast.expr]) -> bool:
     ``max_neg_value``)."""
     if isinstance(node, ast.IfExp):
         return large_negative(node.body) and large_negative(node.orelse)
-    value = fill_value(node)
+    value = nm.fill_value(node)
     if value is not None:
         return value <= -1000.0
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
@@ -54,11 +53,11 @@ def large_negative(node: Optional[ast.expr]) -> bool:
 
 
 def number(node: Optional[ast.expr]) -> Optional[float]:
-    """The number a fill spells (``fill_value``), or, for ``a if c else b`` of two, the first arm's."""
+    """The number a fill spells (``names.fill_value``), or, for ``a if c else b`` of two, the first arm's."""
     if isinstance(node, ast.IfExp):
-        body, other = fill_value(node.body), fill_value(node.orelse)
+        body, other = nm.fill_value(node.body), nm.fill_value(node.orelse)
         return body if body is not None and other is not None else None
-    return fill_value(node)
+    return nm.fill_value(node)
 
 
 def kind(scope: Scope, node: ast.expr, depth: int = 0) -> Optional[str]:

@@ -175,6 +175,29 @@ def int_value(node: ast.AST) -> Optional[int]:
     return None
 
 
+def fill_value(node: Optional[ast.expr]) -> Optional[float]:
+    """The number a fill value spells: literals, ``-literal``, ``float('-inf')``, ``torch.finfo(t).min`` (-inf);
+    None otherwise."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        inner = fill_value(node.operand)
+        return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return float(node.value)
+    if isinstance(node, ast.Call) and dotted(node.func) == "float" and len(node.args) == 1:
+        arg = node.args[0]
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            try:
+                return float(arg.value)
+            except ValueError:
+                return None
+    if dotted(node) in ("math.inf", "torch.inf", "np.inf", "numpy.inf"):
+        return float("inf")
+    if isinstance(node, ast.Attribute) and node.attr in ("min", "max") and isinstance(node.value, ast.Call) \
+            and (dotted(node.value.func) or "").split(".")[-1] == "finfo":
+        return float("-inf") if node.attr == "min" else float("inf")  # the dtype's extremes: -finfo.max masks
+    return None
+
+
 def keyword(call: ast.Call, name: str) -> Optional[ast.expr]:
     for kw in call.keywords:
         if kw.arg == name:

@@ -57,7 +57,7 @@ def mask_convention(scope: Scope, e: ev.MaskedFill) -> None:
     True where masked joined by ``&`` (SC125)."""
     if e.mask is None or not _fills_scores(e):
         return
-    value = fill_value(e.fill)
+    value = nm.fill_value(e.fill)
     if value is not None and value >= 0:
         return  # ``bias.masked_fill_(keep, 0.0)`` on a bias that starts at the minimum: the fill opens what it marks
     joined: list[pol.Combination] = []
@@ -75,7 +75,7 @@ def mask_convention(scope: Scope, e: ev.MaskedFill) -> None:
 
 @on(ev.MaskedFill)
 def mask_after_softmax(scope: Scope, e: ev.MaskedFill) -> None:
-    value = fill_value(e.fill)
+    value = nm.fill_value(e.fill)
     if isinstance(e.tensor, Tensor) and e.tensor.role == "probs" and e.tensor.scale != "unknown" \
             and value is not None and value <= -1.0:
         scope.report(msg.MaskAfterSoftmax, e.call, f"masked_fill(..., {ast.unparse(e.fill)})")  # type: ignore[arg-type]
@@ -89,7 +89,7 @@ def additive_mask_after_softmax(scope: Scope, e: ev.MaskAdded) -> None:
 
 @on(ev.MaskedFill)
 def fill_does_not_mask(scope: Scope, e: ev.MaskedFill) -> None:
-    value = fill_value(e.fill)
+    value = nm.fill_value(e.fill)
     if isinstance(e.tensor, Tensor) and e.tensor.role == "scores" and value is not None and value > -1.0 \
             and _reaches_exp(scope, e):
         scope.report(msg.FillDoesNotMask, e.call, ast.unparse(e.fill))  # type: ignore[arg-type]
@@ -158,7 +158,7 @@ def fill_overflows_half(scope: Scope, e: ev.MaskedFill) -> None:
     in half precision (``.half()``, ``float16``, autocast), inside a function with no dtype guard.
 
     -1e4 is not reported: float16 holds it and exp(-1e4) is 0, so it masks."""
-    value = fill_value(e.fill)
+    value = nm.fill_value(e.fill)
     if not (isinstance(e.tensor, Tensor) and e.tensor.role == "scores" and value is not None
             and -1e30 <= value < -_HALF_MAX and isinstance(e.fill, (ast.UnaryOp, ast.Constant))):
         return
@@ -247,29 +247,6 @@ def _mask_axes(scope: Scope, node: ast.expr) -> Optional[tuple]:
         return tuple(axes)
     value = scope.values.get(id(node))
     return value.axes if isinstance(value, Tensor) else None
-
-
-def fill_value(node: Optional[ast.expr]) -> Optional[float]:
-    """The number a fill value spells: literals, ``-literal``, ``float('-inf')``, ``torch.finfo(t).min`` (-inf);
-    None otherwise."""
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        inner = fill_value(node.operand)
-        return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-        return float(node.value)
-    if isinstance(node, ast.Call) and nm.dotted(node.func) == "float" and len(node.args) == 1:
-        arg = node.args[0]
-        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-            try:
-                return float(arg.value)
-            except ValueError:
-                return None
-    if nm.dotted(node) in ("math.inf", "torch.inf", "np.inf", "numpy.inf"):
-        return float("inf")
-    if isinstance(node, ast.Attribute) and node.attr in ("min", "max") and isinstance(node.value, ast.Call) \
-            and (nm.dotted(node.value.func) or "").split(".")[-1] == "finfo":
-        return float("-inf") if node.attr == "min" else float("inf")  # the dtype's extremes: -finfo.max masks
-    return None
 
 
 def _fills_scores(e: ev.MaskedFill) -> bool:
