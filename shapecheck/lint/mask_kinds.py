@@ -27,6 +27,7 @@ _KEEPS = frozenset({"view", "reshape", "unsqueeze", "squeeze", "expand", "expand
                     "contiguous", "repeat", "repeat_interleave", "clone", "detach", "flatten", "cuda", "cpu", "tril",
                     "triu", "flip", "narrow", "select", "index_select", "gather", "t", "movedim", "swapaxes"})
 _EINOPS = frozenset({"rearrange", "repeat", "reduce"})
+_KEEPS_FIRST = frozenset({"tril", "triu", "pad", "flip", "roll"})  # torch.tril(m), F.pad(m, ..., value=True)
 _TO_NUMBER = frozenset({"float", "half", "double", "bfloat16", "long", "int", "short", "byte", "type_as"})
 _LOGICAL = frozenset({"logical_not", "logical_and", "logical_or", "logical_xor", "eq", "ne", "lt", "le", "gt", "ge",
                       "isin", "isnan", "isinf", "isfinite"})
@@ -127,7 +128,7 @@ def _call(scope: Scope, node: ast.Call, depth: int) -> Optional[str]:
         return BINARY if inner in (BOOL, BINARY) else _as_number(inner) if inner is not None else None
     if last in _TO_NUMBER and method:
         return _as_number(inner)
-    if last in _KEEPS and method or last in _EINOPS and not method:
+    if last in _KEEPS and method or (last in _EINOPS or last in _KEEPS_FIRST) and not method:
         return inner
     return None
 

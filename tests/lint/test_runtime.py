@@ -641,6 +641,9 @@ def test_sc176_a_0_1_mask_added_or_given_to_sdpa_lets_masked_keys_in_and_the_twi
     qh, kh = torch.randn(2, 1, 2, 3, 4).unbind(0)
     assert buggy.encoder_scores(qh, kh, ids).softmax(-1)[..., -1].min() > 0.01
     assert clean.encoder_scores(qh, kh, ids).softmax(-1)[..., -1].max() < 1e-3
+    future = torch.ones(3, 3, dtype=torch.bool).triu(1)
+    assert buggy.causal_scores(qh, kh).softmax(-1)[..., future].min() > 0.01
+    assert clean.causal_scores(qh, kh).softmax(-1)[..., future].max() == 0
 
 
 def test_sc177_one_minus_a_boolean_mask_raises_and_the_twin_inverts_it():

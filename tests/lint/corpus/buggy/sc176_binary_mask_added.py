@@ -40,3 +40,10 @@ def encoder_scores(q, k, ids, pad_id=0):
     keep = (ids != pad_id).float()
     scores = torch.einsum("bhid,bhjd->bhij", q, k) / q.shape[-1] ** 0.5
     return scores + keep[:, None, None, :]  # expect: SC176
+
+
+def causal_scores(q, k):
+    n = q.shape[-2]
+    future = torch.triu(torch.ones(n, n, dtype=torch.bool, device=q.device), diagonal=1)
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    return scores + future  # expect: SC176

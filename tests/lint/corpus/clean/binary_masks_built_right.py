@@ -85,3 +85,10 @@ def gated(scores, values, ids, pad_id=0):
     keep = (ids != pad_id).float()
     probs = scores.softmax(dim=-1) * keep[:, None, None, :]
     return probs @ values
+
+
+def causal_scores(q, k):
+    n = q.shape[-2]
+    future = torch.triu(torch.ones(n, n, dtype=torch.bool, device=q.device), diagonal=1)
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    return scores.masked_fill(future, float("-inf"))
