@@ -515,8 +515,8 @@ class Evaluator(Scope):
             made = self.class_attr(attr)
             if _is_sequence(made):
                 return None  # a list of sizes (``self.in_split = [d] + [d] * 3``) is no one size
-            if made is not None and not isinstance(made, ast.Call):
-                return self.static_label(made, depth + 1) or name_label(attr)
+            if made is not None and (not isinstance(made, ast.Call) or _int_cast(made)):
+                return self.static_label(made, depth + 1) or name_label(attr)  # what it holds before what it says
             return name_label(attr)
         if isinstance(node, ast.Attribute):
             return name_label(node.attr)
@@ -708,6 +708,11 @@ def root_base(node: ast.expr) -> Optional[ast.expr]:
             and len(base.args) == 1:
         base = base.args[0]
     return base
+
+
+def _int_cast(node: ast.Call) -> bool:
+    """``int(x)``: the size ``x`` is (``self.dim = int(hidden_dim / num_heads)`` holds a head size, whatever its name)."""
+    return nm.dotted(node.func) == "int" and len(node.args) == 1 and not node.keywords
 
 
 def _passed_kind(tree: ast.Module, name: str, position: int, param: str) -> Optional[str]:

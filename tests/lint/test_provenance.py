@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from .helpers import codes
+from shapecheck.lint import lint_file
+
+from .helpers import CORPUS, EVERY_RULE, codes
 
 BASE = """
 import math, torch
@@ -50,3 +52,11 @@ def attend(x, qkv, n_head):
 """
     assert codes(src) == ["SC103"]
     assert codes(src.replace(scale.format(w=width), scale.format(w=f"({width} // n_head)"))) == []
+
+
+def test_an_attribute_holding_the_width_split_by_the_heads_is_the_head_size_whatever_its_name():
+    """``self.dim = int(hidden_dim / num_heads)``: the split names d_head, and the heads-first rows merged for a
+    batched matmul are not taken for a merge of heads with the width."""
+    (finding,) = lint_file(str(CORPUS / "buggy" / "sc105_split_by_a_head_size_named_dim.py"))
+    assert "view(batch, heads, q_len, d_head)" in finding.message and "d_model]" in finding.message
+    assert lint_file(str(CORPUS / "clean" / "head_size_named_dim.py"), EVERY_RULE) == []

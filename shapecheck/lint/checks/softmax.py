@@ -64,14 +64,28 @@ def _dual_softmax(scope: Scope, e: ev.Softmax) -> bool:
 
 
 def _renormalised(func: ast.AST, call: ast.Call) -> bool:
-    """``attn = s.softmax(dim=1); attn = attn / attn.sum(dim=-1, keepdim=True)``: probabilities normalised over
-    the queries, then again over the keys (slot attention's weighted mean) are meant to be normalised both ways."""
+    """``attn = s.softmax(dim=1); attn = attn / attn.sum(dim=-1, keepdim=True)`` (or ``F.normalize(attn + eps, p=1,
+    dim=-1)``, the same division): probabilities normalised over the queries, then again over the keys (slot
+    attention's weighted mean) are meant to be normalised both ways."""
     stored = {t.id for a in walk(func) if isinstance(a, ast.Assign) and any(sub is call for sub in ast.walk(a.value))
               for t in a.targets if isinstance(t, ast.Name)}
-    return any(isinstance(d, ast.BinOp) and isinstance(d.op, ast.Div) and nm.chain_root(d.left) in stored
-               and isinstance(d.right, ast.Call) and isinstance(d.right.func, ast.Attribute)
-               and d.right.func.attr == "sum" and nm.chain_root(d.right.func.value) in stored
-               and nm.int_value(nm.argument(d.right, 0, "dim") or ast.Constant(0)) == -1 for d in walk(func))
+    return bool(stored) and any(_divided_by_sum(d, stored) or _l1_normalised(d, stored) for d in walk(func))
+
+
+def _divided_by_sum(node: ast.AST, stored: set[str]) -> bool:
+    return isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and nm.chain_root(node.left) in stored \
+        and isinstance(node.right, ast.Call) and isinstance(node.right.func, ast.Attribute) \
+        and node.right.func.attr == "sum" and nm.chain_root(node.right.func.value) in stored \
+        and nm.int_value(nm.argument(node.right, 0, "dim") or ast.Constant(0)) == -1
+
+
+def _l1_normalised(node: ast.AST, stored: set[str]) -> bool:
+    """``F.normalize(attn, p=1, dim=-1)``: each row divided by its sum of absolute values."""
+    if not (isinstance(node, ast.Call) and (nm.dotted(node.func) or "").split(".")[-1] == "normalize" and node.args):
+        return False
+    power = nm.argument(node, 1, "p")
+    return bool(set(nm.identifiers(node.args[0])) & stored) and power is not None \
+        and nm.fill_value(power) == 1.0 and nm.int_value(nm.argument(node, 2, "dim") or ast.Constant(1)) == -1
 
 
 def _block_of(func: ast.AST, call: ast.Call) -> list[ast.stmt]:
