@@ -501,7 +501,7 @@ class Evaluator(Scope):
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.FloorDiv)):
             a, b = self.static_label(node.left, depth + 1), self.static_label(node.right, depth + 1)
             return product(a, b) if isinstance(node.op, ast.Mult) else quotient(a, b)
-        if isinstance(node, ast.Call) and nm.dotted(node.func) == "int" and len(node.args) == 1:
+        if isinstance(node, ast.Call) and _int_cast(node):
             inner = node.args[0]
             if isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.Div):
                 return quotient(self.static_label(inner.left, depth + 1), self.static_label(inner.right, depth + 1))
@@ -712,7 +712,7 @@ def root_base(node: ast.expr) -> Optional[ast.expr]:
 
 def _int_cast(node: ast.Call) -> bool:
     """``int(x)``: the size ``x`` is (``self.dim = int(hidden_dim / num_heads)`` holds a head size, whatever its name)."""
-    return nm.dotted(node.func) == "int" and len(node.args) == 1 and not node.keywords
+    return nm.dotted(node.func) == "int" and len(node.args) == 1
 
 
 def _passed_kind(tree: ast.Module, name: str, position: int, param: str) -> Optional[str]:

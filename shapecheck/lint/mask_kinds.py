@@ -17,7 +17,7 @@ import re
 from typing import Optional
 
 from shapecheck.lint import names as nm
-from shapecheck.lint.nodes import of_type, walk
+from shapecheck.lint.nodes import of_type, subtree
 from shapecheck.lint.scope import Scope
 
 BOOL, ONES, BINARY, ADDITIVE = "bool", "ones", "binary", "additive"
@@ -33,7 +33,7 @@ _LOGICAL = frozenset({"logical_not", "logical_and", "logical_or", "logical_xor",
                       "isin", "isnan", "isinf", "isfinite"})
 _FACTORIES = frozenset({"zeros", "ones", "full", "empty", "tensor", "as_tensor", "zeros_like", "ones_like",
                         "full_like", "empty_like", "new_zeros", "new_ones", "new_full", "new_empty", "new_tensor"})
-_FILLS = frozenset({"masked_fill", "masked_fill_"})
+FILLS = frozenset({"masked_fill", "masked_fill_"})
 _NEGATIVE_WORDS = re.compile(r"min|inf|neg|large", re.I)
 _DEVICE_WORDS = re.compile(r"device|cuda|cpu", re.I)
 
@@ -115,7 +115,7 @@ def _call(scope: Scope, node: ast.Call, depth: int) -> Optional[str]:
     inner = again(receiver)
     if last == "bool":
         return BOOL
-    if last in _FILLS and method:
+    if last in FILLS and method:
         if inner == BOOL or own_fill(node):
             return BOOL  # a boolean tensor stays one whatever it is filled with
         return ADDITIVE if large_negative(nm.argument(node, 1, "value")) else None
@@ -192,7 +192,7 @@ def stored(scope: Scope, node: Optional[ast.expr]) -> Optional[ast.expr]:
 
 
 def _refers(value: ast.expr, name: str) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == name for n in walk(value))
+    return any(isinstance(n, ast.Name) and n.id == name for n in subtree(value))
 
 
 def _stores(scope: Scope, name: str) -> list[Optional[ast.expr]]:
@@ -224,15 +224,15 @@ def _straight(scope: Scope, name: str) -> bool:
 
 def _mutated(scope: Scope, name: str) -> bool:
     """Whether the function writes into ``name`` in place: an in-place method, an item store."""
-    for node in walk(scope.func.node):  # type: ignore[union-attr]
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr.endswith("_") \
-                and not node.func.attr.startswith("_") and isinstance(node.func.value, ast.Name) \
-                and node.func.value.id == name:
-            return True
-        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name) \
-                and node.value.id == name:
-            return True
-    return False
+    key = f"kind_mutated:{id(scope.func.node)}"  # type: ignore[union-attr]
+    if key not in scope.memo:
+        written = {call.func.value.id for call in of_type(scope.func.node, ast.Call)  # type: ignore[union-attr]
+                   if isinstance(call.func, ast.Attribute) and call.func.attr.endswith("_")
+                   and not call.func.attr.startswith("_") and isinstance(call.func.value, ast.Name)}
+        written |= {item.value.id for item in of_type(scope.func.node, ast.Subscript)  # type: ignore[union-attr]
+                    if isinstance(item.ctx, ast.Store) and isinstance(item.value, ast.Name)}
+        scope.memo[key] = frozenset(written)
+    return name in scope.memo[key]  # type: ignore[operator]
 
 
 def _tested_bool(scope: Scope, name: str, line: int) -> bool:
@@ -247,6 +247,6 @@ def _tested_bool(scope: Scope, name: str, line: int) -> bool:
         first, last = branch.body[0].lineno, branch.body[-1].end_lineno or branch.body[-1].lineno
         if first <= line <= last and not any(
                 isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) and n.lineno < line
-                for stmt in branch.body for n in walk(stmt)):
+                for stmt in branch.body for n in subtree(stmt)):
             return True
     return False

@@ -82,38 +82,23 @@ def test_fourth_history_manifest_is_disjoint_and_split_at_random_with_its_seed()
     assert [f.half for f in fourth] == _halves(len(fourth), 8402)
 
 
-def test_fifth_history_manifest_is_disjoint_and_split_at_random_with_its_seed():
-    """Set 5: disjoint from the earlier sets and from every precision manifest, PyTorch files only."""
+@pytest.mark.parametrize("number, seed, fixes, repositories", [(5, 1982, 30, 15), (6, 1018, 40, 15)])
+def test_later_history_manifest_is_disjoint_and_split_at_random_with_its_seed(number, seed, fixes, repositories):
+    """Sets 5 and 6: disjoint from the earlier sets and from every precision manifest, PyTorch files only."""
     bench = _load("bench_lint_history")
     corpus = BENCH / "lint_corpus"
-    fifth = bench.fixes(corpus / "history_manifest_5.tsv")
-    assert len(fifth) >= 30 and all(f.files and f.why and len(f.commit) == len(f.parent) == 40 for f in fifth)
-    earlier = [f for n in ("", "_2", "_3", "_4") for f in bench.fixes(corpus / f"history_manifest{n}.tsv")]
-    assert not {f.repo for f in fifth} & {f.repo for f in earlier}
-    assert not {f.commit for f in fifth} & {f.commit for f in earlier}
+    later = bench.fixes(corpus / f"history_manifest_{number}.tsv")
+    assert len(later) >= fixes and all(f.files and f.why and len(f.commit) == len(f.parent) == 40 for f in later)
+    earlier = [f for n in ["", *(f"_{k}" for k in range(2, number))]
+               for f in bench.fixes(corpus / f"history_manifest{n}.tsv")]
+    assert not {f.repo for f in later} & {f.repo for f in earlier}
+    assert not {f.commit for f in later} & {f.commit for f in earlier}
     rows = _load("bench_lint_precision").rows
     precision = {row[0] for path in corpus.glob("precision_manifest*.tsv") for row in rows(path)}
-    assert not {f.repo for f in fifth} & precision
-    assert len({f.commit for f in fifth}) == len(fifth)
-    assert max(collections.Counter(f.repo for f in fifth).values()) <= 4
-    assert [f.half for f in fifth] == _halves(len(fifth), 1982)
-
-
-def test_sixth_history_manifest_is_disjoint_and_split_at_random_with_its_seed():
-    """Set 6: disjoint from the earlier sets and from every precision manifest, PyTorch files only."""
-    bench = _load("bench_lint_history")
-    corpus = BENCH / "lint_corpus"
-    sixth = bench.fixes(corpus / "history_manifest_6.tsv")
-    assert len(sixth) >= 40 and all(f.files and f.why and len(f.commit) == len(f.parent) == 40 for f in sixth)
-    earlier = [f for n in ("", "_2", "_3", "_4", "_5") for f in bench.fixes(corpus / f"history_manifest{n}.tsv")]
-    assert not {f.repo for f in sixth} & {f.repo for f in earlier}
-    assert not {f.commit for f in sixth} & {f.commit for f in earlier}
-    rows = _load("bench_lint_precision").rows
-    precision = {row[0] for path in corpus.glob("precision_manifest*.tsv") for row in rows(path)}
-    assert not {f.repo for f in sixth} & precision
-    assert len({f.commit for f in sixth}) == len(sixth) and len({f.repo for f in sixth}) >= 15
-    assert max(collections.Counter(f.repo for f in sixth).values()) <= 4
-    assert [f.half for f in sixth] == _halves(len(sixth), 1018)
+    assert not {f.repo for f in later} & precision
+    assert len({f.commit for f in later}) == len(later) and len({f.repo for f in later}) >= repositories
+    assert max(collections.Counter(f.repo for f in later).values()) <= 4
+    assert [f.half for f in later] == _halves(len(later), seed)
 
 
 def _split_rows(bench, path: Path, repositories: int) -> tuple[list[list[str]], dict[str, str]]:

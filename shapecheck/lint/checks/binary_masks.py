@@ -12,11 +12,10 @@ from shapecheck.lint import events as ev
 from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
-from shapecheck.lint.mask_kinds import BOOL, ONES, ZERO_ONE, kind, number, own_fill, stored
+from shapecheck.lint.mask_kinds import BOOL, FILLS, ONES, ZERO_ONE, kind, number, own_fill, stored
 from shapecheck.lint.nodes import of_type, subtree
 from shapecheck.lint.scope import Scope
 
-_FILLS = frozenset({"masked_fill", "masked_fill_"})
 # fused kernels that add a float mask to the scores: (name ends with, keyword, position)
 _BIASED = (("scaled_dot_product_attention", "attn_mask", 3), ("memory_efficient_attention", "attn_bias", 3))
 
@@ -59,7 +58,7 @@ def _non_bool(scope: Scope, value: Optional[ast.expr]) -> Optional[float]:
 
 
 def _fill(scope: Scope, call: ast.Call) -> None:
-    if not (isinstance(call.func, ast.Attribute) and call.func.attr in _FILLS):
+    if not (isinstance(call.func, ast.Attribute) and call.func.attr in FILLS):
         return
     value = nm.argument(call, 1, "value")
     if _non_bool(scope, value) is None:

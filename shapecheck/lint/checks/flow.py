@@ -620,7 +620,8 @@ def keys_are_queries(scope: Scope, func: Function) -> bool:
         return False
     memo = f"keys_are_queries:{owner.name}"
     if memo not in scope.memo:
-        calls = [_arguments_for(call, params, (query, key)) for call in _module_calls(scope.tree, owner.name)]
+        calls = [(nm.argument(call, params.index(query), query), nm.argument(call, params.index(key), key))
+                 for call in _module_calls(scope.tree, owner.name)]
         scope.memo[memo] = bool(calls) and all(q is not None and k is not None and ast.dump(q) == ast.dump(k)
                                                for q, k in calls)
     return bool(scope.memo[memo])
@@ -639,15 +640,6 @@ def _module_calls(tree: ast.Module, class_name: str) -> list[ast.Call]:
     built.discard(None)
     return [c for c in walk(tree) if isinstance(c, ast.Call)
             and (nm.self_attr(c.func) or (c.func.id if isinstance(c.func, ast.Name) else None)) in built]
-
-
-def _arguments_for(call: ast.Call, params: list[str], wanted: tuple[str, str]) -> tuple[Optional[ast.expr], ...]:
-    """What a call gives each of the ``wanted`` parameters (None where it gives nothing it can tell)."""
-    if any(isinstance(a, ast.Starred) for a in call.args):
-        return (None,) * len(wanted)
-    given = dict(zip(params, call.args))
-    given.update({kw.arg: kw.value for kw in call.keywords if kw.arg is not None})
-    return tuple(given.get(name) for name in wanted)
 
 
 def _scaled_root(node: ast.expr) -> Optional[str]:
