@@ -19,6 +19,8 @@ nothing heavy: lint reads it without torch.
 
 from __future__ import annotations
 
+import re
+
 from typing import Any, Literal, Optional
 
 # ---------------------------------------------------------------- axis names
@@ -183,6 +185,9 @@ PADDING_MASK_NAMES = frozenset({"key_padding_mask", "src_key_padding_mask", "tgt
 """A mask name's usual convention; the module's probed behaviour wins (``shapecheck.testing.adapt``)."""
 MASK_TEXT: dict[MaskConvention, str] = {"keep": "True/1 = may attend", "ignore": "True = ignore", "additive": "additive float"}
 PADDING_MASKS = ("key_padding_mask", "src_key_padding_mask", "padding_mask", "encoder_padding_mask")  # (batch, seq_k) by convention
+# The padding token's id, whatever object holds it (``self.pad_id``, ``config.pad_token_id``, ``padding_idx``):
+# ``ids == pad`` is True at the padding, the positions a mask built from it leaves out.
+PADDING_ID = re.compile(r"^(pad|padding)(_token)?(_id|_idx|_index|_value)?$")
 
 
 # Name parts that give a forward argument its role when no exact name matches (real code: past_key_value_state,

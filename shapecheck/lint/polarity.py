@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from typing import Optional
 
 from shapecheck.lint import names as nm
-from shapecheck.lint.scope import Scope
-from shapecheck.vocabulary import KEEP_MASK_NAMES, PADDING_MASK_NAMES
+from shapecheck.lint import file_calls
+from shapecheck.lint.scope import FunctionInfo, Scope, all_args, class_info
+from shapecheck.vocabulary import KEEP_MASK_NAMES, PADDING_ID, PADDING_MASK_NAMES
 from shapecheck.lint.nodes import of_type, subtree, walk
 
 KEEP, MASKED = "keep", "masked"
@@ -30,6 +31,7 @@ _SAME = frozenset({"bool", "to", "unsqueeze", "view", "reshape", "expand", "expa
                    "float", "byte", "half", "repeat", "contiguous", "detach", "clone", "transpose", "permute",
                    "squeeze", "flatten", "type_as", "cuda"})
 _EINOPS = frozenset({"rearrange", "repeat"})
+_SAME_FUNCTIONS = _EINOPS | {"pad"}  # ``F.pad(mask, (1, 0), value=True)``: new entries, the old ones unchanged
 _TRUE = re.compile(r"\btrue\b|`1`|\bnon-?zero\b")
 _MASKED_WORDS = re.compile(r"mask(?:ed)? out|\bmasked\b|padd(?:ed|ing)|\bpad\b|unnecessary|ignored?|not (?:be )?"
                            r"attend|excluded|invalid|disallowed|not allowed|prevent")
@@ -85,6 +87,9 @@ def polarity(scope: Scope, node: ast.expr, found: Optional[list[Combination]] = 
         causal = _positions(node)
         if causal is not None:
             return causal
+        padding = _padding_compare(node)
+        if padding is not None:
+            return padding
         flip = _compare_flips(node.ops[0], node.comparators[0])
         inner = None if flip is None else again(node.left)
         return None if inner is None else (inner.flipped() if flip else inner)
@@ -128,11 +133,13 @@ def _call(scope: Scope, node: ast.Call, found: Optional[list[Combination]], dept
     if last == "logical_not":
         inner = again(receiver)
         return inner.flipped() if inner else None
+    if last in ("eq", "ne") and method and len(node.args) == 1 and _is_padding_id(node.args[0]):
+        return _padding(last == "ne", ast.unparse(node))
     if last in ("eq", "ne") and method and len(node.args) == 1:
         flip = _compare_flips(ast.Eq() if last == "eq" else ast.NotEq(), node.args[0])
         inner = None if flip is None else again(receiver)
         return None if inner is None else (inner.flipped() if flip else inner)
-    if last in _SAME and method or last in _EINOPS and not method:
+    if last in _SAME and method or last in _SAME_FUNCTIONS and not method:
         return again(receiver)
     return None
 
@@ -208,7 +215,10 @@ def _name(scope: Scope, name: str, found: Optional[list[Combination]], depth: in
     func = scope.func
     if func is None:
         return None
-    if scope.is_untouched_param(name):
+    if scope.is_untouched_param(name) or _rebound_to_itself(scope, func.node, name):
+        passed = _from_callers(scope, name, depth)
+        if passed is not None:
+            return passed
         if name in passed_under_another_name(scope):
             return None
         declared = scope.memo.get("mask_conventions") or {}
@@ -238,9 +248,14 @@ def _name(scope: Scope, name: str, found: Optional[list[Combination]], depth: in
     inner = polarity(scope, value, found, depth + 1)
     if inner is None:
         return None
-    built = ast.unparse(value)
-    built = built if len(built) <= 60 else built[:57] + "..."
-    return Polarity(inner.keep, name, f"built as {built}", by_name=inner.by_name)  # the local is a new mask
+    if isinstance(value, ast.Name):  # an alias: the mask it names tells where the convention comes from
+        return Polarity(inner.keep, name, inner.source, by_name=inner.by_name)
+    return Polarity(inner.keep, name, f"built as {_short(value)}", by_name=inner.by_name)  # the local is a new mask
+
+
+def _short(node: ast.expr) -> str:
+    text = ast.unparse(node)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 _ALL_ONES = frozenset({"ones", "ones_like", "new_ones"})
@@ -347,7 +362,9 @@ def _stores(scope: Scope, func: ast.AST) -> dict[str, tuple[int, Optional[ast.ex
         counts = Counter(n.id for n in of_type(func, ast.Name) if isinstance(n.ctx, ast.Store))
         values: dict[str, Optional[ast.expr]] = {}
         for node in of_type(func, ast.Assign):
-            if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            if isinstance(node.value, ast.Constant) and node.value.value is None:
+                counts.subtract(t.id for t in node.targets if isinstance(t, ast.Name))  # no mask: not a convention
+            elif len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 values[node.targets[0].id] = node.value
         scope.memo[key] = {n: (c, values.get(n)) for n, c in counts.items()}
     return scope.memo[key]  # type: ignore[return-value]
@@ -442,3 +459,97 @@ def _compare_flips(op: ast.cmpop, other: ast.expr) -> Optional[bool]:
     if isinstance(op, ast.Lt) and value == 1:
         return True
     return None
+
+def _is_padding_id(node: ast.expr) -> bool:
+    name = nm.dotted(node)
+    return name is not None and PADDING_ID.match(name.split(".")[-1]) is not None
+
+
+def _padding(keep: bool, text: str) -> Polarity:
+    return Polarity(keep, text, "a comparison with the padding id: " + ("the tokens" if keep else "the padding"))
+
+
+def _padding_compare(node: ast.Compare) -> Optional[Polarity]:
+    """``ids == pad_id`` is True at the padding (masked), ``ids != pad_id`` at the tokens (keep)."""
+    op = node.ops[0]
+    if not isinstance(op, (ast.Eq, ast.NotEq)) or not (_is_padding_id(node.comparators[0]) or _is_padding_id(node.left)):
+        return None
+    return _padding(isinstance(op, ast.NotEq), ast.unparse(node))
+
+
+def _rebound_to_itself(scope: Scope, func: ast.AST, name: str) -> bool:
+    """Parameter ``name`` is only ever rebound to a reshaped or padded copy of itself (``mask = rearrange(mask,
+    'b j -> b 1 1 j')``, ``mask = F.pad(mask, (1, 0), value=True)``): it keeps the caller's convention."""
+    f = scope.func
+    if f is None or name not in f.params:
+        return False
+    key = f"rebound_to_itself:{id(func)}:{name}"
+    if key not in scope.memo:
+        stores = [n for n in of_type(func, ast.Name) if isinstance(n.ctx, ast.Store) and n.id == name]
+        copies = [a for a in of_type(func, ast.Assign) if len(a.targets) == 1 and isinstance(a.targets[0], ast.Name)
+                  and a.targets[0].id == name and _copy_of(a.value, name)]
+        scope.memo[key] = bool(stores) and len(stores) == len(copies)
+    return scope.memo[key]  # type: ignore[return-value]
+
+
+def _copy_of(value: ast.expr, name: str) -> bool:
+    if not isinstance(value, ast.Call):
+        return False
+    method = isinstance(value.func, ast.Attribute) and not nm.is_namespace(value.func.value)
+    last = value.func.attr if isinstance(value.func, ast.Attribute) else (nm.dotted(value.func) or "")
+    inner = value.func.value if method else (value.args[0] if value.args else None)  # type: ignore[union-attr]
+    if isinstance(inner, ast.Call):
+        return (last in _SAME if method else last in _SAME_FUNCTIONS) and _copy_of(inner, name)
+    return isinstance(inner, ast.Name) and inner.id == name and (last in _SAME if method else last in _SAME_FUNCTIONS)
+
+
+_PASSED = "as passed by"
+
+
+def _from_callers(scope: Scope, name: str, depth: int) -> Optional[Polarity]:
+    """The convention of ``forward``'s parameter ``name`` from what the file's callers pass for it, where every
+    one of them is known and they agree (a call that passes nothing or ``None`` gives no mask)."""
+    func = scope.func
+    if func is None or func.method_of is None or func.node.name != "forward" or depth > 8:
+        return None
+    passed = file_calls.callers(scope, func.method_of.name, name)
+    active = scope.memo.setdefault("callers_active", set())
+    key = (func.method_of.name, name)
+    if not passed or key in active:
+        return None
+    active.add(key)  # type: ignore[union-attr]
+    try:
+        found = [(caller, _in_caller(scope, caller, depth)) for caller in passed
+                 if not (isinstance(caller.value, ast.Constant) and caller.value.value is None)]
+    finally:
+        active.discard(key)  # type: ignore[union-attr]
+    if not found or any(p is None for _, p in found) or len({p.keep for _, p in found}) != 1:  # type: ignore[union-attr]
+        return None
+    caller, first = found[0]
+    where = f"{caller.owner.name}.{caller.method.name}, line {caller.call.lineno}"
+    if first.source.startswith(_PASSED):  # type: ignore[union-attr]
+        source = first.source  # type: ignore[union-attr]  # the caller passes on its own caller's mask
+    elif isinstance(caller.value, ast.Name):
+        source = f"{_PASSED} {where}: {first.source}"  # type: ignore[union-attr]
+    else:
+        source = f"{_PASSED} {where} as {_short(caller.value)}"
+
+    return Polarity(first.keep, name, source,  # type: ignore[union-attr]
+                    by_name=any(p.by_name for _, p in found))  # type: ignore[union-attr]
+
+
+def _in_caller(scope: Scope, caller: file_calls.Caller, depth: int) -> Optional[Polarity]:
+    """The polarity of what ``caller`` passes, read in the calling method."""
+    key = f"class_info:{id(caller.owner)}"
+    if key not in scope.memo:
+        scope.memo[key] = class_info(caller.owner)
+    info_key = f"caller_function:{id(caller.method)}"
+    if info_key not in scope.memo:
+        scope.memo[info_key] = FunctionInfo(caller.method, scope.memo[key],  # type: ignore[arg-type]
+                                            frozenset(a.arg for a in all_args(caller.method.args)))
+    saved = scope.func
+    scope.func = scope.memo[info_key]  # type: ignore[assignment]
+    try:
+        return polarity(scope, caller.value, None, depth + 1)
+    finally:
+        scope.func = saved

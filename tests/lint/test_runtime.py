@@ -675,3 +675,15 @@ def test_sc178_a_tuple_cache_grown_by_item_raises_and_the_twin_replaces_it():
     clean = _clean("tuple_cache_replaced").CachedAttention(8, 2, block=4)
     clean(torch.randn(1, 3, 8))
     assert clean(torch.randn(1, 3, 8)).shape == (1, 3, 8) and clean.kv_cache[0].shape[2] == 8
+
+
+@torch.no_grad()
+def test_sc109_a_padding_mask_read_as_a_keep_mask_by_the_callee_hides_the_real_tokens_and_the_twin_sees_them():
+    torch.manual_seed(0)
+    buggy = _buggy("sc109_convention_from_callers").Retriever(11, 8)
+    clean = _clean("mask_convention_from_callers").Retriever(11, 8)
+    clean.load_state_dict(buggy.state_dict())
+    tokens = torch.tensor([[5, 7, 0, 0]])
+    other = torch.tensor([[5, 3, 0, 0]])  # only the second real token changes
+    assert torch.allclose(buggy(tokens)[0, 0], buggy(other)[0, 0])  # the first token never sees the second
+    assert not torch.allclose(clean(tokens)[0, 0], clean(other)[0, 0], atol=1e-6)
