@@ -4,7 +4,7 @@
 files it changed, the half, what the bug was); the code is read from fetched git snapshots
 (``<mirror>/<owner>+<name>/repo``), never kept here. A fix is *caught* when lint gives, on the files
 before the fix, an attention finding (same code and message) that the files after the fix no longer
-have. The manifest was split at random into a development half and a held-out half before any rule
+have; a second figure counts pyflakes' undefined names (SC111, on by default) too, as lint reports them. The manifest was split at random into a development half and a held-out half before any rule
 was changed; rules are tuned on ``dev`` only, ``held-out`` is measured once, at the end.
 
 Also printed: every finding on the after-fix files (each should be a real defect, not a false alarm),
@@ -52,16 +52,24 @@ def fixes(path: Path = MANIFEST) -> list[Fix]:
     return [Fix(r[0], r[1], r[2], tuple(f for f in r[3].split(",") if f), r[4], r[5]) for r in rows(path)]
 
 
-def attention_findings(mirror: Path, repo: str, commit: str, files: tuple[str, ...],
-                       config: Optional[LintConfig] = None) -> Optional[list[Finding]]:
-    """Attention findings on those files at that commit; None when one of them cannot be read."""
+def findings(mirror: Path, repo: str, commit: str, files: tuple[str, ...],
+             config: Optional[LintConfig] = None) -> Optional[list[Finding]]:
+    """Every finding on those files at that commit but a file's parse problems (SC001-SC003), pyflakes' names
+    (SC111) included; None when one of them cannot be read."""
     found = []
     for path in files:
         data = read(mirror, repo, commit, path)
         if data is None:
             return None
-        found += [f for f in lint_bytes(data, path, config) if f.code not in NOT_ATTENTION]
+        found += [f for f in lint_bytes(data, path, config) if f.code not in PARSE_PROBLEMS]
     return found
+
+
+def attention_only(found: list[Finding]) -> list[Finding]:
+    return [f for f in found if f.code not in NOT_ATTENTION]
+
+
+PARSE_PROBLEMS = frozenset({"SC001", "SC002", "SC003"})
 
 
 _LINE = re.compile(r"\b(lines?) \d+")
@@ -106,25 +114,33 @@ def main(argv: Optional[list[str]] = None) -> int:
     chosen = HALVES if args.half == "both" else (args.half,)
     for half in chosen:
         group = [f for f in listed if f.half == half]
-        caught, unread, after_findings = [], [], []
+        caught, caught_any, unread, after_findings = [], [], [], []
         for fix in group:
-            before = attention_findings(mirror, fix.repo, fix.parent, fix.files, config)
-            after = attention_findings(mirror, fix.repo, fix.commit, fix.files, config)
-            if before is None or after is None:
+            before_all = findings(mirror, fix.repo, fix.parent, fix.files, config)
+            after_all = findings(mirror, fix.repo, fix.commit, fix.files, config)
+            if before_all is None or after_all is None:
                 unread.append(fix)
                 continue
-            gone = removed(before, after)
+            before, after = attention_only(before_all), attention_only(after_all)
+            gone, gone_any = removed(before, after), removed(before_all, after_all)
             if gone:
                 caught.append(fix)
+            if gone_any:
+                caught_any.append(fix)
             after_findings += [(fix, f) for f in after]
             if args.show:
                 said = "; ".join(f"{f.code} {f.path}:{f.line}" for f in gone) or "missed"
+                names = [f for f in gone_any if f.code in NOT_ATTENTION]
+                said += "".join(f" (also pyflakes: {f.path}:{f.line} {f.message})" for f in names)
                 print(f"  [{half}] {fix.repo}@{fix.commit[:8]} ({fix.why}): {said}")
         measured = len(group) - len(unread)
         share = f"{len(caught) / measured:.0%}" if measured else "n/a"
         print(f"{half}: caught {len(caught)} of {measured} fixes ({share})"
               + (f"; {len(unread)} not read (snapshot absent under {mirror}): "
                  + ", ".join(sorted({f.repo for f in unread})) if unread else ""))
+        share_any = f"{len(caught_any) / measured:.0%}" if measured else "n/a"
+        print(f"{half}: caught {len(caught_any)} of {measured} fixes ({share_any}) counting pyflakes' undefined names "
+              "(SC111) too")
         print(f"{half}: {len(after_findings)} attention findings on the after-fix files")
         for fix, f in after_findings:
             print(f"    {fix.repo}@{fix.commit[:8]} {f.path}:{f.line} {f.code} {f.message}")

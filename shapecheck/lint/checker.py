@@ -345,8 +345,7 @@ class Checker(Calls, ast.NodeVisitor):
         axes = [a if a is not None else b for a, b in zip(tensor.axes or [None] * len(labels), labels)]
         if len({a for a in axes if a is not None}) < len([a for a in axes if a is not None]) and tensor.role != "scores":
             return  # two axes of one name outside the scores: the sizes do not tell them apart
-        key_pos = tensor.key_pos if tensor.key_pos is None or tensor.key_pos >= 0 else tensor.key_pos % len(axes)
-        self.env[owner] = replace(tensor, axes=tuple(axes), key_pos=key_pos, param=False, min_rank=None)
+        self.env[owner] = _with_axes(tensor, tuple(axes))
 
     def visit_If(self, node: ast.If) -> None:
         self.ev(node.test)
@@ -446,7 +445,7 @@ class Checker(Calls, ast.NodeVisitor):
         if isinstance(owner, Tensor) and (owner.axes is None or len(owner.axes) == len(labels)):
             old = owner.axes or (None,) * len(labels)
             axes = tuple(a if a is not None else b for a, b in zip(old, labels))
-            self.env[shape.owner] = replace(owner, axes=axes, param=False)  # type: ignore[index]
+            self.env[shape.owner] = _with_axes(owner, axes)  # type: ignore[index]
 
     def store(self, name: str, value: Optional[Value], node: Optional[ast.expr]) -> None:
         if isinstance(value, Dim) and value.label is None:
@@ -549,6 +548,12 @@ def _fused_output(t: Tensor) -> bool:
     axes = t.axes or ()
     return t.order is None and t.role is None and any(a is not None and a.atoms == ("heads",) for a in axes) \
         and any(a is not None and a.atoms == ("d_head",) for a in axes)
+
+
+def _with_axes(tensor: Tensor, axes: tuple[Axis, ...]) -> Tensor:
+    """A tensor of unknown rank given its axes: the key axis, counted from the end until now, from the start."""
+    key_pos = tensor.key_pos if tensor.key_pos is None or tensor.key_pos >= 0 else tensor.key_pos % len(axes)
+    return replace(tensor, axes=axes, key_pos=key_pos, param=False, min_rank=None)
 
 
 def _is_height(elts: list[ast.expr], k: int) -> bool:

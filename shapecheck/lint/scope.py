@@ -17,7 +17,7 @@ from shapecheck.vocabulary import canonical
 from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
 from shapecheck.lint.nodes import every, subtree
-from shapecheck.lint.tracking import Axis, Tensor, Value, int_label, name_label
+from shapecheck.lint.tracking import Axis, Dim, Label, Tensor, Value, int_label, name_label
 
 Position = Union[ast.AST, tuple[int, int]]
 _CALLEE_KIND = {"Softmax": "softmax", "Dropout": "all", "LayerNorm": "all", "RMSNorm": "all", "GELU": "all",
@@ -150,12 +150,16 @@ class Scope:
         return nm.module_kind(attr), None
 
     def bind_scope(self, args: ast.arguments) -> None:
-        for a in all_args(args):
+        params = all_args(args)
+        for k, a in enumerate(params):
             if a.arg in ("self", "cls"):
+                continue
+            self.scalars.pop(a.arg, None)
+            if a.arg == "h" and k + 1 < len(params) and params[k + 1].arg == "w":
+                self.env[a.arg] = Dim(Label(("height",), "h"))  # ``def f(x, d, h, w)``: a height, not a head count
                 continue
             axes = jaxtyping_axes(a.annotation)
             self.env[a.arg] = Tensor(axes=axes, param=axes is None, uid=next(self.uid))
-            self.scalars.pop(a.arg, None)
 
 
 _CHECKS: Optional[dict[type, list]] = None

@@ -82,9 +82,9 @@ def test_fourth_history_manifest_is_disjoint_and_split_at_random_with_its_seed()
     assert [f.half for f in fourth] == _halves(len(fourth), 8402)
 
 
-@pytest.mark.parametrize("number, seed, fixes, repositories", [(5, 1982, 30, 15), (6, 1018, 40, 15)])
+@pytest.mark.parametrize("number, seed, fixes, repositories", [(5, 1982, 30, 15), (6, 1018, 40, 15), (7, 2216, 40, 15)])
 def test_later_history_manifest_is_disjoint_and_split_at_random_with_its_seed(number, seed, fixes, repositories):
-    """Sets 5 and 6: disjoint from the earlier sets and from every precision manifest, PyTorch files only."""
+    """Sets 5 to 7: disjoint from the earlier sets and from every precision manifest, PyTorch files only."""
     bench = _load("bench_lint_history")
     corpus = BENCH / "lint_corpus"
     later = bench.fixes(corpus / f"history_manifest_{number}.tsv")
@@ -145,7 +145,7 @@ def test_second_precision_manifest_is_fresh_disjoint_and_split_at_random_with_it
         assert (repo, file) in rows and code.startswith("SC") and line > 0 and why
 
 
-@pytest.mark.parametrize("number, repositories", [(3, 30), (4, 40), (5, 40), (6, 40), (7, 40), (8, 40), (9, 40), (10, 40), (11, 40), (12, 40), (13, 40), (14, 40), (15, 40), (16, 40)])
+@pytest.mark.parametrize("number, repositories", [(3, 30), (4, 40), (5, 40), (6, 40), (7, 40), (8, 40), (9, 40), (10, 40), (11, 40), (12, 40), (13, 40), (14, 40), (15, 40), (16, 40), (17, 40)])
 def test_later_precision_manifest_is_fresh_disjoint_and_split_with_its_seed(number, repositories):
     """precision_manifest_N.tsv (N >= 3): repositories none of the earlier precision or history manifests holds,
     split by repository with the seed its header records (names sorted, shuffled, the first half 'dev'); its labels
@@ -202,3 +202,30 @@ def test_benchmarks_say_what_they_could_not_read(tmp_path):
     assert second.stdout.count("caught 0 of 0 fixes (n/a)") == 2 and "lucidrains/x-transformers" in second.stdout
     missing = run("bench_lint_history.py", "--manifest", str(tmp_path / "none.tsv"))
     assert missing.returncode == 2 and "no such file" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_history_benchmark_counts_pyflakes_names_in_a_second_figure_only(tmp_path):
+    """A fix of an undefined name (a NameError on one path) is caught by pyflakes' SC111, not by an attention rule:
+    the first figure stays 0 of 1, the second says 1 of 1."""
+    repo = tmp_path / "mirror" / "someone+model" / "repo"
+    git = lambda *args: subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)  # noqa: E731
+    repo.mkdir(parents=True)
+    git("init", "-q")
+    source = ("import torch\n\n\ndef keys(k, memory=None):\n    if memory is not None:\n"
+              "        k = {}((memory, k), dim=-2)\n    return k\n")
+    commits = []
+    for call in ("torchc.cat", "torch.cat"):
+        (repo / "attend.py").write_text(source.format(call))
+        git("add", "attend.py")
+        git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", call)
+        commits.append(subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
+                                      text=True).stdout.strip())
+    manifest = tmp_path / "fixes.tsv"
+    manifest.write_text(f"someone/model\t{commits[1]}\t{commits[0]}\tattend.py\tdev\tan undefined name\n")
+    done = subprocess.run([sys.executable, str(BENCH / "bench_lint_history.py"), "--mirror", str(tmp_path / "mirror"),
+                           "--manifest", str(manifest), "--show"],
+                          capture_output=True, text=True, env={"PYTHONPATH": str(ROOT)}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "dev: caught 0 of 1 fixes (0%)\n" in done.stdout
+    assert "dev: caught 1 of 1 fixes (100%) counting pyflakes' undefined names" in done.stdout
+    assert "undefined name 'torchc'" in done.stdout
