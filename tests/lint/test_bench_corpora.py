@@ -199,7 +199,8 @@ def test_benchmarks_say_what_they_could_not_read(tmp_path):
     second = run("bench_lint_history.py", "--half", "both", "--manifest",
                  str(BENCH / "lint_corpus" / "history_manifest_2.tsv"))
     assert second.returncode == 0, second.stderr
-    assert second.stdout.count("caught 0 of 0 fixes (n/a)") == 2 and "lucidrains/x-transformers" in second.stdout
+    assert second.stdout.count("caught 0 of 0 fixes (n/a); ") == 2 and "lucidrains/x-transformers" in second.stdout
+    assert second.stdout.count("caught 0 of 0 fixes (n/a) counting pyflakes") == 2
     missing = run("bench_lint_history.py", "--manifest", str(tmp_path / "none.tsv"))
     assert missing.returncode == 2 and "no such file" in missing.stderr and "Traceback" not in missing.stderr
 
