@@ -116,6 +116,8 @@ class Calls(Evaluator):
                 base = Tensor(scale="unknown")
             if isinstance(base, (Tensor, Shape)):
                 found = self.method_call(node, func.attr, base, args)
+                if found is None and isinstance(base, Tensor) and not base.param:
+                    self.emit(ev.TensorMethod(node, func.attr))
                 if found is None and isinstance(base, Tensor) and base.param and base.axes is None:
                     return self.submodule_call(func.attr, None, args)  # ``attn.to_q(x)``: the module passed in
                 return found

@@ -157,6 +157,15 @@ class NamedCall:
 
 
 @dataclass(frozen=True)
+class TensorMethod:
+    """``t.name(...)`` where ``t`` is a tensor the function made (not a parameter, whose type it never shows) and
+    ``name`` is none of the methods lint follows."""
+
+    call: ast.Call
+    name: str
+
+
+@dataclass(frozen=True)
 class FunctionDone:
     """A function's body has been walked (its scope is still current): for checks that read the whole body."""
 

@@ -533,6 +533,13 @@ class TupleItemAssigned(Message):
     args = ("holder", "line")
 
 
+class TensorMethodMisspelled(Message):
+    code, name = "SC179", "tensor-method-misspelled"
+    template = "torch.Tensor has no method '{0}' ({1} is a tensor made here): the call raises AttributeError"
+    hint = "call the method meant: {2}"
+    args = ("method", "receiver", "closest methods")
+
+
 RULES: tuple[type[Message], ...] = (
     FileNotParsed, EmptyFile, AnalysisStopped, SoftmaxAxis, UnscaledScores, WidthScaledScores,
     MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, MaskedFillDiscarded,
@@ -546,7 +553,7 @@ RULES: tuple[type[Message], ...] = (
     KeysExpandedToQueries, RotaryWithoutOffset, SettingNotForwarded, ScaledTwice, HostTensorMeetsInputs,
     RepeatedAssert, ResidualDropped, ReplacementUnused, StaleCompanion, TupleAsTensor, PositionsInHalf,
     KernelLayout, MaskAppliedToNothing, MaskConventionByName, BoolMaskFilled, BinaryMaskAdded, BoolMaskSubtracted,
-    TupleItemAssigned,
+    TupleItemAssigned, TensorMethodMisspelled,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules reported only where ``select``/``extend-select`` names their exact code: on public code nobody had tuned

@@ -50,3 +50,13 @@ def test_skipping_the_checks_a_run_leaves_out_changes_no_finding(config):
     for path in FILES:
         everything = [f for f in lint_file(str(path), EVERY_RULE) if config.selects(f.code, f.path)]
         assert lint_file(str(path), config) == everything, path.name
+
+
+def test_the_tensor_method_table_holds_every_method_of_the_installed_torch():
+    """SC179 calls a method no entry of the table names a typo; a torch that adds methods must add them here."""
+    torch = pytest.importorskip("torch")
+    from shapecheck.lint.tensor_attributes import TENSOR_ATTRIBUTES
+
+    installed = {name for name in dir(torch.Tensor) if not (name.startswith("__") and name.endswith("__"))}
+    assert installed - TENSOR_ATTRIBUTES == set()
+    assert {"masked_fill", "masked_fill_", "softmax", "transpose"} <= TENSOR_ATTRIBUTES

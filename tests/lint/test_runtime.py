@@ -687,3 +687,21 @@ def test_sc109_a_padding_mask_read_as_a_keep_mask_by_the_callee_hides_the_real_t
     other = torch.tensor([[5, 3, 0, 0]])  # only the second real token changes
     assert torch.allclose(buggy(tokens)[0, 0], buggy(other)[0, 0])  # the first token never sees the second
     assert not torch.allclose(clean(tokens)[0, 0], clean(other)[0, 0], atol=1e-6)
+
+
+def test_sc179_a_misspelled_tensor_method_raises_on_its_path_and_the_twin_runs():
+    torch.manual_seed(0)
+    buggy, clean = _buggy("sc179_tensor_method_misspelled"), _clean("tensor_methods_spelled")
+    x = torch.randn(2, 5, 8)
+    mask = torch.ones(2, 1, 1, 5, dtype=torch.bool)
+    attention = buggy.Attention(8)
+    attention(x)  # without a mask the misspelled call is never reached
+    with pytest.raises(AttributeError, match="mask_fill"):
+        attention(x, mask)
+    with pytest.raises(AttributeError, match="mask_fill_"):
+        buggy.prefill_mask([2, 3], [4, 6])
+    twin = clean.Attention(8)
+    twin.load_state_dict(attention.state_dict())
+    assert torch.allclose(twin(x, mask), attention(x), atol=1e-6)  # an all-True keep mask changes nothing
+    built = clean.prefill_mask([2, 3], [4, 6])
+    assert built.shape == (5, 6) and (built[:2, 2:4] == torch.tensor([[0.0, -10000.0], [0.0, 0.0]])).all()

@@ -1,9 +1,11 @@
 """What a value is, by where it comes from: a helper's tuple taken as one tensor (SC170), a tuple written into by
-item (SC178), integer positions made in the activations' dtype, inexact in half precision (SC171)."""
+item (SC178), integer positions made in the activations' dtype, inexact in half precision (SC171), a method a tensor
+does not have (SC179)."""
 
 from __future__ import annotations
 
 import ast
+import difflib
 import re
 from typing import Optional
 
@@ -11,8 +13,9 @@ from shapecheck.lint import events as ev
 from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
-from shapecheck.lint.nodes import of_type, walk
+from shapecheck.lint.nodes import blocks, of_type, subtree, walk
 from shapecheck.lint.scope import Scope
+from shapecheck.lint.tensor_attributes import TENSOR_ATTRIBUTES
 
 
 @on(ev.FunctionDone)
@@ -296,3 +299,81 @@ def _units(scope: Scope) -> list[ast.AST]:
         if isinstance(node, ast.ClassDef) and node.name == owner.name:
             return [s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
     return []
+
+
+_BUILTIN_METHODS = frozenset(name for kind in (dict, list, tuple, set, str, bytes, int, float) for name in dir(kind))
+
+
+@on(ev.TensorMethod, reports=("SC179",))
+def tensor_method_misspelled(scope: Scope, e: ev.TensorMethod) -> None:
+    """``scores.mask_fill_(...)`` on a tensor the function made: no such method, and one a letter or two away
+    exists. A name far from every method is left alone (a subclass's own method, a newer torch's)."""
+    if e.name in TENSOR_ATTRIBUTES or e.name.startswith("__") or e.name in _BUILTIN_METHODS:
+        return  # ``state_dict.items()``: lint's tensors may be a dict, a list or a string at run time
+    close = difflib.get_close_matches(e.name, TENSOR_ATTRIBUTES, n=2, cutoff=0.85)
+    if close and _made_by_torch(scope, e.call.func.value):  # type: ignore[attr-defined]
+        receiver = ast.unparse(e.call.func.value)  # type: ignore[attr-defined]
+        scope.report(msg.TensorMethodMisspelled, e.call, e.name, f"'{receiver}'" if len(receiver) <= 40 else "it",
+                     " or ".join(close))
+
+
+def _torch_names(scope: Scope) -> frozenset[str]:
+    """The module's names for torch and its modules: ``torch``, ``F`` (``torch.nn.functional``), ``nn``."""
+    if "torch_names" not in scope.memo:
+        found = set()
+        for node in scope.tree.body:
+            if isinstance(node, ast.Import):
+                found |= {a.asname or a.name.split(".")[0] for a in node.names if a.name.split(".")[0] == "torch"}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "torch":
+                found |= {a.asname or a.name for a in node.names if a.name[:1].islower()}
+        scope.memo["torch_names"] = frozenset(found)
+    return scope.memo["torch_names"]  # type: ignore[return-value]
+
+
+def _made_by_torch(scope: Scope, node: ast.expr, depth: int = 0) -> bool:
+    """Whether ``node`` is, by where it comes from, a tensor torch made: a torch function's result (not a class
+    built, nor ``torch.load``'s dict), a tensor method's, an item or an operation of such, or a local every store of
+    which is one. A parameter, or anything that comes from one, may be any object."""
+    if depth > 6:
+        return False
+    again = lambda sub: _made_by_torch(scope, sub, depth + 1)  # noqa: E731
+    if isinstance(node, ast.Subscript):
+        return again(node.value)
+    if isinstance(node, ast.BinOp):
+        return again(node.left) or again(node.right)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        dotted = nm.dotted(node.func) or ""
+        root, last = dotted.split(".")[0], node.func.attr
+        if dotted and root in _torch_names(scope):
+            return last[:1].islower() and last not in ("load", "split", "chunk", "unbind", "broadcast_tensors")
+        return last in TENSOR_ATTRIBUTES and again(node.func.value)
+    if isinstance(node, ast.Name) and scope.func is not None and node.id not in scope.func.params:
+        values = _values_at(scope.func.node, node)
+        return bool(values) and all(again(v) for v in values)
+    return False
+
+
+def _values_at(func: ast.AST, use: ast.Name) -> list[ast.expr]:
+    """What local ``use`` may hold where it is read: the last plain assignment above it where that one always runs
+    first (its statement list holds the use) and none comes after the use (a loop could bring it back); else every
+    value assigned to it. [] where some binding is neither a plain assignment nor an update in place (a loop target,
+    an unpacking)."""
+    stores = sorted((a for a in of_type(func, ast.Assign) if any(isinstance(t, ast.Name) and t.id == use.id
+                                                                for t in a.targets)), key=lambda a: a.lineno)
+    bound = sum(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id == use.id for n in of_type(func, ast.Name))
+    updates = sum(isinstance(a.target, ast.Name) and a.target.id == use.id for a in of_type(func, ast.AugAssign))
+    if not stores or len(stores) + updates != bound:  # ``t *= c`` keeps a tensor a tensor
+        return []
+    before = [a for a in stores if (a.end_lineno or a.lineno) < use.lineno]
+    own = [a for a in stores if a.lineno <= use.lineno <= (a.end_lineno or a.lineno)]  # ``t = t.f(...)`` reads the old t
+    if before and len(before) + len(own) == len(stores) and _runs_before(func, before[-1], use):
+        return [before[-1].value]
+    return [a.value for a in stores]
+
+
+def _runs_before(func: ast.AST, stmt: ast.stmt, use: ast.AST) -> bool:
+    """``stmt`` always runs before ``use``: a later statement of ``stmt``'s own statement list holds ``use``."""
+    for block in blocks(func):
+        if stmt in block:
+            return any(use in subtree(later) for later in block[block.index(stmt) + 1:])
+    return False
