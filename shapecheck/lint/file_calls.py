@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import ast
 import builtins
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional, Union
 
 from shapecheck.lint import names as nm
-from shapecheck.lint.nodes import subtree, walk
+from shapecheck.lint.nodes import of_type, subtree, walk
 from shapecheck.lint.scope import Scope
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
@@ -49,6 +49,10 @@ class _Table:
     forwards: dict[str, Function]
     passed: dict[tuple[str, str], list[Caller]]
     unresolved: dict[str, set[str]]  # class -> parameters some call passes to something that may be it
+    takes: dict[str, frozenset[str]] = field(default_factory=dict)  # class -> what its forward takes by name
+    taking: dict[str, list[str]] = field(default_factory=dict)  # parameter name -> the classes that take it
+    built_in: dict[int, list[str]] = field(default_factory=dict)  # id(expression) -> the file's classes it builds
+    alive: list[object] = field(default_factory=list)  # what those ids are of, kept while the table lives
 
 
 def _table(scope: Scope) -> _Table:
@@ -67,23 +71,29 @@ def _build(tree: ast.Module) -> _Table:
     table = _Table(forwards, {}, {})
     if not forwards:
         return table
+    for name, forward in forwards.items():
+        table.takes[name] = frozenset(a.arg for a in (*forward.args.args[1:], *forward.args.kwonlyargs))
+        for param in table.takes[name]:
+            table.taking.setdefault(param, []).append(name)
     seen: set[int] = set()
     known = _known_names(tree)
     for cls in classes:
         built = _built(cls)
+        table.alive.append(built)  # containers made for appended items: their ids must stay theirs
+        own = known | _method_names(cls)
         for method in cls.body:
             if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                loops = _loop_items(method, built)
-                for call in subtree(method):
-                    if isinstance(call, ast.Call) and id(call) not in seen:
+                loops = _loop_items(method, built) if of_type(method, ast.For) else {}
+                for call in of_type(method, ast.Call):
+                    if id(call) not in seen:
                         seen.add(id(call))
                         made = _reached_exprs(call, built, loops)
                         if made is not None:
                             _record(table, call, made, method, cls)
-                        elif _may_be_module(call, known | _method_names(cls), built):
+                        elif _may_be_module(call, own, built):
                             _unknown(table, call)
-    for call in walk(tree):
-        if isinstance(call, ast.Call) and id(call) not in seen and _may_be_module(call, known, {}):
+    for call in of_type(tree, ast.Call):
+        if id(call) not in seen and _may_be_module(call, known, {}):
             _unknown(table, call)
     return table
 
@@ -121,9 +131,8 @@ def _may_be_module(call: ast.Call, known: frozenset[str], built: dict[str, list[
 def _unknown(table: _Table, call: ast.Call) -> None:
     """A call that may reach any class of the file: what it passes by name is not known to come from it alone."""
     for kw in call.keywords:
-        for name, forward in table.forwards.items():
-            if kw.arg is not None and kw.arg in {a.arg for a in (*forward.args.args[1:], *forward.args.kwonlyargs)}:
-                table.unresolved.setdefault(name, set()).add(kw.arg)
+        for name in table.taking.get(kw.arg or "", ()):
+            table.unresolved.setdefault(name, set()).add(kw.arg)  # type: ignore[arg-type]
 
 
 def _record(table: _Table, call: ast.Call, made: Optional[list[ast.expr]], method: Function,
@@ -133,14 +142,14 @@ def _record(table: _Table, call: ast.Call, made: Optional[list[ast.expr]], metho
     for kw in call.keywords:
         if kw.arg is None:
             continue
-        targets = {name for expr in made for name in _classes_taking(table.forwards, expr, kw.arg)}
-        if len(targets) == 1 and all(_classes_taking(table.forwards, e, kw.arg) for e in made):
+        targets = {name for expr in made for name in _classes_taking(table, expr, kw.arg)}
+        if len(targets) == 1 and all(_classes_taking(table, e, kw.arg) for e in made):
             table.passed.setdefault((targets.pop(), kw.arg), []).append(Caller(call, kw.value, method, owner))
         else:
             for name in targets:
                 table.unresolved.setdefault(name, set()).add(kw.arg)
     if call.args:
-        classes = {c for expr in made for c in _file_classes(table.forwards, expr)}
+        classes = {c for expr in made for c in _file_classes(table, expr)}
         for name in classes:  # positional arguments: only where one class is reached for sure
             params = [a.arg for a in table.forwards[name].args.args[1:]]
             if len(classes) == 1 and len(made) == 1 and not any(isinstance(a, ast.Starred) for a in call.args):
@@ -229,16 +238,14 @@ def _part(item: ast.expr, index: int, count: int) -> Optional[ast.expr]:
     return parts[index] if len(parts) == count else None
 
 
-def _file_classes(forwards: dict[str, Function], expr: ast.expr) -> list[str]:
-    return [c.func.id for c in subtree(expr) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
-            and c.func.id in forwards]
+def _file_classes(table: _Table, expr: ast.expr) -> list[str]:
+    """The file's classes built in ``expr`` (found once per expression)."""
+    if id(expr) not in table.built_in:
+        table.built_in[id(expr)] = [c.func.id for c in subtree(expr) if isinstance(c, ast.Call)
+                                    and isinstance(c.func, ast.Name) and c.func.id in table.forwards]
+    return table.built_in[id(expr)]
 
 
-def _classes_taking(forwards: dict[str, Function], expr: ast.expr, param: str) -> list[str]:
+def _classes_taking(table: _Table, expr: ast.expr, param: str) -> list[str]:
     """The file's classes built in ``expr`` whose ``forward`` takes ``param`` by name."""
-    out = []
-    for name in _file_classes(forwards, expr):
-        args = forwards[name].args
-        if param in {a.arg for a in (*args.args[1:], *args.kwonlyargs)}:
-            out.append(name)
-    return out
+    return [name for name in _file_classes(table, expr) if param in table.takes[name]]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import re
 from typing import Optional
 
@@ -301,6 +302,14 @@ def _units(scope: Scope) -> list[ast.AST]:
     return []
 
 
+@functools.lru_cache(maxsize=4096)
+def _close_methods(name: str) -> tuple[str, ...]:
+    """The tensor methods at most a letter or two from ``name``: difflib's ratio >= 0.85, looked for only among the
+    names whose lengths allow it (the ratio is at most 2 * shorter / both lengths)."""
+    near = [m for m in TENSOR_ATTRIBUTES if 2 * min(len(m), len(name)) >= 0.85 * (len(m) + len(name))]
+    return tuple(difflib.get_close_matches(name, near, n=2, cutoff=0.85))
+
+
 _BUILTIN_METHODS = frozenset(name for kind in (dict, list, tuple, set, str, bytes, int, float) for name in dir(kind))
 
 
@@ -310,7 +319,7 @@ def tensor_method_misspelled(scope: Scope, e: ev.TensorMethod) -> None:
     exists. A name far from every method is left alone (a subclass's own method, a newer torch's)."""
     if e.name in TENSOR_ATTRIBUTES or e.name.startswith("__") or e.name in _BUILTIN_METHODS:
         return  # ``state_dict.items()``: lint's tensors may be a dict, a list or a string at run time
-    close = difflib.get_close_matches(e.name, TENSOR_ATTRIBUTES, n=2, cutoff=0.85)
+    close = _close_methods(e.name)
     if close and _made_by_torch(scope, e.call.func.value):  # type: ignore[attr-defined]
         receiver = ast.unparse(e.call.func.value)  # type: ignore[attr-defined]
         scope.report(msg.TensorMethodMisspelled, e.call, e.name, f"'{receiver}'" if len(receiver) <= 40 else "it",
