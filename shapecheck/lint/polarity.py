@@ -460,6 +460,7 @@ def _compare_flips(op: ast.cmpop, other: ast.expr) -> Optional[bool]:
         return True
     return None
 
+
 def _is_padding_id(node: ast.expr) -> bool:
     name = nm.dotted(node)
     return name is not None and PADDING_ID.match(name.split(".")[-1]) is not None
@@ -472,7 +473,9 @@ def _padding(keep: bool, text: str) -> Polarity:
 def _padding_compare(node: ast.Compare) -> Optional[Polarity]:
     """``ids == pad_id`` is True at the padding (masked), ``ids != pad_id`` at the tokens (keep)."""
     op = node.ops[0]
-    if not isinstance(op, (ast.Eq, ast.NotEq)) or not (_is_padding_id(node.comparators[0]) or _is_padding_id(node.left)):
+    if not isinstance(op, (ast.Eq, ast.NotEq)):
+        return None
+    if not (_is_padding_id(node.comparators[0]) or _is_padding_id(node.left)):
         return None
     return _padding(isinstance(op, ast.NotEq), ast.unparse(node))
 
@@ -498,9 +501,9 @@ def _copy_of(value: ast.expr, name: str) -> bool:
     method = isinstance(value.func, ast.Attribute) and not nm.is_namespace(value.func.value)
     last = value.func.attr if isinstance(value.func, ast.Attribute) else (nm.dotted(value.func) or "")
     inner = value.func.value if method else (value.args[0] if value.args else None)  # type: ignore[union-attr]
-    if isinstance(inner, ast.Call):
-        return (last in _SAME if method else last in _SAME_FUNCTIONS) and _copy_of(inner, name)
-    return isinstance(inner, ast.Name) and inner.id == name and (last in _SAME if method else last in _SAME_FUNCTIONS)
+    if last not in (_SAME if method else _SAME_FUNCTIONS):
+        return False
+    return _copy_of(inner, name) if isinstance(inner, ast.Call) else isinstance(inner, ast.Name) and inner.id == name
 
 
 _PASSED = "as passed by"

@@ -369,12 +369,13 @@ def _values_at(func: ast.AST, use: ast.Name) -> list[ast.expr]:
     an unpacking)."""
     stores = sorted((a for a in of_type(func, ast.Assign) if any(isinstance(t, ast.Name) and t.id == use.id
                                                                 for t in a.targets)), key=lambda a: a.lineno)
-    bound = sum(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id == use.id for n in of_type(func, ast.Name))
+    bound = sum(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id == use.id
+                for n in of_type(func, ast.Name))
     updates = sum(isinstance(a.target, ast.Name) and a.target.id == use.id for a in of_type(func, ast.AugAssign))
     if not stores or len(stores) + updates != bound:  # ``t *= c`` keeps a tensor a tensor
         return []
     before = [a for a in stores if (a.end_lineno or a.lineno) < use.lineno]
-    own = [a for a in stores if a.lineno <= use.lineno <= (a.end_lineno or a.lineno)]  # ``t = t.f(...)`` reads the old t
+    own = [a for a in stores if a.lineno <= use.lineno <= (a.end_lineno or a.lineno)]  # ``t = t.f(t)`` reads the old t
     if before and len(before) + len(own) == len(stores) and _runs_before(func, before[-1], use):
         return [before[-1].value]
     return [a.value for a in stores]
