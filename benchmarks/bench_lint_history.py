@@ -29,7 +29,7 @@ from typing import NamedTuple, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_lint_precision import NOT_ATTENTION, add_extend_select, extended, read, rows  # noqa: E402
+from bench_lint_precision import NOT_ATTENTION, PARSE_PROBLEMS, add_extend_select, extended, read, rows  # noqa: E402
 
 from shapecheck.lint import lint_bytes  # noqa: E402
 from shapecheck.lint.config import LintConfig  # noqa: E402
@@ -67,9 +67,6 @@ def findings(mirror: Path, repo: str, commit: str, files: tuple[str, ...],
 
 def attention_only(found: list[Finding]) -> list[Finding]:
     return [f for f in found if f.code not in NOT_ATTENTION]
-
-
-PARSE_PROBLEMS = frozenset({"SC001", "SC002", "SC003"})
 
 
 _LINE = re.compile(r"\b(lines?) \d+")

@@ -18,7 +18,8 @@ from shapecheck.lint import nodes
 from shapecheck.lint import ops
 from shapecheck.lint.calls import Calls
 from shapecheck.lint.scope import ClassInfo, FunctionInfo, all_args, class_info
-from shapecheck.lint.tracking import Axis, Dim, Label, Pieces, Shape, Target, Tensor, Value, join, name_label, replace
+from shapecheck.lint.tracking import (Axis, Dim, Label, Pieces, Shape, Target, Tensor, Value, height_label, join,
+                                      name_label, replace)
 
 
 MAX_FOLLOW = 2  # helpers followed inside helpers, at most
@@ -434,11 +435,11 @@ class Checker(Calls, ast.NodeVisitor):
             self.infeasible = True  # the unpacking raises for this tensor: the path goes no further
             return
         labels: list[Axis] = []
+        names = [e.id if isinstance(e, ast.Name) else None for e in elts]
         for k, e in enumerate(elts):
             known = shape.axes[k] if shape.known else None
             label = known if isinstance(known, Label) else _label_from_name(e)
-            if _is_height(elts, k):
-                label = Label(("height",), e.id)  # type: ignore[attr-defined]  # ``b, c, h, w``: h is no head count
+            label = height_label(names, k) or label  # ``b, c, h, w``: h is no head count
             labels.append(label)
             self.bind(e, Dim(label), None)
         owner = self.env.get(shape.owner) if shape.owner else None
@@ -554,12 +555,6 @@ def _with_axes(tensor: Tensor, axes: tuple[Axis, ...]) -> Tensor:
     """A tensor of unknown rank given its axes: the key axis, counted from the end until now, from the start."""
     key_pos = tensor.key_pos if tensor.key_pos is None or tensor.key_pos >= 0 else tensor.key_pos % len(axes)
     return replace(tensor, axes=axes, key_pos=key_pos, param=False, min_rank=None)
-
-
-def _is_height(elts: list[ast.expr], k: int) -> bool:
-    """``h`` right before ``w`` in an unpacked shape (``N, C, h, w = x.shape``): an image's height, not heads."""
-    names = [e.id if isinstance(e, ast.Name) else None for e in elts]
-    return names[k] == "h" and k + 1 < len(names) and names[k + 1] == "w"
 
 
 def _label_from_name(node: ast.expr) -> Axis:

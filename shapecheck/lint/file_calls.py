@@ -51,8 +51,7 @@ class _Table:
     unresolved: dict[str, set[str]]  # class -> parameters some call passes to something that may be it
     takes: dict[str, frozenset[str]] = field(default_factory=dict)  # class -> what its forward takes by name
     taking: dict[str, list[str]] = field(default_factory=dict)  # parameter name -> the classes that take it
-    built_in: dict[int, list[str]] = field(default_factory=dict)  # id(expression) -> the file's classes it builds
-    alive: list[object] = field(default_factory=list)  # what those ids are of, kept while the table lives
+    built_in: dict[ast.expr, list[str]] = field(default_factory=dict)  # expression -> the file's classes it builds
 
 
 def _table(scope: Scope) -> _Table:
@@ -79,11 +78,10 @@ def _build(tree: ast.Module) -> _Table:
     known = _known_names(tree)
     for cls in classes:
         built = _built(cls)
-        table.alive.append(built)  # containers made for appended items: their ids must stay theirs
         own = known | _method_names(cls)
         for method in cls.body:
             if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                loops = _loop_items(method, built) if of_type(method, ast.For) else {}
+                loops = _loop_items(method, built)
                 for call in of_type(method, ast.Call):
                     if id(call) not in seen:
                         seen.add(id(call))
@@ -135,10 +133,7 @@ def _unknown(table: _Table, call: ast.Call) -> None:
             table.unresolved.setdefault(name, set()).add(kw.arg)  # type: ignore[arg-type]
 
 
-def _record(table: _Table, call: ast.Call, made: Optional[list[ast.expr]], method: Function,
-            owner: ast.ClassDef) -> None:
-    if made is None:
-        return
+def _record(table: _Table, call: ast.Call, made: list[ast.expr], method: Function, owner: ast.ClassDef) -> None:
     for kw in call.keywords:
         if kw.arg is None:
             continue
@@ -195,9 +190,7 @@ def _container(node: ast.expr) -> ast.expr:
 def _loop_items(method: Function, built: dict[str, list[ast.expr]]) -> dict[str, list[ast.expr]]:
     """Names bound by ``for target in self.attr`` -> what the items (or the target's parts) were built from."""
     found: dict[str, list[ast.expr]] = {}
-    for loop in walk(method):
-        if not isinstance(loop, (ast.For, ast.AsyncFor)):
-            continue
+    for loop in [*of_type(method, ast.For), *of_type(method, ast.AsyncFor)]:
         enumerated = isinstance(loop.iter, ast.Call) and isinstance(loop.iter.func, ast.Name) \
             and loop.iter.func.id == "enumerate" and len(loop.iter.args) == 1
         source = loop.iter.args[0] if enumerated else loop.iter  # type: ignore[attr-defined]
@@ -240,10 +233,10 @@ def _part(item: ast.expr, index: int, count: int) -> Optional[ast.expr]:
 
 def _file_classes(table: _Table, expr: ast.expr) -> list[str]:
     """The file's classes built in ``expr`` (found once per expression)."""
-    if id(expr) not in table.built_in:
-        table.built_in[id(expr)] = [c.func.id for c in subtree(expr) if isinstance(c, ast.Call)
-                                    and isinstance(c.func, ast.Name) and c.func.id in table.forwards]
-    return table.built_in[id(expr)]
+    if expr not in table.built_in:  # keyed by the node itself: a list made for an appended item lives as long
+        table.built_in[expr] = [c.func.id for c in subtree(expr) if isinstance(c, ast.Call)
+                                and isinstance(c.func, ast.Name) and c.func.id in table.forwards]
+    return table.built_in[expr]
 
 
 def _classes_taking(table: _Table, expr: ast.expr, param: str) -> list[str]:

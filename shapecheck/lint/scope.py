@@ -17,7 +17,7 @@ from shapecheck.vocabulary import canonical
 from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
 from shapecheck.lint.nodes import every, subtree
-from shapecheck.lint.tracking import Axis, Dim, Label, Tensor, Value, int_label, name_label
+from shapecheck.lint.tracking import Axis, Dim, Tensor, Value, height_label, int_label, name_label
 
 Position = Union[ast.AST, tuple[int, int]]
 _CALLEE_KIND = {"Softmax": "softmax", "Dropout": "all", "LayerNorm": "all", "RMSNorm": "all", "GELU": "all",
@@ -151,12 +151,14 @@ class Scope:
 
     def bind_scope(self, args: ast.arguments) -> None:
         params = all_args(args)
+        names = [a.arg for a in params]
         for k, a in enumerate(params):
             if a.arg in ("self", "cls"):
                 continue
             self.scalars.pop(a.arg, None)
-            if a.arg == "h" and k + 1 < len(params) and params[k + 1].arg == "w":
-                self.env[a.arg] = Dim(Label(("height",), "h"))  # ``def f(x, d, h, w)``: a height, not a head count
+            height = height_label(names, k)  # ``def f(x, d, h, w)``: a height, not a head count
+            if height is not None:
+                self.env[a.arg] = Dim(height)
                 continue
             axes = jaxtyping_axes(a.annotation)
             self.env[a.arg] = Tensor(axes=axes, param=axes is None, uid=next(self.uid))

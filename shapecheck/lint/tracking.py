@@ -53,6 +53,14 @@ def name_label(name: str) -> Label:
     return Label(("d_head",) if axis in PER_HEAD else (axis,), axis)
 
 
+def height_label(names: Sequence[Optional[str]], k: int) -> Optional[Label]:
+    """In a row of names (an unpacked shape ``N, C, h, w = x.shape``, a function's parameters ``d, h, w``), ``h``
+    right before ``w`` is an image's height, not a head count: its label; None for any other name."""
+    if names[k] == "h" and k + 1 < len(names) and names[k + 1] == "w":
+        return Label(("height",), "h")
+    return None
+
+
 ONE = Label((), "1")  # an axis of size 1: its atoms are empty, as a product's with nothing left
 
 
