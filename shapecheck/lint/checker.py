@@ -19,7 +19,7 @@ from shapecheck.lint import ops
 from shapecheck.lint.calls import Calls
 from shapecheck.lint.scope import ClassInfo, FunctionInfo, all_args, class_info
 from shapecheck.lint.tracking import (Axis, Dim, Label, Pieces, Shape, Target, Tensor, Value, height_label, join,
-                                      name_label, replace)
+                                      name_label, per_head_label, replace)
 
 
 MAX_FOLLOW = 2  # helpers followed inside helpers, at most
@@ -441,6 +441,8 @@ class Checker(Calls, ast.NodeVisitor):
             label = known if isinstance(known, Label) else _label_from_name(e)
             label = height_label(names, k) or label  # ``b, c, h, w``: h is no head count
             labels.append(label)
+        labels[-1] = per_head_label(labels) or labels[-1]  # ``b, heads, dim = q.shape``: dim is one head's size
+        for e, label in zip(elts, labels):
             self.bind(e, Dim(label), None)
         owner = self.env.get(shape.owner) if shape.owner else None
         if isinstance(owner, Tensor) and (owner.axes is None or len(owner.axes) == len(labels)):

@@ -165,7 +165,7 @@ def _dtype(call: ast.Call) -> Optional[str]:
 
 def _name(scope: Scope, node: ast.Name, depth: int) -> Optional[str]:
     name, line = node.id, node.lineno
-    if _tested_bool(scope, name, line):
+    if tested_bool(scope, name, line):
         return BOOL
     values = _stores(scope, name)
     if not values:
@@ -235,7 +235,7 @@ def _mutated(scope: Scope, name: str) -> bool:
     return name in scope.memo[key]  # type: ignore[operator]
 
 
-def _tested_bool(scope: Scope, name: str, line: int) -> bool:
+def tested_bool(scope: Scope, name: str, line: int) -> bool:
     """``line`` is in the body of ``if name.dtype == torch.bool:`` (or ``is``), and no store of ``name`` in that
     body comes before it."""
     for branch in of_type(scope.func.node, ast.If):  # type: ignore[union-attr]

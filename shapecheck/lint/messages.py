@@ -540,6 +540,23 @@ class TensorMethodMisspelled(Message):
     args = ("method", "receiver", "closest methods")
 
 
+class KernelMaskConvention(Message):
+    """SC109 for a reader other than a fill: a boolean mask of known polarity given to a kernel or a ``where``
+    that reads its True entries the other way."""
+    code, name, severity = "SC180", "kernel-mask-convention", "warning"
+    template = "'{0}' is {1}, but {2} takes its True entries as {3}"
+    hint = "give it the mask of the other polarity (~{0}), or build the mask the reader expects"
+    args = ("mask", "convention", "reader", "what the reader takes")
+
+
+class MaskReadBothWays(Message):
+    code, name = "SC181", "mask-read-both-ways"
+    template = "'{0}' is read with True = {4} by {5}, but with True = {1} by {2} on line {3}: one of the two has it " \
+               "backwards"
+    hint = "decide what the mask's True entries mean, and negate it (~{0}) where it is read the other way"
+    args = ("mask", "first meaning", "first reader", "first line", "meaning here", "reader here")
+
+
 RULES: tuple[type[Message], ...] = (
     FileNotParsed, EmptyFile, AnalysisStopped, SoftmaxAxis, UnscaledScores, WidthScaledScores,
     MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, MaskedFillDiscarded,
@@ -553,7 +570,7 @@ RULES: tuple[type[Message], ...] = (
     KeysExpandedToQueries, RotaryWithoutOffset, SettingNotForwarded, ScaledTwice, HostTensorMeetsInputs,
     RepeatedAssert, ResidualDropped, ReplacementUnused, StaleCompanion, TupleAsTensor, PositionsInHalf,
     KernelLayout, MaskAppliedToNothing, MaskConventionByName, BoolMaskFilled, BinaryMaskAdded, BoolMaskSubtracted,
-    TupleItemAssigned, TensorMethodMisspelled,
+    TupleItemAssigned, TensorMethodMisspelled, KernelMaskConvention, MaskReadBothWays,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules reported only where ``select``/``extend-select`` names their exact code: on public code nobody had tuned

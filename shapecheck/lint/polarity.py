@@ -30,9 +30,15 @@ CONVENTIONS = (KEEP, MASKED)  # the values [tool.shapecheck] mask-conventions ma
 _SAME = frozenset({"bool", "to", "unsqueeze", "view", "reshape", "expand", "expand_as", "type", "long", "int",
                    "float", "byte", "half", "repeat", "contiguous", "detach", "clone", "transpose", "permute",
                    "squeeze", "flatten", "type_as", "cuda"})
+_VIEWS = frozenset({"unsqueeze", "view", "reshape", "expand", "expand_as", "repeat", "contiguous", "detach", "clone",
+                    "transpose", "permute", "squeeze", "flatten", "cuda"})  # the same entries, the same dtype
 _EINOPS = frozenset({"rearrange", "repeat"})
 _SAME_FUNCTIONS = _EINOPS | {"pad"}  # ``F.pad(mask, (1, 0), value=True)``: new entries, the old ones unchanged
-_TRUE = re.compile(r"\btrue\b|`1`|\bnon-?zero\b")
+_TRUE = re.compile(r"\btrue\b|`1`|\bnon-?zero\b|(?<![\w.])1\s*(?:for\b|=|:|means\b|indicates\b|marks\b|->)")
+_FALSE = re.compile(r"\bfalse\b|`0`|(?<![\w.])0\s*(?:for\b|=|:|means\b|indicates\b|marks\b|->)")
+_CLAUSE = re.compile(r"[.;,]|\bwhile\b|(?=(?<![\w.])[01]\s*(?:for\b|=|:|means\b|indicates\b|marks\b|->))")
+# "1 for real tokens 0 for padding": a clause each
+_NOT_PADDING = re.compile(r"\bnon-?(?:pad(?:ding|ded)?|masked)\b")  # "non-pad tokens": the ones kept
 _MASKED_WORDS = re.compile(r"mask(?:ed)? out|\bmasked\b|padd(?:ed|ing)|\bpad\b|unnecessary|ignored?|not (?:be )?"
                            r"attend|excluded|invalid|disallowed|not allowed|prevent")
 _KEEP_WORDS = re.compile(r"\battend|\bkeep|\bkept|\bvalid\b|visible|\ballowed|not masked|real tokens?")
@@ -384,13 +390,15 @@ def _documented(func: ast.AST, name: str) -> Optional[bool]:
                 if nxt.strip() and len(nxt) - len(nxt.lstrip()) <= indent:
                     break
                 paragraph.append(nxt)
-            for clause in re.split(r"[.;,]|\bwhile\b", " ".join(paragraph).lower()):
-                if not _TRUE.search(clause):
+            text = _NOT_PADDING.sub("real", " ".join(paragraph).lower())
+            for clause in _CLAUSE.split(text):
+                ones = bool(_TRUE.search(clause))  # what the clause says of the True/1 entries, or the False/0 ones
+                if not ones and not _FALSE.search(clause):
                     continue
                 if _MASKED_WORDS.search(clause) and "not masked" not in clause:
-                    return False
+                    return not ones
                 if _KEEP_WORDS.search(clause):
-                    return True
+                    return ones
             return None
     return None
 
@@ -443,6 +451,76 @@ def _forward_params(tree: ast.Module) -> dict[str, list[str]]:
             if attr is not None and made is not None:
                 found[attr] = made
     return found
+
+
+@dataclass(frozen=True)
+class Root:
+    """The mask a mask expression reads: ``name`` (a local, a parameter or ``self.x``), whether the way there
+    negates it (``~m``, ``m == 0``, ``1 - m``, ``logical_not``), and whether that way is ``plain``: views and ``~``
+    alone, so the expression holds the root's own entries (no comparison or cast that makes a new dtype)."""
+
+    name: str
+    negated: bool
+    plain: bool
+
+
+def root(node: ast.expr) -> Optional[Root]:
+    """The mask ``node`` reads, through views, indexing, negations and comparisons with a constant; None for
+    anything else (a combination of two masks, a call that builds one)."""
+    negated, plain = False, True
+    while True:
+        if isinstance(node, ast.Name) or nm.self_attr(node) is not None:
+            return Root(ast.unparse(node), negated, plain)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Invert, ast.Not)):
+            node, negated, plain = node.operand, not negated, plain and isinstance(node.op, ast.Invert)
+        elif isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Compare) and len(node.ops) == 1:
+            flip = _compare_flips(node.ops[0], node.comparators[0])
+            if flip is None:
+                return None
+            node, negated, plain = node.left, negated != flip, False
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub) and isinstance(node.left, ast.Constant) \
+                and node.left.value == 1:
+            node, negated, plain = node.right, not negated, False
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and not nm.is_namespace(node.func.value):
+            last = node.func.attr
+            if last == "logical_not" and not node.args:
+                node, negated, plain = node.func.value, not negated, False
+            elif last in _VIEWS:
+                node = node.func.value
+            elif last in _SAME:
+                node, plain = node.func.value, False
+            else:
+                return None
+        elif isinstance(node, ast.Call) and (nm.dotted(node.func) or "").split(".")[-1] == "logical_not" \
+                and len(node.args) == 1:
+            node, negated, plain = node.args[0], not negated, False
+        elif isinstance(node, ast.Call) and (nm.dotted(node.func) or "").split(".")[-1] in _EINOPS and node.args:
+            node = node.args[0]
+        else:
+            return None
+
+
+def stored_between(func: ast.AST, name: str, first: int, last: int) -> bool:
+    """Whether ``name`` (a local or ``self.x``) may be stored in ``func`` after a read on line ``first`` and before
+    one on line ``last``: by a statement that ends on ``first`` or later and starts on ``last`` or earlier (an
+    assignment spans its lines: its value is read before its target is stored)."""
+    for node in walk(func):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets, end = getattr(node, "targets", None) or [node.target], node.end_lineno or node.lineno
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            targets, end = [node.target], node.lineno
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            targets, end = [i.optional_vars for i in node.items if i.optional_vars is not None], node.lineno
+        else:
+            continue
+        if end >= first and node.lineno <= last and any(
+                isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Store) and ast.unparse(n) == name
+                for target in targets for n in walk(target)):
+            return True
+    return False
 
 
 def _compare_flips(op: ast.cmpop, other: ast.expr) -> Optional[bool]:

@@ -142,12 +142,20 @@ class Scope:
     def module_of(self, attr: str) -> tuple[Optional[str], Optional[ast.Call]]:
         """What ``self.attr(x)`` does to its input ("softmax", "all", "lead", "conv", "einops" or None), and the call that made it."""
         made = self.class_attr(attr)
+        if isinstance(made, ast.Call) and isinstance(made.func, ast.Name) and made.func.id in self.file_classes():
+            return None, made  # ``self.softmax = Softmax()`` of the file's own class: whatever it does, not torch's
         if isinstance(made, ast.Call):
             callee = (nm.dotted(made.func) or "").split(".")[-1]
             kind = _CALLEE_KIND.get(callee) or nm.module_kind(callee)
             if kind is not None:
                 return kind, made
         return nm.module_kind(attr), None
+
+    def file_classes(self) -> frozenset[str]:
+        """The names of the classes this file defines."""
+        if "file_classes" not in self.memo:
+            self.memo["file_classes"] = frozenset(n.name for n in ast.walk(self.tree) if isinstance(n, ast.ClassDef))
+        return self.memo["file_classes"]  # type: ignore[return-value]
 
     def bind_scope(self, args: ast.arguments) -> None:
         params = all_args(args)

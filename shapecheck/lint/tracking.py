@@ -53,6 +53,15 @@ def name_label(name: str) -> Label:
     return Label(("d_head",) if axis in PER_HEAD else (axis,), axis)
 
 
+def per_head_label(labels: Sequence[Axis]) -> Optional[Label]:
+    """The last axis of a tensor whose earlier axes include the heads holds one head's features, whatever its
+    size is called (``b, heads, dim = q.shape``): d_head's label where the name gave none or the width's."""
+    if len(labels) < 2 or not any(isinstance(a, Label) and a.atoms == ("heads",) for a in labels[:-1]):
+        return None
+    last = labels[-1]
+    return name_label("d_head") if last is None or isinstance(last, Label) and last.text == "d_model" else None
+
+
 def height_label(names: Sequence[Optional[str]], k: int) -> Optional[Label]:
     """In a row of names (an unpacked shape ``N, C, h, w = x.shape``, a function's parameters ``d, h, w``), ``h``
     right before ``w`` is an image's height, not a head count: its label; None for any other name."""

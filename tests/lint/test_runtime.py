@@ -705,3 +705,41 @@ def test_sc179_a_misspelled_tensor_method_raises_on_its_path_and_the_twin_runs()
     assert torch.allclose(twin(x, mask), attention(x), atol=1e-6)  # an all-True keep mask changes nothing
     built = clean.prefill_mask([2, 3], [4, 6])
     assert built.shape == (5, 6) and (built[:2, 2:4] == torch.tensor([[0.0, -10000.0], [0.0, 0.0]])).all()
+
+
+@torch.no_grad()
+def test_sc181_a_mask_read_both_ways_makes_the_two_paths_disagree_and_the_twin_agrees():
+    torch.manual_seed(0)
+    buggy = _buggy("sc181_mask_read_both_ways")
+    clean = _clean("mask_read_one_way")
+    tokens, padding = torch.randn(2, 5, 8), torch.tensor([[0, 0, 0, 1, 1], [0, 0, 0, 0, 1]])
+    for module, agrees in ((buggy, False), (clean, True)):
+        layer = module.LabelAttention(8, 2, num_labels=3)
+        layer.load_state_dict(buggy.LabelAttention(8, 2, num_labels=3).state_dict())
+        out, weights = layer(tokens, padding, return_weights=True)
+        v = layer.kv(tokens).view(2, 5, 2, 2, 4).permute(2, 0, 3, 1, 4)[1]
+        assert torch.allclose(out, weights @ v, atol=1e-5) == agrees  # the fused path against the weights it returns
+    scores, keep = torch.randn(2, 3, 4), torch.tensor([[True, True, False, False], [True, True, True, False]])
+    for module, agrees in ((buggy, False), (clean, True)):
+        probs, filled = module.masked_scores(scores.clone(), keep)
+        assert torch.allclose(probs, filled.softmax(-1), atol=1e-6) == agrees
+
+
+@torch.no_grad()
+def test_sc180_a_padding_mask_given_to_sdpa_attends_to_the_padding_alone_and_the_twin_to_the_tokens():
+    torch.manual_seed(0)
+    buggy = _buggy("sc180_kernel_mask_convention").Pooler(8, 2)
+    clean = _clean("kernel_mask_by_convention").Pooler(8, 2)
+    clean.load_state_dict(buggy.state_dict())
+    x, attention_mask = torch.randn(1, 4, 8), torch.tensor([[1, 1, 1, 0]])
+    other = x.clone()
+    other[:, -1] = torch.randn(8)  # only the padded position changes
+    assert not torch.allclose(buggy(x, attention_mask)[:, :3], buggy(other, attention_mask)[:, :3], atol=1e-5)
+    assert torch.allclose(clean(x, attention_mask)[:, :3], clean(other, attention_mask)[:, :3], atol=1e-6)
+    q = k = v = torch.randn(1, 2, 4, 4)
+    ids = torch.tensor([[5, 6, 7, 0]])
+    changed = v.clone()
+    changed[..., -1, :] = 100.0  # the padded key's value
+    wrong, right = _buggy("sc180_kernel_mask_convention"), _clean("kernel_mask_by_convention")
+    assert not torch.allclose(wrong.padded_keys(q, k, v, ids, 0), wrong.padded_keys(q, k, changed, ids, 0))
+    assert torch.allclose(right.padded_keys(q, k, v, ids, 0), right.padded_keys(q, k, changed, ids, 0))

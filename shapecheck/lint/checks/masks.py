@@ -19,7 +19,7 @@ from shapecheck.lint import names as nm
 from shapecheck.lint import polarity as pol
 from shapecheck.lint.checks import on
 from shapecheck.lint.scope import Scope
-from shapecheck.lint.tracking import ONE, Tensor
+from shapecheck.lint.tracking import ONE, Tensor, Value
 from shapecheck.lint.nodes import of_type, walk
 
 _SCORE_WORDS = re.compile(r"score|attn|attention|weight|logit|bias", re.I)
@@ -250,9 +250,14 @@ def _mask_axes(scope: Scope, node: ast.expr) -> Optional[tuple]:
 
 
 def _fills_scores(e: ev.MaskedFill) -> bool:
-    if isinstance(e.tensor, Tensor) and e.tensor.role == "scores":
+    return fills_scores(e.tensor, e.receiver)
+
+
+def fills_scores(tensor: Optional[Value], receiver: Optional[ast.expr]) -> bool:
+    """Whether a fill's receiver is attention scores: by what lint knows of it, or by its name."""
+    if isinstance(tensor, Tensor) and tensor.role == "scores":
         return True
-    return e.receiver is not None and any(_SCORE_WORDS.search(n) for n in nm.identifiers(e.receiver))
+    return receiver is not None and any(_SCORE_WORDS.search(n) for n in nm.identifiers(receiver))
 
 
 
