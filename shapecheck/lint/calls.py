@@ -167,8 +167,12 @@ class Calls(Evaluator):
         if len(texts) != 1 or texts[0] not in (0, len(node.args) - 1):
             return Tensor(scale="unknown")
         i = texts[0]
-        operands = [a if isinstance(a, Tensor) else None
-                    for a in (self.operand(n, v) for j, (n, v) in enumerate(zip(node.args, args)) if j != i)]
+        nodes = [n for j, n in enumerate(node.args) if j != i]
+        values = [v for j, v in enumerate(args) if j != i]
+        if i == 0 and len(nodes) == 1 and isinstance(nodes[0], (ast.List, ast.Tuple)):
+            nodes = list(nodes[0].elts)  # torch's older einsum(equation, [a, b])
+            values = [self.values.get(id(n)) for n in nodes]
+        operands = [a if isinstance(a, Tensor) else None for a in (self.operand(n, v) for n, v in zip(nodes, values))]
         if any(t is None or t.param for t in operands):  # scaled or not, somewhere else
             operands = [replace(t, scale="unknown") if t is not None else None for t in operands]
         equation = node.args[i].value  # type: ignore[attr-defined]
@@ -176,7 +180,6 @@ class Calls(Evaluator):
             names: dict[str, str] = {}
             equation = re.sub(r"[A-Za-z_]\w*", lambda m: names.setdefault(m.group(0), chr(97 + len(names) % 26)),
                               equation).replace(" ", "")
-        nodes = [n for j, n in enumerate(node.args) if j != i]
         self.normaliser_factors(node, nodes, [self.values.get(id(n)) for n in nodes])
         out = ops.einsum(equation, operands)
         if out.role is None and ops.contracts_features(equation) and any(self.position_sum(n) for n in nodes[1:2]):
@@ -261,6 +264,9 @@ class Calls(Evaluator):
             first = Tensor()
         if not isinstance(first, Tensor):
             return None
+        if kind == "lead" and made is not None and _per_head(first, self.static_label(nm.argument(made, 0, "in_features"), 0),
+                                                             self.static_label(nm.argument(made, 1, "out_features"), 0)):
+            self.emit(ev.ProjectedPerHead(node, attr, made))
         return self.submodule_call(attr, made, [first], kind)
 
     def submodule_call(self, attr: str, made: Optional[ast.Call], args: list[Optional[Value]],
@@ -599,3 +605,12 @@ def _activated(t: Tensor) -> Tensor:
     if t.role != "scores":
         return replace(t, uid=0, param=False)
     return replace(t, role=None, key_pos=None, key_t=False, uid=0, param=False, scale="unknown")
+
+
+def _per_head(x: Tensor, features: Optional[Label], out: Optional[Label]) -> bool:
+    """A projection from one head's features to as many (``nn.Linear(d_head, d_head)``, not a per-head gate or
+    score of a few outputs) given a tensor split into heads: ``[..., heads, d_head]``."""
+    axes = x.axes or ()
+    return features is not None and features.atoms == ("d_head",) and out == features and len(axes) >= 2 \
+        and isinstance(axes[-1], Label) and axes[-1].atoms == ("d_head",) \
+        and any(isinstance(a, Label) and a.atoms == ("heads",) for a in axes[:-1])

@@ -696,9 +696,9 @@ def root_base(node: ast.expr) -> Optional[ast.expr]:
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and isinstance(node.left, ast.Constant) \
             and node.left.value == 1:
         return root_base(node.right)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and isinstance(node.right, (ast.Constant, ast.UnaryOp)):
-        power = node.right.operand if isinstance(node.right, ast.UnaryOp) else node.right
-        base = node.left if isinstance(power, ast.Constant) and power.value == 0.5 else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+        power = _folded(node.right)
+        base = node.left if power is not None and abs(power) == 0.5 else None
     elif isinstance(node, ast.Call) and len(node.args) == 1 and (nm.dotted(node.func) or "").split(".")[-1] in ("sqrt", "rsqrt"):
         base = node.args[0]
     elif isinstance(node, ast.Call) and len(node.args) == 2 and (nm.dotted(node.func) or "").split(".")[-1] == "power" \
@@ -708,6 +708,19 @@ def root_base(node: ast.expr) -> Optional[ast.expr]:
             and len(base.args) == 1:
         base = base.args[0]
     return base
+
+
+def _folded(node: ast.expr) -> Optional[float]:
+    """The number a constant expression spells: ``0.5``, ``-0.5``, ``(1 / 2)``, ``-(1.0 / 2)``."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return float(node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        inner = _folded(node.operand)
+        return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        left, right = _folded(node.left), _folded(node.right)
+        return None if left is None or not right else left / right
+    return None
 
 
 def _int_cast(node: ast.Call) -> bool:

@@ -166,6 +166,16 @@ class TensorMethod:
 
 
 @dataclass(frozen=True)
+class ProjectedPerHead:
+    """``self.attr(x)``, ``attr`` an ``nn.Linear`` whose input is one head's size, on ``x`` already split into
+    heads (``[..., heads, d_head]``)."""
+
+    call: ast.Call
+    attr: str
+    made: ast.Call
+
+
+@dataclass(frozen=True)
 class FunctionDone:
     """A function's body has been walked (its scope is still current): for checks that read the whole body."""
 

@@ -557,6 +557,14 @@ class MaskReadBothWays(Message):
     args = ("mask", "first meaning", "first reader", "first line", "meaning here", "reader here")
 
 
+class ProjectedPerHead(Message):
+    code, name = "SC182", "projection-per-head"
+    template = ("self.{0} = {1} projects one head's slice after the split into heads: every head shares its weights "
+                "and sees only its own d_head features of the input, not the whole width")
+    hint = "project the full width first (nn.Linear(embed_dim, embed_dim)), then split the result into heads"
+    args = ("layer", "construction")
+
+
 RULES: tuple[type[Message], ...] = (
     FileNotParsed, EmptyFile, AnalysisStopped, SoftmaxAxis, UnscaledScores, WidthScaledScores,
     MergeWithoutTranspose, SplitWithoutTranspose, ViewNotContiguous, MaskedFillDiscarded,
@@ -570,7 +578,7 @@ RULES: tuple[type[Message], ...] = (
     KeysExpandedToQueries, RotaryWithoutOffset, SettingNotForwarded, ScaledTwice, HostTensorMeetsInputs,
     RepeatedAssert, ResidualDropped, ReplacementUnused, StaleCompanion, TupleAsTensor, PositionsInHalf,
     KernelLayout, MaskAppliedToNothing, MaskConventionByName, BoolMaskFilled, BinaryMaskAdded, BoolMaskSubtracted,
-    TupleItemAssigned, TensorMethodMisspelled, KernelMaskConvention, MaskReadBothWays,
+    TupleItemAssigned, TensorMethodMisspelled, KernelMaskConvention, MaskReadBothWays, ProjectedPerHead,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules reported only where ``select``/``extend-select`` names their exact code: on public code nobody had tuned

@@ -743,3 +743,19 @@ def test_sc180_a_padding_mask_given_to_sdpa_attends_to_the_padding_alone_and_the
     wrong, right = _buggy("sc180_kernel_mask_convention"), _clean("kernel_mask_by_convention")
     assert not torch.allclose(wrong.padded_keys(q, k, v, ids, 0), wrong.padded_keys(q, k, changed, ids, 0))
     assert torch.allclose(right.padded_keys(q, k, v, ids, 0), right.padded_keys(q, k, changed, ids, 0))
+
+
+@torch.no_grad()
+def test_sc182_a_projection_after_the_split_gives_each_head_only_its_slice_and_the_twin_the_whole_width():
+    torch.manual_seed(0)
+    x = torch.randn(1, 3, 8)
+    other = x.clone()
+    other[..., 4:] = torch.randn(1, 3, 4)  # only the features of the second head's slice change
+    for module, sees_all in ((_buggy("sc182_projection_per_head"), False), (_clean("projection_before_split"), True)):
+        attention = module.SelfAttention(8, 2)
+        seen = []
+        attention.queries.register_forward_hook(lambda layer, inputs, out: seen.append(out.reshape(1, 3, 2, 4)))
+        attention(x, x, x)
+        attention(other, other, other)
+        first_head = [q[:, :, 0] for q in seen]
+        assert (not torch.allclose(*first_head)) == sees_all  # the first head's queries read the second's features

@@ -1,4 +1,5 @@
-"""Layers with weights constructed inside ``forward`` (SC119): new random weights on every call."""
+"""Layers with weights constructed inside ``forward`` (SC119): new random weights on every call; a projection that
+takes one head's features applied after the split into heads (SC182)."""
 
 from __future__ import annotations
 
@@ -47,3 +48,8 @@ def _applied_and_dropped(func: ast.AST, made: ast.Call) -> bool:
         ) and node.value is not made:
             kept = True  # stored somewhere (self.x = layer) or returned
     return called and not kept
+
+
+@on(ev.ProjectedPerHead)
+def projected_per_head(scope: Scope, e: ev.ProjectedPerHead) -> None:
+    scope.report(msg.ProjectedPerHead, e.call, e.attr, ast.unparse(e.made))
