@@ -206,9 +206,7 @@ def class_info(node: ast.ClassDef) -> ClassInfo:
         has_forward = has_forward or stmt.name == "forward"
         if stmt.name != "forward" and not stmt.decorator_list:
             methods[stmt.name] = stmt
-        for sub in _statements(stmt.body):
-            if not isinstance(sub, ast.Assign):
-                continue
+        for sub in (pair for statement in _statements(stmt.body) for pair in _pairs(statement)):
             if len(sub.targets) == 1:
                 attr = nm.self_attr(sub.targets[0])
                 if attr is not None:
@@ -290,6 +288,18 @@ def _width_name(node: Union[ast.Assign, ast.BinOp]) -> Optional[str]:
         target = node.targets[0]
         return target.id if isinstance(target, ast.Name) else nm.self_attr(target)
     return None
+
+
+def _pairs(stmt: ast.stmt) -> list[ast.Assign]:
+    """An assignment as one assignment per target: ``self.heads, self.d_head = heads, dim // heads`` is two."""
+    if not isinstance(stmt, ast.Assign):
+        return []
+    if len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Tuple) and isinstance(stmt.value, ast.Tuple) \
+            and len(stmt.targets[0].elts) == len(stmt.value.elts) \
+            and not any(isinstance(e, ast.Starred) for e in stmt.targets[0].elts + stmt.value.elts):
+        return [ast.copy_location(ast.Assign(targets=[t], value=v), stmt)
+                for t, v in zip(stmt.targets[0].elts, stmt.value.elts)]
+    return [stmt]
 
 
 def is_head_count(node: ast.expr, cls: Optional[ClassInfo]) -> bool:

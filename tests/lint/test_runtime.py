@@ -759,3 +759,14 @@ def test_sc182_a_projection_after_the_split_gives_each_head_only_its_slice_and_t
         attention(other, other, other)
         first_head = [q[:, :, 0] for q in seen]
         assert (not torch.allclose(*first_head)) == sees_all  # the first head's queries read the second's features
+
+
+@torch.no_grad()
+def test_sc112_heads_merged_across_the_batch_mix_examples_and_the_permuted_twin_keeps_them_apart():
+    torch.manual_seed(0)
+    buggy = _buggy("sc112_heads_first_merged").LoopedHeads()
+    clean = _clean("heads_first_permuted").LoopedHeads()
+    clean.load_state_dict(buggy.state_dict())
+    x = torch.randn(3, 5, 32)
+    assert _mixes_batch(buggy, x, dim=0)
+    assert not _mixes_batch(clean, x, dim=0)

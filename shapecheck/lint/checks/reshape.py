@@ -270,6 +270,8 @@ def _per_head(src: Sequence, target: list[Target]) -> tuple[Sequence, list[Targe
 
 def _merge(scope: Scope, call: ast.Call, kind: str, src: Sequence, target: list[Target]) -> bool:
     src, target = _per_head(src, target)
+    if _heads_across_batch(scope, call, kind, src, target):
+        return True
     if _heads_skipped(src, target):
         scope.report(msg.MergeWithoutTranspose, call, kind, show(target), show(src))
         return True
@@ -296,6 +298,25 @@ def _merge(scope: Scope, call: ast.Call, kind: str, src: Sequence, target: list[
         scope.report(msg.MergeWithoutTranspose, call, kind, show(target), show(src))
         return True
     return False
+
+
+def _heads_across_batch(scope: Scope, call: ast.Call, kind: str, src: Sequence, target: list[Target]) -> bool:
+    """``[heads, batch, seq, d_head]`` viewed as ``(batch, seq, heads * d_head)``: the merge carries the heads
+    across the batch axis, so every row takes its features from other examples whatever the lengths (SC112). Not
+    where a transpose or permute makes that order in the same expression (``o.transpose(0, 1).reshape(b, q, -1)``):
+    on a decode path of one sequence it moves an axis of size 1 (SC104's, opt-in); nor a merge across the
+    positions alone (SC104 too)."""
+    ph, pd, pb = unique_index(src, HEADS), unique_index(src, D_HEAD), unique_index(src, BATCH)
+    if ph is None or pd is None or pb is None or not ph < pb < pd or HEADS in target or BATCH not in target:
+        return False
+    receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+    if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("transpose", "permute")
+           for n in walk(receiver) if receiver is not None):
+        return False
+    if not any(isinstance(t, Label) and Counter(t.atoms)["heads"] and Counter(t.atoms)["d_head"] for t in target):
+        return False
+    scope.report(msg.ReshapeOrder, call, kind, show(target), show(src), "batch", "heads")
+    return True
 
 
 def _heads_skipped(src: Sequence, target: list[Target]) -> bool:
