@@ -154,7 +154,15 @@ class Scope:
     def file_classes(self) -> frozenset[str]:
         """The names of the classes this file defines."""
         if "file_classes" not in self.memo:
-            self.memo["file_classes"] = frozenset(n.name for n in ast.walk(self.tree) if isinstance(n, ast.ClassDef))
+            found, blocks = set(), [self.tree.body]  # statements only: no walk into expressions or functions
+            while blocks:
+                for stmt in blocks.pop():
+                    if isinstance(stmt, ast.ClassDef):
+                        found.add(stmt.name)
+                    if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        blocks += [b for f in ("body", "orelse", "finalbody") for b in [getattr(stmt, f, None)]
+                                   if isinstance(b, list)] + [h.body for h in getattr(stmt, "handlers", [])]
+            self.memo["file_classes"] = frozenset(found)
         return self.memo["file_classes"]  # type: ignore[return-value]
 
     def bind_scope(self, args: ast.arguments) -> None:
