@@ -221,7 +221,7 @@ def _name(scope: Scope, name: str, found: Optional[list[Combination]], depth: in
     func = scope.func
     if func is None:
         return None
-    if scope.is_untouched_param(name) or _rebound_to_itself(scope, func.node, name):
+    if scope.is_untouched_param(name) or rebound_to_itself(scope, func.node, name):
         passed = _from_callers(scope, name, depth)
         if passed is not None:
             return passed
@@ -245,10 +245,9 @@ def _name(scope: Scope, name: str, found: Optional[list[Combination]], depth: in
         defaulted = file_default(scope, name)  # ``if m is None: m = torch.ones(...)``: the caller's mask otherwise
         if defaulted is not None:
             return defaulted
-    stores = _stores(scope, func.node)
-    count, value = stores.get(name, (0, None))
+    count, value = stores(scope, func.node).get(name, (0, None))
     if count != 1:
-        value = _last_store(scope, func.node, name, line) if count > 1 and line else None
+        value = last_store(scope, func.node, name, line) if count > 1 and line else None
     if value is None:
         return None
     inner = polarity(scope, value, found, depth + 1)
@@ -331,7 +330,7 @@ def _is_none_test(test: ast.expr, name: str) -> bool:
 def _defaults_only(scope: Scope, func: ast.AST, name: str) -> bool:
     """Every store of parameter ``name`` in ``func`` is an all-True or all-False default (``if m is None: m =
     torch.ones(...)``): the name holds the caller's mask or the default of the same convention."""
-    count, value = _stores(scope, func).get(name, (0, None))
+    count, value = stores(scope, func).get(name, (0, None))
     if count != 1 or value is None or _constant_mask(value) is None:
         return False  # the common case, decided without a walk: one default, all True or all False
     key = f"defaults_in:{id(func)}:{name}"
@@ -343,7 +342,7 @@ def _defaults_only(scope: Scope, func: ast.AST, name: str) -> bool:
     return count > 0 and count == scope.memo[key]
 
 
-def _last_store(scope: Scope, func: ast.AST, name: str, line: int) -> Optional[ast.expr]:
+def last_store(scope: Scope, func: ast.AST, name: str, line: int) -> Optional[ast.expr]:
     """The value ``name`` holds at ``line`` where every store of it is a plain assignment among the function's
     own statements (no branch, loop or other binding): the last one above that line."""
     key = f"mask_chain:{id(func)}:{name}"
@@ -361,7 +360,7 @@ def _last_store(scope: Scope, func: ast.AST, name: str, line: int) -> Optional[a
     return before[-1].value if before else None
 
 
-def _stores(scope: Scope, func: ast.AST) -> dict[str, tuple[int, Optional[ast.expr]]]:
+def stores(scope: Scope, func: ast.AST) -> dict[str, tuple[int, Optional[ast.expr]]]:
     """Each name stored in ``func``: how many times, and its value when it is one plain assignment."""
     key = f"mask_stores:{id(func)}"
     if key not in scope.memo:
@@ -558,7 +557,7 @@ def _padding_compare(node: ast.Compare) -> Optional[Polarity]:
     return _padding(isinstance(op, ast.NotEq), ast.unparse(node))
 
 
-def _rebound_to_itself(scope: Scope, func: ast.AST, name: str) -> bool:
+def rebound_to_itself(scope: Scope, func: ast.AST, name: str) -> bool:
     """Parameter ``name`` is only ever rebound to a reshaped or padded copy of itself (``mask = rearrange(mask,
     'b j -> b 1 1 j')``, ``mask = F.pad(mask, (1, 0), value=True)``): it keeps the caller's convention."""
     f = scope.func

@@ -238,7 +238,8 @@ def class_info(node: ast.ClassDef) -> ClassInfo:
         # called (``self.width = args.dim`` beside ``nn.Linear(args.dim, ...)``); spelled out only here
         fed_text = {ast.unparse(f) for f in fed}
         split |= {attr for attr, value in attrs.items() if isinstance(value, (ast.Attribute, ast.Name))
-                  and ast.unparse(value) in fed_text and nm.self_attr(value) is None}
+                  and ast.unparse(value) in fed_text and nm.self_attr(value) is None
+                  and not _is_head_size(value)}  # a per-head layer reads the head size (``nn.Linear(dim_head, ...)``)
     widths = frozenset(split) | frozenset(attr for attr, value in attrs.items()
                                           if isinstance(value, ast.Name) and value.id in split)
     heads = frozenset(counts) | frozenset(attr for attr, value in attrs.items()

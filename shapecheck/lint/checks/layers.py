@@ -7,6 +7,7 @@ import ast
 
 from shapecheck.lint import events as ev
 from shapecheck.lint import messages as msg
+from shapecheck.lint import polarity as pol
 from shapecheck.lint.checks import on
 from shapecheck.lint.scope import Scope
 from shapecheck.lint.nodes import walk
@@ -52,4 +53,28 @@ def _applied_and_dropped(func: ast.AST, made: ast.Call) -> bool:
 
 @on(ev.ProjectedPerHead)
 def projected_per_head(scope: Scope, e: ev.ProjectedPerHead) -> None:
-    scope.report(msg.ProjectedPerHead, e.call, e.attr, ast.unparse(e.made))
+    """Only where the heads were split from the function's input as given: a tensor projected to the width first
+    and then split (Transolver's slice tokens, per head by design) is no sign of a skipped projection."""
+    if e.call.args and _split_input(scope, e.call.args[0], 0):
+        scope.report(msg.ProjectedPerHead, e.call, e.attr, ast.unparse(e.made))
+
+
+_SPLITS = frozenset({"view", "reshape", "unflatten", "contiguous", "transpose", "permute"})
+
+
+def _split_input(scope: Scope, node: ast.expr, depth: int) -> bool:
+    """``x.view(b, n, heads, d)`` of a parameter as the caller gave it, followed through the plain assignments
+    that reach the call (``values = values.reshape(...)``): the input itself, cut into heads."""
+    func = scope.func
+    if func is None or depth > 3:
+        return False
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _SPLITS:
+        node = node.func.value
+    if not isinstance(node, ast.Name):
+        return False
+    stored = pol.last_store(scope, func.node, node.id, node.lineno)
+    if stored is None:
+        return node.id in func.params and not any(  # the parameter itself: nothing stored under it before
+            isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id == node.id and n.lineno < node.lineno
+            for n in walk(func.node))
+    return _split_input(scope, stored, depth + 1)

@@ -28,3 +28,30 @@ class SelfAttention(nn.Module):
         attention = torch.softmax(energy / (self.head_dim ** (1 / 2)), dim=3)
         out = torch.einsum("nhql,nlhd->nqhd", [attention, values]) * gate
         return self.fc_out(out.reshape(n, query_len, self.heads * self.head_dim))
+
+
+class SliceAttention(nn.Module):
+    """Tokens projected from the whole width, split into heads and pooled into a few slice tokens per head; each
+    head attends among its own slices through one per-head projection, by design."""
+
+    def __init__(self, dim, heads=4, dim_head=8, slices=6):
+        super().__init__()
+        inner_dim = dim_head * heads
+        self.heads, self.dim_head = heads, dim_head
+        self.scale = dim_head ** -0.5
+        self.in_project = nn.Linear(dim, inner_dim)
+        self.to_slices = nn.Linear(dim_head, slices)
+        self.to_q = nn.Linear(dim_head, dim_head, bias=False)
+        self.to_k = nn.Linear(dim_head, dim_head, bias=False)
+        self.to_v = nn.Linear(dim_head, dim_head, bias=False)
+        self.to_out = nn.Linear(inner_dim, dim)
+
+    def forward(self, x):
+        b, n, _ = x.shape
+        tokens = self.in_project(x).reshape(b, n, self.heads, self.dim_head).permute(0, 2, 1, 3)
+        weights = self.to_slices(tokens).softmax(dim=-1)  # [b, heads, n, slices]
+        slice_tokens = torch.einsum("bhnc,bhng->bhgc", tokens, weights) / (weights.sum(2)[..., None] + 1e-5)
+        q, k, v = self.to_q(slice_tokens), self.to_k(slice_tokens), self.to_v(slice_tokens)
+        attn = torch.softmax(q @ k.transpose(-1, -2) * self.scale, dim=-1)
+        out = torch.einsum("bhgc,bhng->bhnc", attn @ v, weights)
+        return self.to_out(out.permute(0, 2, 1, 3).reshape(b, n, self.heads * self.dim_head))
