@@ -67,11 +67,13 @@ def mask_uses(scope: Scope, e: ev.FunctionDone) -> None:
 
 def _uses(scope: Scope, func: ast.AST):
     for call in of_type(func, ast.Call):
-        yield _fill(scope, call)  # type: ignore[arg-type]
-        yield _kernel(scope, call)  # type: ignore[arg-type]
-        yield _where(scope, call)  # type: ignore[arg-type]
+        name = getattr(call.func, "attr", None) or getattr(call.func, "id", None)  # type: ignore[attr-defined]
+        reader = _READERS.get(name)  # type: ignore[arg-type]
+        if reader is not None:
+            yield reader(scope, call)
     for assign in of_type(func, ast.Assign):
-        yield _item_store(scope, assign)  # type: ignore[arg-type]
+        if isinstance(assign.targets[0], ast.Subscript):  # type: ignore[attr-defined]
+            yield _item_store(scope, assign)  # type: ignore[arg-type]
 
 
 def _use(node: Optional[ast.expr], action: str, reader: str, boolean: bool) -> Optional[Use]:
@@ -133,6 +135,9 @@ def _item_store(scope: Scope, assign: ast.Assign) -> Optional[Use]:
     if not fills_scores(scope.values.get(id(target.value)), target.value) or kind(scope, target.slice) != BOOL:
         return None
     return _use(target.slice, _MASK, "an item assignment of a large negative", True)
+
+
+_READERS = {**dict.fromkeys(FILLS, _fill), _SDPA: _kernel, "where": _where}  # a call's last name -> its reader
 
 
 def _against_convention(scope: Scope, use: Use) -> bool:
