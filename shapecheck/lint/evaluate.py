@@ -77,7 +77,10 @@ class Evaluator(Scope):
 
     def named_kind(self, factor: ast.expr) -> str:
         """The scale's kind by the names in it; a width by name is one head's size in a class with no head count."""
-        kind = nm.scale_kind(self.scale_names(factor, 0))
+        names = self.scale_names(factor, 0)
+        kind = nm.scale_kind(names)
+        if kind == "width" and self.cls is not None and any(n in self.cls.head_sizes for n in names):
+            return "head"  # ``self.hidden`` of ``nn.Linear(d, self.n_heads * self.hidden)``: one head's size
         return "head" if kind == "width" and self.cls is not None and not self.cls.multi_head else kind
 
     def scalar_definition(self, factor: ast.expr) -> ast.expr:

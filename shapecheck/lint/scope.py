@@ -36,6 +36,8 @@ class ClassInfo:
     head_counts: frozenset[str] = frozenset()  # attributes holding what splits the width into the head size
     name: str = ""
     init_params: tuple[str, ...] = ()  # ``__init__``'s parameters after ``self``, in order
+    head_sizes: frozenset[str] = frozenset()  # what ``__init__`` multiplies the head count by (``heads * hidden``):
+    # one head's size, whatever it is called
     multi_head: bool = True  # it holds or reads a head count anywhere (``num_heads``, ``self.n_head``,
     # ``config.num_attention_heads``), whatever it is called; a class that reads none attends with one head, whose
     # size is the width
@@ -206,6 +208,7 @@ def class_info(node: ast.ClassDef) -> ClassInfo:
     methods: dict[str, Union[ast.FunctionDef, ast.AsyncFunctionDef]] = {}
     split: set[str] = set()
     counts: set[str] = set()
+    sizes: set[str] = set()
     fed: list[ast.expr] = []  # what feeds a Linear's in_features in __init__ (``args.dim``, ``config.n_embd``)
     has_forward = False
     for stmt in node.body:
@@ -225,6 +228,9 @@ def class_info(node: ast.ClassDef) -> ClassInfo:
                     name = _width_name(part)
                     if name is not None:
                         split.add(name)
+                    factor = _per_head_factor(part) if isinstance(part, ast.BinOp) else None
+                    if factor is not None:
+                        sizes.add(factor)
                 found = _head_size_split(sub)
                 if found is not None:
                     split.add(found[0])
@@ -248,7 +254,9 @@ def class_info(node: ast.ClassDef) -> ClassInfo:
     multi_head = bool(heads) or any(canonical(p) == "heads" for p in params) or any(  # ``self.x`` attrs: below
         canonical(n.id if isinstance(n, ast.Name) else n.attr) == "heads"
         for n in every(node) if isinstance(n, (ast.Name, ast.Attribute)))
-    return ClassInfo(attrs, has_forward, methods, widths, heads, class_name, params, multi_head)
+    head_sizes = frozenset(sizes) | frozenset(attr for attr, value in attrs.items()
+                                              if isinstance(value, ast.Name) and value.id in sizes)
+    return ClassInfo(attrs, has_forward, methods, widths, heads, class_name, params, head_sizes, multi_head)
 
 
 def _head_size_split(node: ast.Assign) -> Optional[tuple[str, str]]:
@@ -296,6 +304,16 @@ def _width_name(node: Union[ast.Assign, ast.BinOp]) -> Optional[str]:
             and (_is_head_count(value.left) or _is_head_count(value.right)):
         target = node.targets[0]
         return target.id if isinstance(target, ast.Name) else nm.self_attr(target)
+    return None
+
+
+def _per_head_factor(node: ast.BinOp) -> Optional[str]:
+    """``self.n_heads * self.hidden`` (either order): the size the head count multiplies, one head's."""
+    if not isinstance(node.op, ast.Mult):
+        return None
+    for count, other in ((node.left, node.right), (node.right, node.left)):
+        if _is_head_count(count):
+            return other.id if isinstance(other, ast.Name) else nm.self_attr(other)
     return None
 
 

@@ -33,6 +33,25 @@ class FoldedHeadsAttention(nn.Module):
         return (weights @ v).view(b, self.heads, n, d_head).transpose(1, 2).reshape(b, n, self.d_model)
 
 
+class PerHeadHidden(nn.Module):
+    """``hidden_size`` is one head's size here: the projections give n_heads * hidden_size features."""
+
+    def __init__(self, input_size, hidden_size, n_heads):
+        super().__init__()
+        self.n_heads, self.hidden = n_heads, hidden_size
+        self.q = nn.Linear(input_size, self.n_heads * self.hidden)
+        self.k = nn.Linear(input_size, self.n_heads * self.hidden)
+        self.v = nn.Linear(input_size, self.n_heads * self.hidden)
+        self.out = nn.Linear(self.n_heads * self.hidden, input_size)
+
+    def forward(self, x):
+        b = x.size(0)
+        q, k, v = (f(x).view(b, -1, self.n_heads, self.hidden).transpose(1, 2) for f in (self.q, self.k, self.v))
+        scores = torch.matmul(q, k.transpose(-2, -1)) / np.sqrt(self.hidden)
+        out = torch.softmax(scores, dim=-1) @ v
+        return self.out(out.transpose(1, 2).reshape(b, -1, self.n_heads * self.hidden))
+
+
 def grouped_decode_step(query, key, value, groups):
     """One decoding step of grouped-query attention: query [batch, heads, dim], key and value
     [batch, kv_heads, seq, dim]."""
