@@ -145,7 +145,7 @@ def test_second_precision_manifest_is_fresh_disjoint_and_split_at_random_with_it
         assert (repo, file) in rows and code.startswith("SC") and line > 0 and why
 
 
-@pytest.mark.parametrize("number, repositories", [(3, 30), (4, 40), (5, 40), (6, 40), (7, 40), (8, 40), (9, 40), (10, 40), (11, 40), (12, 40), (13, 40), (14, 40), (15, 40), (16, 40), (17, 40), (18, 40), (19, 40), (20, 40), (21, 40)])
+@pytest.mark.parametrize("number, repositories", [(3, 30), (4, 40), (5, 40), (6, 40), (7, 40), (8, 40), (9, 40), (10, 40), (11, 40), (12, 40), (13, 40), (14, 40), (15, 40), (16, 40), (17, 40), (18, 40), (19, 40), (20, 40), (21, 40), (22, 40)])
 def test_later_precision_manifest_is_fresh_disjoint_and_split_with_its_seed(number, repositories):
     """precision_manifest_N.tsv (N >= 3): repositories none of the earlier precision or history manifests holds,
     split by repository with the seed its header records (names sorted, shuffled, the first half 'dev'); its labels
