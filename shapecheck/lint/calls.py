@@ -264,9 +264,10 @@ class Calls(Evaluator):
             first = Tensor()
         if not isinstance(first, Tensor):
             return None
-        if kind == "lead" and made is not None and _per_head(first, self.static_label(nm.argument(made, 0, "in_features"), 0),
-                                                             self.static_label(nm.argument(made, 1, "out_features"), 0)):
-            self.emit(ev.ProjectedPerHead(node, attr, made))
+        if kind == "lead" and made is not None and _split_into_heads(first):
+            features = self.static_label(nm.argument(made, 0, "in_features"), 0)
+            if features == ops.D_HEAD and self.static_label(nm.argument(made, 1, "out_features"), 0) == features:
+                self.emit(ev.ProjectedPerHead(node, attr, made))  # nn.Linear(d_head, d_head), not a per-head gate
         return self.submodule_call(attr, made, [first], kind)
 
     def submodule_call(self, attr: str, made: Optional[ast.Call], args: list[Optional[Value]],
@@ -607,10 +608,7 @@ def _activated(t: Tensor) -> Tensor:
     return replace(t, role=None, key_pos=None, key_t=False, uid=0, param=False, scale="unknown")
 
 
-def _per_head(x: Tensor, features: Optional[Label], out: Optional[Label]) -> bool:
-    """A projection from one head's features to as many (``nn.Linear(d_head, d_head)``, not a per-head gate or
-    score of a few outputs) given a tensor split into heads: ``[..., heads, d_head]``."""
+def _split_into_heads(x: Tensor) -> bool:
+    """``[..., heads, d_head]``: a tensor whose last axis is one head's features, the heads before it."""
     axes = x.axes or ()
-    return features is not None and features.atoms == ("d_head",) and out == features and len(axes) >= 2 \
-        and isinstance(axes[-1], Label) and axes[-1].atoms == ("d_head",) \
-        and any(isinstance(a, Label) and a.atoms == ("heads",) for a in axes[:-1])
+    return len(axes) >= 2 and axes[-1] == ops.D_HEAD and ops.HEADS in axes[:-1]

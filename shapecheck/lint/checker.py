@@ -17,7 +17,7 @@ from shapecheck.lint import names as nm
 from shapecheck.lint import nodes
 from shapecheck.lint import ops
 from shapecheck.lint.calls import Calls
-from shapecheck.lint.scope import ClassInfo, FunctionInfo, all_args, class_info
+from shapecheck.lint.scope import FunctionInfo, all_args
 from shapecheck.lint.tracking import (Axis, Dim, Label, Pieces, Shape, Target, Tensor, Value, height_label, join,
                                       name_label, per_head_label, replace)
 
@@ -165,7 +165,7 @@ class Checker(Calls, ast.NodeVisitor):
         """``self.attn(x)`` where ``self.attn = Attention(...)`` of this file: what that class's ``forward``
         returns for these tensors, run with that class's sizes (inside, only the layout rules report)."""
         saved = self.cls
-        self.cls = class_info_of(self, other)
+        self.cls = self.class_info_of(other)
         try:
             return self.follow(_forward(other), call, args, method=True)  # type: ignore[arg-type]
         finally:
@@ -265,7 +265,7 @@ class Checker(Calls, ast.NodeVisitor):
         for expr in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
             self.ev(expr)
         saved = (self.cls, self.in_class, self.env)
-        self.cls, self.in_class, self.env = class_info_of(self, node), True, dict(self.env)
+        self.cls, self.in_class, self.env = self.class_info_of(node), True, dict(self.env)
         self.run(node.body)
         self.cls, self.in_class, self.env = saved
 
@@ -563,14 +563,6 @@ def _label_from_name(node: ast.expr) -> Axis:
     if isinstance(node, ast.Name) and node.id not in ("_", "dim"):
         return name_label(node.id)
     return None
-
-
-def class_info_of(checker: "Checker", node: ast.ClassDef) -> ClassInfo:
-    """``class_info`` of a class of the module, computed once per run."""
-    key = f"class_info:{id(node)}"
-    if key not in checker.memo:
-        checker.memo[key] = class_info(node)
-    return checker.memo[key]  # type: ignore[return-value]
 
 
 def _forward(node: ast.ClassDef) -> Optional[ast.FunctionDef]:

@@ -19,7 +19,7 @@ from typing import Optional
 
 from shapecheck.lint import names as nm
 from shapecheck.lint import file_calls
-from shapecheck.lint.scope import FunctionInfo, Scope, all_args, class_info
+from shapecheck.lint.scope import FunctionInfo, Scope, all_args
 from shapecheck.vocabulary import KEEP_MASK_NAMES, PADDING_ID, PADDING_MASK_NAMES
 from shapecheck.lint.nodes import of_type, subtree, walk
 
@@ -620,12 +620,9 @@ def _from_callers(scope: Scope, name: str, depth: int) -> Optional[Polarity]:
 
 def _in_caller(scope: Scope, caller: file_calls.Caller, depth: int) -> Optional[Polarity]:
     """The polarity of what ``caller`` passes, read in the calling method."""
-    key = f"class_info:{id(caller.owner)}"
-    if key not in scope.memo:
-        scope.memo[key] = class_info(caller.owner)
     info_key = f"caller_function:{id(caller.method)}"
     if info_key not in scope.memo:
-        scope.memo[info_key] = FunctionInfo(caller.method, scope.memo[key],  # type: ignore[arg-type]
+        scope.memo[info_key] = FunctionInfo(caller.method, scope.class_info_of(caller.owner),
                                             frozenset(a.arg for a in all_args(caller.method.args)))
     saved = scope.func
     scope.func = scope.memo[info_key]  # type: ignore[assignment]

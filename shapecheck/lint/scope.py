@@ -153,6 +153,13 @@ class Scope:
                 return kind, made
         return nm.module_kind(attr), None
 
+    def class_info_of(self, node: ast.ClassDef) -> "ClassInfo":
+        """``class_info`` of a class of the module, computed once per run."""
+        key = f"class_info:{id(node)}"
+        if key not in self.memo:
+            self.memo[key] = class_info(node)
+        return self.memo[key]  # type: ignore[return-value]
+
     def file_classes(self) -> frozenset[str]:
         """The names of the classes this file defines."""
         if "file_classes" not in self.memo:
