@@ -18,12 +18,19 @@ from shapecheck.lint import names as nm
 from shapecheck.lint import ops
 from shapecheck.lint.scope import ClassInfo, Scope, class_info, is_head_count
 from shapecheck.lint.tracking import (
-    WILD, Dim, Label, Pieces, Shape, Target, Tensor, Value, int_label, join, matmul, name_label, product, quotient,
+    WILD, Axis, Dim, Label, Pieces, Shape, Target, Tensor, Value, int_label, join, matmul, name_label, product, quotient,
     replace, swap,
 )
 from shapecheck.lint.nodes import children, of_type, subtree, walk
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+def _label_words(label: Label) -> list[str]:
+    """The names a size's label is made of; a size divided by a named count (``d_model//nb_heads``) is one head's,
+    as a width divided by a name is in the factor itself (``d_model//2`` is not)."""
+    split = any(a.startswith("/") and not a[1:].isdigit() for a in label.atoms)
+    return _WORD.findall(label.text) + (["heads"] if split else [])
 
 
 class Evaluator(Scope):
@@ -44,7 +51,7 @@ class Evaluator(Scope):
         defined = self.scalar_definition(factor)
         if isinstance(defined, ast.Constant) and defined.value == 1:
             return t  # ``q * scale`` with ``scale = 1``: nothing is scaled
-        kind = self.root_kind(factor, 0) or self.own_last_axis(node, factor) or self.named_kind(factor)
+        kind = self.root_kind(factor, 0) or self.own_last_axis(node, factor) or self.named_kind(factor, t.contracted)
         if kind in ("head", "width", "heads") and self.undoes(node, factor):
             kind = "other"  # ``q * math.sqrt(d)``: a root that undoes a scaling (GPT-Neo's, cancelled before SDPA)
         if kind == "head" and _QUARTER.search(ast.unparse(defined)):  # d_head ** -0.25: half the scaling
@@ -75,13 +82,19 @@ class Evaluator(Scope):
             isinstance(node, ast.Call) and nm.out_of_place(getattr(node.func, "attr", "")) == "div"
         return divides == _reciprocal(defined)
 
-    def named_kind(self, factor: ast.expr) -> str:
-        """The scale's kind by the names in it; a width by name is one head's size in a class with no head count."""
+    def named_kind(self, factor: ast.expr, contracted: Axis = None) -> str:
+        """The scale's kind by the names in it. A width by name is one head's size in a class with no head count,
+        unless the scores it scales sum over one head's features by data flow (``nn.Linear(n_embd, head_size)``'s
+        output: one head of a module that runs several, scaled by ``C ** -0.5``)."""
         names = self.scale_names(factor, 0)
         kind = nm.scale_kind(names)
+        if kind == "other" and self.cls is not None and any(n in self.cls.widths for n in names):
+            kind = "width"  # what the class splits by its head count (``embedding_dim // nb_heads``), by any name
         if kind == "width" and self.cls is not None and any(n in self.cls.head_sizes for n in names):
             return "head"  # ``self.hidden`` of ``nn.Linear(d, self.n_heads * self.hidden)``: one head's size
-        return "head" if kind == "width" and self.cls is not None and not self.cls.multi_head else kind
+        per_head = contracted is not None and contracted.atoms == ("d_head",)
+        return "head" if kind == "width" and self.cls is not None and not self.cls.multi_head and not per_head \
+            else kind
 
     def scalar_definition(self, factor: ast.expr) -> ast.expr:
         """The expression a scale factor's local name holds (``scale = (n_state // n_head) ** -0.25``), or the
@@ -201,7 +214,7 @@ class Evaluator(Scope):
             elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr == "size":
                 value = self.values.get(id(sub))
                 if isinstance(value, Dim) and value.label is not None:
-                    found.extend(_WORD.findall(value.label.text))
+                    found.extend(_label_words(value.label))
         return found
 
     def _name_parts(self, name: str, depth: int) -> list[str]:
@@ -209,7 +222,7 @@ class Evaluator(Scope):
         if name in self.scalars and depth < 3:
             return [name, *self.scale_names(self.scalars[name], depth + 1)]
         if isinstance(value, Dim):
-            return [name, *_WORD.findall(value.label.text)] if value.label is not None else [name]
+            return [name, *_label_words(value.label)] if value.label is not None else [name]
         return [name]
 
     def masked_fill(self, call: ast.Call, receiver: Optional[ast.expr], t: Optional[Value],

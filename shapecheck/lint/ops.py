@@ -79,7 +79,8 @@ def einsum(equation: str, operands: Sequence[Optional[Tensor]]) -> Tensor:
         keys = [ch for ch in out if ch in b and ch not in a]
         if len(summed) == 1 and a and b and a[-1] == b[-1] == summed[0] and len(keys) == 1:
             at = out.index(keys[0])
-            fields.update(role="scores", key_pos=at - len(out) if lead is None else len(lead) + at)
+            fields.update(role="scores", key_pos=at - len(out) if lead is None else len(lead) + at,
+                          contracted=letters.get(summed[0]))
     if axes is None:
         return Tensor(min_rank=len(out) or None, **fields)
     return Tensor(axes=axes, order=None, **fields)

@@ -38,9 +38,9 @@ class ClassInfo:
     init_params: tuple[str, ...] = ()  # ``__init__``'s parameters after ``self``, in order
     head_sizes: frozenset[str] = frozenset()  # what ``__init__`` multiplies the head count by (``heads * hidden``):
     # one head's size, whatever it is called
-    multi_head: bool = True  # it holds or reads a head count anywhere (``num_heads``, ``self.n_head``,
-    # ``config.num_attention_heads``), whatever it is called; a class that reads none attends with one head, whose
-    # size is the width
+    multi_head: bool = True  # it splits the width by a count or reads a head count (``num_heads``, ``self.n_head``,
+    # ``config.num_attention_heads``) for something; a class that reads none (one stored and never read included)
+    # attends with one head, whose size is the width
 
 
 @dataclass
@@ -246,7 +246,8 @@ def class_info(node: ast.ClassDef) -> ClassInfo:
                         if isinstance(c, ast.Call) and c.args
                         and (nm.dotted(c.func) or "").split(".")[-1] == "Linear"
                         and isinstance(c.args[0], (ast.Name, ast.Attribute))]
-    if counts or any(canonical(attr) == "heads" for attr in attrs):
+    reads_heads = _reads_head_count(node)
+    if counts or reads_heads:
         # a multi-head class: the field its projections read is the width, whatever the attribute holding it is
         # called (``self.width = args.dim`` beside ``nn.Linear(args.dim, ...)``); spelled out only here
         fed_text = {ast.unparse(f) for f in fed}
@@ -258,12 +259,33 @@ def class_info(node: ast.ClassDef) -> ClassInfo:
     heads = frozenset(counts) | frozenset(attr for attr, value in attrs.items()
                                           if isinstance(value, ast.Name) and value.id in counts)
     params = tuple(a.arg for a in [*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs][1:]) if init else ()
-    multi_head = bool(heads) or any(canonical(p) == "heads" for p in params) or any(  # ``self.x`` attrs: below
-        canonical(n.id if isinstance(n, ast.Name) else n.attr) == "heads"
-        for n in every(node) if isinstance(n, (ast.Name, ast.Attribute)))
+    multi_head = bool(heads) or reads_heads
     head_sizes = frozenset(sizes) | frozenset(attr for attr, value in attrs.items()
                                               if isinstance(value, ast.Name) and value.id in sizes)
     return ClassInfo(attrs, has_forward, methods, widths, heads, class_name, params, head_sizes, multi_head)
+
+
+def _reads_head_count(node: ast.ClassDef) -> bool:
+    """The class reads a head count (``num_heads``, ``self.n_head``, ``config.num_attention_heads``) for something: a
+    view, a size, a module it builds. One only stored (``self.num_heads = num_heads``, never read) splits nothing:
+    the class attends with one head, whose size is the width."""
+    stored = {id(n.value) for n in every(node) if isinstance(n, ast.Assign) and len(n.targets) == 1
+              and nm.self_attr(n.targets[0]) is not None}
+    heights = {"h"} if any(_binds_height(n) for n in every(node)) else set()  # ``b, c, h, w = x.shape``
+    return any(isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Load) and id(n) not in stored
+               and not (isinstance(n, ast.Name) and n.id in heights)
+               and canonical(n.id if isinstance(n, ast.Name) else n.attr) == "heads" for n in every(node))
+
+
+def _binds_height(node: ast.AST) -> bool:
+    """An unpacking or a parameter list that binds ``h`` right before ``w``: an image's height."""
+    if isinstance(node, ast.Tuple) and isinstance(node.ctx, ast.Store):
+        names = [e.id if isinstance(e, ast.Name) else None for e in node.elts]
+    elif isinstance(node, ast.arguments):
+        names = [a.arg for a in [*node.posonlyargs, *node.args, *node.kwonlyargs]]
+    else:
+        return False
+    return any(height_label(names, k) is not None for k in range(len(names)))
 
 
 def _head_size_split(node: ast.Assign) -> Optional[tuple[str, str]]:

@@ -155,6 +155,7 @@ class Tensor:
     param: bool = False  # an argument nobody annotated: a tensor or a size
     min_rank: Optional[int] = None  # a lower bound on the rank when the rank itself is unknown
     projected: bool = False  # a linear projection's output of unknown rank: its last axis is the features
+    contracted: Axis = None  # scores: the axis Q·Kᵀ summed away (one query's features), where known
 
     @property
     def rank(self) -> Optional[int]:
@@ -220,7 +221,7 @@ def _join_tensors(a: Tensor, b: Tensor) -> Tensor:
     if a.axes is not None and b.axes is not None and len(a.axes) == len(b.axes):
         axes = tuple(x if x == y else None for x, y in zip(a.axes, b.axes))
     same = {f: getattr(a, f) if getattr(a, f) == getattr(b, f) else None
-            for f in ("order", "role", "key_pos", "scale_at", "mask_at", "mask_source", "mask_uid")}
+            for f in ("order", "role", "key_pos", "scale_at", "mask_at", "mask_source", "mask_uid", "contracted")}
     bounds = [t.rank or t.min_rank for t in (a, b)]
     if axes is None and None not in bounds:  # paths of different ranks: the rank is at least the smaller one
         same["min_rank"] = min(bounds)  # type: ignore[type-var]
@@ -293,7 +294,8 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     # channels-first attention contracts axis -2 of both: qᵀ·k, the query transposed and the key as it is
     query_t = a.key_t and not b.key_t and 2 not in (a.rank, b.rank)
     if b.key_t or query_t:
-        fields.update(role="scores", key_pos=-1 if a.rank is None or b.rank is None else None)
+        fields.update(role="scores", key_pos=-1 if a.rank is None or b.rank is None else None,
+                      contracted=a.axes[-2 if query_t else -1] if a.axes else None)
     if a.axes is not None and len(a.axes) >= 3 and b.axes is None and (b.min_rank or 0) <= len(a.axes):
         # batched: keys or values of unknown layout (from a cache) have the query's batch axes
         b = replace(b, axes=a.axes[:-2] + (None, None))

@@ -273,6 +273,19 @@ def test_sc103_a_temperature_of_the_model_width_passed_to_another_class_differs_
 
 
 @torch.no_grad()
+def test_sc103_one_head_scaled_by_the_input_width_differs_from_sdpa_and_the_twin_matches_it():
+    torch.manual_seed(0)
+    buggy = _buggy("sc103_one_head_scaled_by_width").Head(16, 4, 8).eval()
+    clean = _clean("one_head_scaled_by_its_size").Head(16, 4, 8).eval()
+    clean.load_state_dict(buggy.state_dict())
+    x = torch.randn(2, 5, 16)
+    q, k, v = clean.query(x), clean.key(x), clean.value(x)
+    fused = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    torch.testing.assert_close(clean(x), fused, atol=1e-5, rtol=1e-5)
+    assert not torch.allclose(buggy(x), fused, atol=1e-3)
+
+
+@torch.no_grad()
 def test_sc104_a_merge_of_the_asserted_heads_layout_mixes_positions_and_the_twin_does_not():
     torch.manual_seed(0)
     buggy = _buggy("sc104_merge_after_shape_assert").CheckpointedAttention(8, 2).eval()

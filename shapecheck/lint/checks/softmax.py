@@ -12,7 +12,7 @@ from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
 from shapecheck.lint.scope import Scope
-from shapecheck.lint.tracking import Tensor, show
+from shapecheck.lint.tracking import ONE, Tensor, show
 from shapecheck.lint.nodes import blocks, walk
 
 
@@ -41,6 +41,8 @@ def softmax_axis(scope: Scope, e: ev.Softmax) -> None:
         return
     axes = t.axes or ()
     named, key_name = axes[got % rank], axes[key]
+    if key_name == ONE:  # one key: a softmax over it is 1 everywhere, so the product is keys against one query
+        return  # (``keys @ query.transpose(1, 2)``, [heads, keys, 1]) and its other axis holds the keys
     scope.report(msg.SoftmaxAxis, e.call, f"{said} ({named.text if named else '?'})", f"[{show(axes)}]",
                  f"dim={key - rank} (the keys, {key_name.text if key_name else 'seq_k'})")
 
@@ -53,14 +55,23 @@ def _dual_softmax(scope: Scope, e: ev.Softmax) -> bool:
     """Matching code normalises a similarity over both axes on purpose (``softmax(s, 1) * softmax(s, 2)``)."""
     if e.source is None or scope.func is None:
         return False
-    root = nm.chain_root(e.source)
+    root = _scores_root(e.source)
     block = _block_of(scope.func.node, e.call)  # the same scores: a softmax in the same statement list (a name
     # reused for other scores on another branch is not the same similarity)
     others = [c for stmt in block for c in ast.walk(stmt) if isinstance(c, ast.Call) and c is not e.call
               and _callee(c.func) in nm.SOFTMAX | {"Softmax"} and root is not None
-              and root in {nm.chain_root(a) for a in _normalised(c)}  # the same scores, maybe transposed
+              and root in {_scores_root(a) for a in _normalised(c)}  # the same scores, maybe transposed
               and not any(sub is e.call for sub in ast.walk(c))]  # not the ``.to(dtype)`` around this one
     return bool(others) or _chosen_by_a_flag(scope.func.node, e.call, root) or _renormalised(scope.func.node, e.call)
+
+
+def _scores_root(node: ast.expr) -> Optional[str]:
+    """The name the scores a softmax reads start from: ``s``, ``s.transpose(1, 2)``, or the first argument of a plain
+    function that takes them (``mask_logits(s, mask)``)."""
+    root = nm.chain_root(node)
+    if root is None and isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args:
+        root = nm.chain_root(node.args[0])
+    return root
 
 
 def _renormalised(func: ast.AST, call: ast.Call) -> bool:
