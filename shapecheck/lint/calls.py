@@ -39,7 +39,8 @@ _KEEPS_NORMALISER = frozenset({"unsqueeze", "squeeze", "expand", "expand_as", "v
                                "type_as", "to", "float", "half", "contiguous"})
 _SAME_SHAPE_HELPER = re.compile(r"mask|bias|rot|rope|alibi|softcap|soft_cap", re.I)
 _WATCHED = frozenset({"get", "setdefault", "pop", "getattr", "index_copy", "index_copy_", "index_put", "index_put_",
-                      "expand_as", "expand", "broadcast_to", "rearrange", "repeat", "unsqueeze"})  # ev.NamedCall
+                      "expand_as", "expand", "broadcast_to", "rearrange", "repeat", "unsqueeze", "ModuleList",
+                      "Sequential"})  # ev.NamedCall
 
 
 class Calls(Evaluator):

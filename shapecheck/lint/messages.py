@@ -540,6 +540,22 @@ class TensorMethodMisspelled(Message):
     args = ("method", "receiver", "closest methods")
 
 
+class UnboundOnPath(Message):
+    """A local name read on a path that never binds it: UnboundLocalError there."""
+    code, name = "SC183", "unbound-on-a-path"
+    template = "'{0}' is read here unbound on some path: {1}"
+    hint = "bind '{0}' on every path to this line, or stop the path that cannot (raise)"
+    args = ("name", "why")
+
+
+class ModuleRepeated(Message):
+    """One module object put in a container several times: its layers are one layer, with one set of weights."""
+    code, name = "SC184", "module-repeated"
+    template = "{0} holds one module object ({1}) at every position: the layers share their weights"
+    hint = "build one module per position: [{2} for _ in range(n)]"
+    args = ("container", "module", "a fresh module")
+
+
 class KernelMaskConvention(Message):
     """SC109 for a reader other than a fill: a boolean mask of known polarity given to a kernel or a ``where``
     that reads its True entries the other way."""
@@ -579,6 +595,7 @@ RULES: tuple[type[Message], ...] = (
     RepeatedAssert, ResidualDropped, ReplacementUnused, StaleCompanion, TupleAsTensor, PositionsInHalf,
     KernelLayout, MaskAppliedToNothing, MaskConventionByName, BoolMaskFilled, BinaryMaskAdded, BoolMaskSubtracted,
     TupleItemAssigned, TensorMethodMisspelled, KernelMaskConvention, MaskReadBothWays, ProjectedPerHead,
+    UnboundOnPath, ModuleRepeated,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules reported only where ``select``/``extend-select`` names their exact code: on public code nobody had tuned

@@ -32,6 +32,10 @@ KNOWN_BUGS = {
         "the same reduced attention_mask, computed and never used",
     ("x_transformers", "continuous.py", "SC173"): "forward_rollout pops the caller's mask, keeps its valid rows and "
                                                   "never passes it on: the rollout attends to padding",
+    ("x_transformers", "continuous.py", "SC183"): "the same 'inp', read on the lens path where nothing binds it",
+    ("transformers", "models/visual_bert/modeling_visual_bert.py", "SC183"):
+        "with bypass_transformer the text branch binds encoded_outputs, and the return reads encoder_outputs, which "
+        "only the other branch binds: UnboundLocalError",
     ("transformers", "models/cvt/modeling_cvt.py", "SC103"):
         "CvT scales the scores by embed_dim ** -0.5, the width, not the head size (as the original CvT code does, "
         "whose weights rely on it); read since lint follows torch.einsum(equation, [q, k])",

@@ -286,6 +286,38 @@ def test_sc103_one_head_scaled_by_the_input_width_differs_from_sdpa_and_the_twin
 
 
 @torch.no_grad()
+def test_sc183_each_unbound_read_raises_on_its_path_and_the_twin_runs():
+    torch.manual_seed(0)
+    buggy, clean = _buggy("sc183_unbound_on_a_path"), _clean("bound_on_every_path")
+    q = k = v = torch.randn(1, 2, 3, 8)
+    with pytest.raises(UnboundLocalError):
+        buggy.chunked_attention(q, k, v)
+    torch.testing.assert_close(clean.chunked_attention(q, k, v), F.scaled_dot_product_attention(q, k, v))
+    with pytest.raises(UnboundLocalError):
+        buggy.GroupedBlock(8, 2, kv_heads=1)
+    assert clean.GroupedBlock(8, 2, kv_heads=1).kv.out_features == 2 * 1 * 4
+    text, image = torch.randn(2, 3, 8), torch.randn(2, 5, 8)
+    with pytest.raises(UnboundLocalError):
+        buggy.TwoStreamEncoder(8, 2).eval()(text, image)
+    assert clean.TwoStreamEncoder(8, 2).eval()(text, image).shape == (2, 3, 8)
+
+
+def test_sc184_a_repeated_module_is_one_layer_with_one_set_of_weights_and_the_twin_has_one_per_layer():
+    torch.manual_seed(0)
+    buggy = _buggy("sc184_module_repeated").Encoder(8, 2, depth=3)
+    clean = _clean("module_per_layer").Encoder(8, 2, depth=3)
+    assert buggy.layers[0] is buggy.layers[2] and buggy.refiners[0] is buggy.refiners[1]
+    per_block = sum(p.numel() for p in buggy.layers[0].parameters())
+    assert sum(p.numel() for p in buggy.layers.parameters()) == per_block  # three layers, one block's weights
+    assert sum(p.numel() for p in clean.layers.parameters()) == 3 * per_block
+    with torch.no_grad():
+        buggy.layers[0].norm.weight.fill_(2.0)
+        clean.layers[0].norm.weight.fill_(2.0)
+    assert torch.equal(buggy.layers[2].norm.weight, buggy.layers[0].norm.weight)  # an update to one is to all
+    assert not torch.equal(clean.layers[2].norm.weight, clean.layers[0].norm.weight)
+
+
+@torch.no_grad()
 def test_sc104_a_merge_of_the_asserted_heads_layout_mixes_positions_and_the_twin_does_not():
     torch.manual_seed(0)
     buggy = _buggy("sc104_merge_after_shape_assert").CheckpointedAttention(8, 2).eval()

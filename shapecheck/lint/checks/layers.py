@@ -1,5 +1,6 @@
 """Layers with weights constructed inside ``forward`` (SC119): new random weights on every call; a projection that
-takes one head's features applied after the split into heads (SC182)."""
+takes one head's features applied after the split into heads (SC182); one module object repeated in a layer stack
+(SC184)."""
 
 from __future__ import annotations
 
@@ -78,3 +79,50 @@ def _split_input(scope: Scope, node: ast.expr, depth: int) -> bool:
             isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id == node.id and n.lineno < node.lineno
             for n in walk(func.node))
     return _split_input(scope, stored, depth + 1)
+
+
+@on(ev.NamedCall, reports=("SC184",))
+def module_repeated(scope: Scope, e: ev.NamedCall) -> None:
+    """``nn.ModuleList([block] * n)``, ``nn.Sequential(*[Block(d)] * n)``, ``nn.ModuleList([block for _ in
+    range(n)])``: a list repeats the object it holds, so every position is the same module (the stack of RePlay's
+    SASRec before its fix). A comprehension that builds a module each time, or reads its variable, is a stack."""
+    if e.name not in ("ModuleList", "Sequential") or _a_choice(scope, e.call):
+        return
+    for arg in e.call.args:
+        held = _repeated(arg.value if isinstance(arg, ast.Starred) else arg)
+        if held is not None:
+            text = ast.unparse(held)
+            fresh = text if isinstance(held, ast.Call) else f"copy.deepcopy({text})"
+            scope.report(msg.ModuleRepeated, arg, f"nn.{e.name}", text, fresh)
+
+
+def _repeated(node: ast.expr) -> "ast.expr | None":
+    """The one object a list repeats: ``[m] * n`` (or ``n * [m]``), or ``[m for _ in ...]`` with ``m`` a name or
+    attribute the comprehension does not bind (a call builds a new object each time)."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        for one, count in ((node.left, node.right), (node.right, node.left)):
+            if isinstance(one, ast.List) and len(one.elts) == 1 and not isinstance(count, ast.List) \
+                    and not isinstance(one.elts[0], (ast.Constant, ast.Starred)):
+                return one.elts[0]
+    if isinstance(node, ast.ListComp) and isinstance(node.elt, (ast.Name, ast.Attribute)):
+        bound = {n.id for gen in node.generators for n in ast.walk(gen.target) if isinstance(n, ast.Name)}
+        if not any(isinstance(n, ast.Name) and n.id in bound for n in ast.walk(node.elt)):
+            return node.elt
+    return None
+
+
+def _a_choice(scope: Scope, call: ast.Call) -> bool:
+    """``if config.share_head: self.heads = nn.ModuleList([shared] * n) else: self.heads = nn.ModuleList([...])``:
+    the other branch of an ``if`` stores separate modules under the same name, so sharing is chosen."""
+    if scope.func is None:
+        return False
+    for node in walk(scope.func.node):
+        if not isinstance(node, ast.If) or not node.orelse:
+            continue
+        for here, there in ((node.body, node.orelse), (node.orelse, node.body)):
+            targets = {ast.unparse(t) for stmt in here if isinstance(stmt, ast.Assign)
+                       and any(sub is call for sub in ast.walk(stmt.value)) for t in stmt.targets}
+            if targets and any(isinstance(stmt, ast.Assign) and {ast.unparse(t) for t in stmt.targets} & targets
+                               for stmt in there):
+                return True
+    return False

@@ -1,0 +1,324 @@
+"""A local name read where it may not be bound (SC183): no path into the read assigns it (a name copied from the
+other branch: ``o = kernel(q1, k1)`` where only the split branch makes ``q1``), or an ``if``/``else`` beside the read
+assigns it on one branch and falls through the other (``if n == 0: kv = n_heads else: assert ...``, then ``kv``
+read). Either raises UnboundLocalError on that path; pyflakes, which reads no paths, says nothing.
+
+The analysis walks the function's statements in order with the names bound on every path (must) and on some path
+(may). Loops are walked twice (a name the body binds late is bound on the next pass); the names bound after a loop or
+a ``try`` only on some path are never reported, as the loop may always run and the ``try`` may not fail in practice.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Iterator, Optional, Union
+
+from shapecheck.lint import events as ev
+from shapecheck.lint import messages as msg
+from shapecheck.lint.checks import on
+from shapecheck.lint.scope import Scope
+
+Func = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_EXITS = {"exit", "quit", "_exit", "abort", "set_trace", "breakpoint"}  # ``sys.exit(...)``, ``os._exit(...)``:
+# the path ends; ``pdb.set_trace()``: a path the author stops in the debugger is not meant to go on
+
+
+@on(ev.FunctionDone, reports=("SC183",))
+def unbound_on_a_path(scope: Scope, e: ev.FunctionDone) -> None:
+    func = scope.func
+    if func is None or func.node is not e.node or scope.following or not isinstance(e.node, _FUNCS):
+        return
+    node: Func = e.node  # type: ignore[assignment]
+    local = _locals(node)
+    if not local or _opaque(node):
+        return
+    walk = _Walk(local)
+    walk.block(node.body, _State(must=frozenset(_params(node)), may=frozenset(_params(node))))
+    for read, why in walk.found:
+        if why == "never":
+            scope.report(msg.UnboundOnPath, read, read.id, "no path to this line assigns it")
+        else:
+            scope.report(msg.UnboundOnPath, read, read.id, f"the if on line {why} assigns it on one branch only")
+
+
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+@dataclass(frozen=True)
+class _State:
+    must: frozenset[str]
+    may: frozenset[str]
+    gaps: tuple[tuple[str, int, int, str], ...] = ()  # (name, line of the if, id of the statement list that holds
+    # it, the if's condition)
+    exits: bool = False
+
+
+@dataclass
+class _Walk:
+    local: frozenset[str]
+    found: list[tuple[ast.Name, str]] = field(default_factory=list)
+    quiet: int = 0  # > 0 on a loop's first pass: nothing is reported
+    _seen: set[int] = field(default_factory=set)
+
+    def block(self, body: list[ast.stmt], state: _State) -> _State:
+        for stmt in body:
+            if state.exits:
+                return state
+            state = self.statement(stmt, state, id(body))
+        return state
+
+    def statement(self, stmt: ast.stmt, state: _State, level: int) -> _State:
+        if isinstance(stmt, ast.If):
+            self.reads(stmt.test, state, level)
+            state = _bind(state, _walrus(stmt.test))
+            if isinstance(stmt.test, ast.Constant):  # ``if False:  # config.q_int8``: one branch never runs
+                return self.block(stmt.body if stmt.test.value else stmt.orelse, state)
+            chained = len(stmt.orelse) == 1 and isinstance(stmt.orelse[0], ast.If)  # ``elif``: one chain, one level
+            other = self.statement(stmt.orelse[0], state, level) if chained else self.block(stmt.orelse, state)
+            return self.branches(stmt, [self.block(stmt.body, state), other], state, level)
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+            return self.loop(stmt, state, level)
+        if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            return self.attempt(stmt, state)  # type: ignore[arg-type]
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                self.reads(item.context_expr, state, level)
+                state = _bind(state, _targets(item.optional_vars) | _walrus(item.context_expr))
+            return self.block(stmt.body, state)
+        if type(stmt).__name__ == "Match":
+            return _State(state.must, state.may | _bound_in(stmt), ())  # not followed: nothing reported after it
+        if not isinstance(stmt, ast.Raise):  # a path that raises fails either way: what its message reads is moot
+            self.reads(stmt, state, level)
+        if isinstance(stmt, (ast.Return, ast.Raise, ast.Continue, ast.Break)) or _ends(stmt):
+            return _State(state.must, state.may, state.gaps, exits=True)
+        if isinstance(stmt, ast.Delete):
+            gone = {n for t in stmt.targets for n in _targets(t)}
+            return _State(state.must - gone, state.may, state.gaps)
+        return _bind(state, _simple_binds(stmt))
+
+    def branches(self, stmt: ast.If, outs: list[_State], before: _State, level: int) -> _State:
+        live = [s for s in outs if not s.exits]
+        if not live:
+            return _State(before.must, before.may, before.gaps, exits=True)
+        must = frozenset.intersection(*(s.must for s in live))
+        may = frozenset.union(*(s.may for s in live))
+        again, test = _bound_in(stmt), _condition(stmt.test)
+        gaps = tuple(dict.fromkeys(g for s in live for g in s.gaps if g[0] not in must and not (
+            g in before.gaps and (g[0] in again or g[3] == test))))  # a later ``if`` that binds the name on some
+        # path, or tests what the first one tested, handles the gap: the conditions go together
+        explicit = bool(stmt.orelse) and not (len(stmt.orelse) == 1 and isinstance(stmt.orelse[0], ast.If))
+        if len(live) == 2 and explicit and not _tests_a_name(stmt):
+            # an ``else`` written out that binds on no path what the other branch always binds; an ``if`` or an
+            # ``elif`` chain with no ``else`` is often exhaustive by design, and is left alone
+            one, other = live
+            lacking = (one.must - other.may) | (other.must - one.may)
+            gaps += tuple((n, stmt.lineno, level, test) for n in sorted(lacking - before.may))
+        return _State(must, may, gaps)
+
+    def loop(self, stmt: Union[ast.For, ast.AsyncFor, ast.While], state: _State, level: int) -> _State:
+        head = stmt.iter if isinstance(stmt, (ast.For, ast.AsyncFor)) else stmt.test
+        self.reads(head, state, level)
+        state = _bind(state, _walrus(head))
+        target = _targets(stmt.target) if isinstance(stmt, (ast.For, ast.AsyncFor)) else set()
+        inside = _bind(_State(state.must, state.may), target)
+        self.quiet += 1
+        first = self.block(stmt.body, inside)
+        self.quiet -= 1
+        again = _State(inside.must, inside.may | first.may | _bound_in(stmt))  # what a later pass may have bound
+        self.block(stmt.body, again)
+        after = self.block(stmt.orelse, _State(state.must, state.may | first.may | target))
+        forever = isinstance(stmt, ast.While) and isinstance(stmt.test, ast.Constant) and bool(stmt.test.value) \
+            and not any(isinstance(n, ast.Break) for n in _loop_own(stmt.body))
+        return _State(state.must, state.may | after.may | _bound_in(stmt), exits=forever)  # ``while True`` left
+        # only by ``return`` or ``raise``
+
+    def attempt(self, stmt: ast.Try, state: _State) -> _State:
+        body = self.block(stmt.body, _State(state.must, state.may))
+        may = state.may | _bound_in(stmt)
+        handled = [self.block(h.body, _bind(_State(state.must, may), {h.name} if h.name else set()))
+                   for h in stmt.handlers]
+        done = self.block(stmt.orelse, body)
+        self.block(stmt.finalbody, _State(state.must, may))
+        live = [s for s in [done, *handled] if not s.exits]
+        if not live:
+            return _State(state.must, may, (), exits=True)
+        return _State(frozenset.intersection(*(s.must for s in live)) | state.must, may)  # the body may fail
+        # anywhere, but a handler that binds what the body binds leaves it bound either way
+
+    def reads(self, node: ast.AST, state: _State, level: int) -> None:
+        if self.quiet:
+            return
+        walrus = _walrus(node)  # ``(key := ...) in d and d[key]``: bound where it is read
+        for name, conditional in _loads(node):
+            if name.id in walrus or conditional:  # ``x if flag else y``, ``a or b``: a read under a condition of
+                continue  # its own, often one the code above has already settled (a dead ``else``)
+            if name.id not in self.local or name.id in state.must or id(name) in self._seen:
+                continue
+            if name.id not in state.may:
+                self._seen.add(id(name))
+                self.found.append((name, "never"))
+                continue
+            gap = next((g for g in state.gaps if g[0] == name.id and g[2] == level), None)
+            if gap is not None:
+                self._seen.add(id(name))
+                self.found.append((name, str(gap[1])))
+
+
+def _loop_own(body: list[ast.stmt]) -> Iterator[ast.AST]:
+    """The nodes of a loop body outside nested loops and scopes: where a ``break`` leaves this loop."""
+    stack: list[ast.AST] = list(body)
+    while stack:
+        here = stack.pop()
+        yield here
+        if not isinstance(here, (ast.For, ast.AsyncFor, ast.While, *_SCOPES)):
+            stack.extend(ast.iter_child_nodes(here))
+        elif isinstance(here, (ast.For, ast.AsyncFor, ast.While)):
+            stack.extend(here.orelse)
+
+
+def _bind(state: _State, names: set[str]) -> _State:
+    if not names:
+        return state
+    return _State(state.must | names, state.may | names, tuple(g for g in state.gaps if g[0] not in names))
+
+
+def _loads(node: ast.AST) -> Iterator[tuple[ast.Name, bool]]:
+    """Names the statement or expression reads now, each with whether it is read under a condition of its own
+    (the branches of ``a if c else b``, the operands after the first of ``and``/``or``, a comprehension's body): not
+    inside a nested function, lambda or class (read later, or in their own scope), nor a comprehension's own
+    variables."""
+    stack: list[tuple[ast.AST, frozenset[str], bool]] = [(node, frozenset(), False)]
+    while stack:
+        here, own, cond = stack.pop()
+        if isinstance(here, ast.Name) and isinstance(here.ctx, ast.Load) and here.id not in own:
+            yield here, cond
+            continue
+        if isinstance(here, _COMPREHENSIONS):
+            inner = own | {n for gen in here.generators for n in _targets(gen.target)}
+            for k, gen in enumerate(here.generators):
+                stack.append((gen.iter, own if k == 0 else inner, cond or k > 0))  # the first iterable is read
+                stack.extend((c, inner, True) for c in gen.ifs)  # outside, once
+            stack.extend((part, inner, True) for part in ast.iter_child_nodes(here)
+                         if not isinstance(part, ast.comprehension))
+            continue
+        if isinstance(here, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            stack.extend((d, own, cond) for d in here.decorator_list)  # the body runs later
+            if not isinstance(here, ast.ClassDef):
+                stack.extend((d, own, cond) for d in here.args.defaults + [d for d in here.args.kw_defaults if d])
+            continue
+        if isinstance(here, ast.Lambda):
+            stack.extend((d, own, cond) for d in here.args.defaults + [d for d in here.args.kw_defaults if d])
+            continue
+        if isinstance(here, ast.IfExp):
+            stack.extend([(here.test, own, cond), (here.body, own, True), (here.orelse, own, True)])
+            continue
+        if isinstance(here, ast.BoolOp):
+            stack.extend((v, own, cond or k > 0) for k, v in enumerate(here.values))
+            continue
+        stack.extend((child, own, cond) for child in ast.iter_child_nodes(here))
+
+
+def _walrus(node: ast.AST) -> set[str]:
+    """Names an expression binds with ``:=``."""
+    return {n.target.id for n in ast.walk(node) if isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name)}
+
+
+def _targets(node: Optional[ast.AST]) -> set[str]:
+    if node is None:
+        return set()
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def _simple_binds(stmt: ast.stmt) -> set[str]:
+    """What a statement that holds no block binds: assignment targets, imports, a def or class, walrus names."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {stmt.name}
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in stmt.names}
+    if isinstance(stmt, ast.AnnAssign) and stmt.value is None:
+        return _targets(stmt.target)  # ``acc: "ARRAY"``: declared for a code generator that fills it in
+    found = set()
+    for n in _own_nodes(stmt):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            found.add(n.id)
+    return found
+
+
+def _own_nodes(node: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a statement outside nested scopes (a comprehension's own targets are its scope's, but a walrus
+    inside one binds in the function)."""
+    stack = [node]
+    while stack:
+        here = stack.pop()
+        yield here
+        if isinstance(here, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and here is not node:
+            continue
+        if isinstance(here, ast.comprehension):
+            stack.extend(c for c in ast.iter_child_nodes(here) if c is not here.target)
+            continue
+        stack.extend(ast.iter_child_nodes(here))
+
+
+def _bound_in(node: ast.AST) -> frozenset[str]:
+    """Every name a compound statement binds anywhere inside (not in nested scopes)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return frozenset({node.name})  # a nested def binds its name; what its body binds is its own
+    found = set()
+    for n in _own_nodes(node):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            found.add(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n is not node:
+            found.add(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            found |= {(a.asname or a.name).split(".")[0] for a in n.names}
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            found.add(n.name)
+    return frozenset(found)
+
+
+def _locals(node: Func) -> frozenset[str]:
+    """The function's local names: what its body binds, less what it declares global or nonlocal."""
+    outer = {name for n in _own_nodes(node) if isinstance(n, (ast.Global, ast.Nonlocal)) for name in n.names}
+    return frozenset(set().union(*(_bound_in(stmt) for stmt in node.body)) - outer - set(_params(node)))
+
+
+def _params(node: Func) -> list[str]:
+    a = node.args
+    names = [p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs]]
+    return names + [p.arg for p in (a.vararg, a.kwarg) if p is not None]
+
+
+def _opaque(node: Func) -> bool:
+    """``exec``, ``locals()`` or ``vars()``: bindings lint cannot follow."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("exec", "locals", "vars")
+               for n in _own_nodes(node))
+
+
+def _ends(stmt: ast.stmt) -> bool:
+    """``assert False``, ``sys.exit(...)``: the path stops here (or was written to)."""
+    if isinstance(stmt, ast.Assert):  # ``assert NotImplementedError(...)``: always true, but written to stop there
+        raised = stmt.test.func if isinstance(stmt.test, ast.Call) else stmt.test
+        named = raised.attr if isinstance(raised, ast.Attribute) else raised.id if isinstance(raised, ast.Name) else ""
+        return isinstance(stmt.test, ast.Constant) and not stmt.test.value or named.endswith(("Error", "Exception"))
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        func = stmt.value.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        return name in _EXITS
+    return False
+
+
+def _condition(test: ast.expr) -> str:
+    """What an ``if`` tests, with a ``not`` in front taken off: ``if return_loss:`` and ``if not return_loss:`` ask
+    one question."""
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    return ast.dump(test)
+
+
+def _tests_a_name(stmt: ast.If) -> bool:
+    """``if x is None: x = ...``-style tests of the very name a branch binds are left to the reader."""
+    bound = _bound_in(stmt)
+    return any(isinstance(n, ast.Name) and n.id in bound for n in ast.walk(stmt.test))
