@@ -146,7 +146,31 @@ class Evaluator(Scope):
         if not isinstance(base, ast.Name) or not isinstance(node, ast.BinOp):
             return None
         owner = self.last_sizes().get(base.id)
-        return "head" if owner is not None and owner in nm.identifiers(node.left) else None
+        if owner is None:
+            return None
+        if owner in nm.identifiers(node.left):
+            return "head"
+        made = {nm.chain_root(a) for side in (node.left, node.right) if isinstance(side, ast.Name)
+                for a in self.product_operands(side.id)}  # ``scores = einsum(eq, q, k)``, then ``scale * scores``
+        return "head" if owner in made else None
+
+    def product_operands(self, name: str) -> list[ast.expr]:
+        """The operands of the product a name of the current function is bound to once (``s = q @ k.T``,
+        ``s = torch.einsum(eq, q, k)``, ``torch.matmul``/``bmm``): the query and keys its scores were made of."""
+        func = self.func
+        if func is None:
+            return []
+        values = [a.value for a in of_type(func.node, ast.Assign)
+                  if len(a.targets) == 1 and isinstance(a.targets[0], ast.Name) and a.targets[0].id == name]
+        if len(values) != 1:
+            return []
+        value = values[0]
+        if isinstance(value, ast.BinOp) and isinstance(value.op, ast.MatMult):
+            return [value.left, value.right]
+        called = (nm.dotted(value.func) or "").split(".")[-1] if isinstance(value, ast.Call) else ""
+        if called == "einsum":
+            return [a for a in value.args[1:]]
+        return list(value.args[:2]) if called in ("matmul", "bmm") else []
 
     def last_sizes(self) -> dict[str, str]:
         """Names of the current function bound once to the last size of a tensor: ``B, T, E = q.shape``,
@@ -209,8 +233,9 @@ class Evaluator(Scope):
                 if defined is not None and depth < 3:
                     found.extend(self.scale_names(defined, depth + 1))
             elif isinstance(sub, ast.BinOp) and isinstance(sub.op, (ast.Div, ast.FloorDiv)) \
-                    and not isinstance(sub.right, ast.Constant):
-                found.append("heads")  # a width divided by something: a per-head size
+                    and not isinstance(sub.right, ast.Constant) and not isinstance(sub.left, ast.Constant):
+                found.append("heads")  # a width divided by something: a per-head size (``1 / sqrt(C)`` is a
+                # reciprocal, not a split)
             elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr == "size":
                 value = self.values.get(id(sub))
                 if isinstance(value, Dim) and value.label is not None:

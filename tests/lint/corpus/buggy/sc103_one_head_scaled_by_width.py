@@ -2,6 +2,8 @@
 sums the scores over them, but scales them by the input's width ``C``. The class reads no head count (the module
 that concatenates the heads does), so only the data flow says the scores are per head."""
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -21,6 +23,23 @@ class Head(nn.Module):
         wei = q @ k.transpose(-2, -1) * C ** -0.5  # expect: SC103
         wei = wei.masked_fill(self.tril[:T, :T] == 0, float("-inf"))
         return F.softmax(wei, dim=-1) @ self.value(x)
+
+
+class HeadScaledByName(nn.Module):
+    """The same head with the factor held by a local name: ``1 / math.sqrt(C)`` is a reciprocal, not a width split
+    into heads."""
+
+    def __init__(self, n_embd, head_size):
+        super().__init__()
+        self.key = nn.Linear(n_embd, head_size, bias=False)
+        self.query = nn.Linear(n_embd, head_size, bias=False)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        k, q = self.key(x), self.query(x)
+        scale_factor = 1 / math.sqrt(C)
+        wei = q @ k.transpose(-2, -1) * scale_factor  # expect: SC103
+        return F.softmax(wei, dim=-1)
 
 
 class MultiHeadAttention(nn.Module):

@@ -1,6 +1,9 @@
 """One head of a multi-head module, built as its own class: the scores sum over ``head_size`` features and are
 scaled by the size read off the keys, one head's; a single head over the whole width (``Linear(n_embd, n_embd)``)
-is scaled by the width, which is its head size."""
+is scaled by the width, which is its head size; a reprogramming attention scaled by the last size of the queries the
+einsum reads (``B, L, H, E = q.shape``), one head's."""
+
+import math
 
 import torch
 import torch.nn.functional as F
@@ -43,3 +46,11 @@ class WholeWidthHead(nn.Module):
         B, T, C = x.shape
         wei = self.query(x) @ self.key(x).transpose(-2, -1) * C ** -0.5
         return F.softmax(wei, dim=-1) @ x
+
+
+def reprogramming(target, source, value):
+    B, L, H, E = target.shape
+    scale = 1.0 / math.sqrt(E)
+    scores = torch.einsum("blhe,she->bhls", target, source)
+    weights = torch.softmax(scale * scores, dim=-1)
+    return torch.einsum("bhls,she->blhe", weights, value)
