@@ -16,7 +16,7 @@ from typing import Iterator, Optional, Union
 from shapecheck.vocabulary import canonical
 from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
-from shapecheck.lint.nodes import every, subtree
+from shapecheck.lint.nodes import every, of_type, subtree
 from shapecheck.lint.tracking import Axis, Dim, Tensor, Value, height_label, int_label, name_label
 
 Position = Union[ast.AST, tuple[int, int]]
@@ -246,7 +246,7 @@ def class_info(node: ast.ClassDef) -> ClassInfo:
                         if isinstance(c, ast.Call) and c.args
                         and (nm.dotted(c.func) or "").split(".")[-1] == "Linear"
                         and isinstance(c.args[0], (ast.Name, ast.Attribute))]
-    reads_heads = _reads_head_count(node)
+    reads_heads = bool(counts) or _reads_head_count(node)  # a count that splits the width is read already
     if counts or reads_heads:
         # a multi-head class: the field its projections read is the width, whatever the attribute holding it is
         # called (``self.width = args.dim`` beside ``nn.Linear(args.dim, ...)``); spelled out only here
@@ -269,12 +269,23 @@ def _reads_head_count(node: ast.ClassDef) -> bool:
     """The class reads a head count (``num_heads``, ``self.n_head``, ``config.num_attention_heads``) for something: a
     view, a size, a module it builds. One only stored (``self.num_heads = num_heads``, never read) splits nothing:
     the class attends with one head, whose size is the width."""
-    stored = {id(n.value) for n in every(node) if isinstance(n, ast.Assign) and len(n.targets) == 1
+    methods = [s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    rest = [n for s in node.body if s not in methods for n in subtree(s)]
+
+    def typed(kind: type) -> list[ast.AST]:
+        return [n for m in methods for n in of_type(m, kind)] + [n for n in rest if type(n) is kind]
+
+    loads = [n for n in typed(ast.Name) if isinstance(n.ctx, ast.Load) and canonical(n.id) == "heads"] + \
+        [n for n in typed(ast.Attribute) if isinstance(n.ctx, ast.Load) and canonical(n.attr) == "heads"]
+    if not loads:
+        return False
+    nodes = list(every(node))
+    stored = {id(n.value) for n in nodes if type(n) is ast.Assign and len(n.targets) == 1
               and nm.self_attr(n.targets[0]) is not None}
-    heights = {"h"} if any(_binds_height(n) for n in every(node)) else set()  # ``b, c, h, w = x.shape``
-    return any(isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Load) and id(n) not in stored
-               and not (isinstance(n, ast.Name) and n.id in heights)
-               and canonical(n.id if isinstance(n, ast.Name) else n.attr) == "heads" for n in every(node))
+    loads = [n for n in loads if id(n) not in stored]
+    if any(type(n) is ast.Attribute or n.id != "h" for n in loads):
+        return bool(loads)
+    return bool(loads) and not any(_binds_height(n) for n in nodes if type(n) in (ast.Tuple, ast.arguments))
 
 
 def _binds_height(node: ast.AST) -> bool:

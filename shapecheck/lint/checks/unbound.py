@@ -3,20 +3,22 @@ other branch: ``o = kernel(q1, k1)`` where only the split branch makes ``q1``), 
 assigns it on one branch and falls through the other (``if n == 0: kv = n_heads else: assert ...``, then ``kv``
 read). Either raises UnboundLocalError on that path; pyflakes, which reads no paths, says nothing.
 
-The analysis walks the function's statements in order with the names bound on every path (must) and on some path
-(may). Loops are walked twice (a name the body binds late is bound on the next pass); the names bound after a loop or
-a ``try`` only on some path are never reported, as the loop may always run and the ``try`` may not fail in practice.
+The analysis walks the function's statements once, in order, with the names bound on every path (must) and on some
+path (may); what a loop's body binds anywhere may be bound by an earlier iteration. The names bound after a loop or a
+``try`` only on some path are never reported, as the loop may always run and the ``try`` may not fail in practice.
 """
 
 from __future__ import annotations
 
 import ast
+import bisect
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Union
 
 from shapecheck.lint import events as ev
 from shapecheck.lint import messages as msg
 from shapecheck.lint.checks import on
+from shapecheck.lint.nodes import children, of_type
 from shapecheck.lint.scope import Scope
 
 Func = Union[ast.FunctionDef, ast.AsyncFunctionDef]
@@ -32,10 +34,15 @@ def unbound_on_a_path(scope: Scope, e: ev.FunctionDone) -> None:
     if func is None or func.node is not e.node or scope.following or not isinstance(e.node, _FUNCS):
         return
     node: Func = e.node  # type: ignore[assignment]
-    local = _locals(node)
-    if not local or _opaque(node):
+    if any(isinstance(c.func, ast.Name) and c.func.id in ("exec", "locals", "vars") for c in of_type(node, ast.Call)):
+        return  # bindings lint cannot follow
+    found = _Bindings(walrus=bool(of_type(node, ast.NamedExpr)))
+    outer = {name for kind in (ast.Global, ast.Nonlocal) for n in of_type(node, kind) for name in n.names}
+    local = frozenset(set().union(*(found.of(stmt) for stmt in node.body)) - outer - set(_params(node)))
+    risky = _risky(node, local, found.binds)
+    if not risky:
         return
-    walk = _Walk(local)
+    walk = _Walk(risky, found.binds, _lines_reading(node, risky), found.walrus)
     walk.block(node.body, _State(must=frozenset(_params(node)), may=frozenset(_params(node))))
     for read, why in walk.found:
         if why == "never":
@@ -58,9 +65,11 @@ class _State:
 
 @dataclass
 class _Walk:
-    local: frozenset[str]
+    local: frozenset[str]  # the names worth following (``_risky``)
+    binds: dict[int, frozenset[str]]  # id(statement) -> every name it binds, nested statements included
+    lines: list[int]  # sorted: the lines that read one of them
+    walrus: bool = False  # the function has a ``:=`` somewhere
     found: list[tuple[ast.Name, str]] = field(default_factory=list)
-    quiet: int = 0  # > 0 on a loop's first pass: nothing is reported
     _seen: set[int] = field(default_factory=set)
 
     def block(self, body: list[ast.stmt], state: _State) -> _State:
@@ -73,7 +82,7 @@ class _Walk:
     def statement(self, stmt: ast.stmt, state: _State, level: int) -> _State:
         if isinstance(stmt, ast.If):
             self.reads(stmt.test, state, level)
-            state = _bind(state, _walrus(stmt.test))
+            state = _bind(state, _walrus(stmt.test) if self.walrus else set())
             if isinstance(stmt.test, ast.Constant):  # ``if False:  # config.q_int8``: one branch never runs
                 return self.block(stmt.body if stmt.test.value else stmt.orelse, state)
             chained = len(stmt.orelse) == 1 and isinstance(stmt.orelse[0], ast.If)  # ``elif``: one chain, one level
@@ -86,10 +95,11 @@ class _Walk:
         if isinstance(stmt, (ast.With, ast.AsyncWith)):
             for item in stmt.items:
                 self.reads(item.context_expr, state, level)
-                state = _bind(state, _targets(item.optional_vars) | _walrus(item.context_expr))
+                made = _walrus(item.context_expr) if self.walrus else set()
+                state = _bind(state, _targets(item.optional_vars) | made)
             return self.block(stmt.body, state)
         if type(stmt).__name__ == "Match":
-            return _State(state.must, state.may | _bound_in(stmt), ())  # not followed: nothing reported after it
+            return _State(state.must, state.may | self.binds[id(stmt)], ())  # not followed: nothing reported after
         if not isinstance(stmt, ast.Raise):  # a path that raises fails either way: what its message reads is moot
             self.reads(stmt, state, level)
         if isinstance(stmt, (ast.Return, ast.Raise, ast.Continue, ast.Break)) or _ends(stmt):
@@ -97,7 +107,7 @@ class _Walk:
         if isinstance(stmt, ast.Delete):
             gone = {n for t in stmt.targets for n in _targets(t)}
             return _State(state.must - gone, state.may, state.gaps)
-        return _bind(state, _simple_binds(stmt))
+        return _bind(state, set(self.binds[id(stmt)]))
 
     def branches(self, stmt: ast.If, outs: list[_State], before: _State, level: int) -> _State:
         live = [s for s in outs if not s.exits]
@@ -105,12 +115,12 @@ class _Walk:
             return _State(before.must, before.may, before.gaps, exits=True)
         must = frozenset.intersection(*(s.must for s in live))
         may = frozenset.union(*(s.may for s in live))
-        again, test = _bound_in(stmt), _condition(stmt.test)
+        again, test = self.binds[id(stmt)], _condition(stmt.test)
         gaps = tuple(dict.fromkeys(g for s in live for g in s.gaps if g[0] not in must and not (
             g in before.gaps and (g[0] in again or g[3] == test))))  # a later ``if`` that binds the name on some
         # path, or tests what the first one tested, handles the gap: the conditions go together
         explicit = bool(stmt.orelse) and not (len(stmt.orelse) == 1 and isinstance(stmt.orelse[0], ast.If))
-        if len(live) == 2 and explicit and not _tests_a_name(stmt):
+        if len(live) == 2 and explicit and not _tests_a_name(stmt, again):
             # an ``else`` written out that binds on no path what the other branch always binds; an ``if`` or an
             # ``elif`` chain with no ``else`` is often exhaustive by design, and is left alone
             one, other = live
@@ -121,23 +131,21 @@ class _Walk:
     def loop(self, stmt: Union[ast.For, ast.AsyncFor, ast.While], state: _State, level: int) -> _State:
         head = stmt.iter if isinstance(stmt, (ast.For, ast.AsyncFor)) else stmt.test
         self.reads(head, state, level)
-        state = _bind(state, _walrus(head))
+        state = _bind(state, _walrus(head) if self.walrus else set())
         target = _targets(stmt.target) if isinstance(stmt, (ast.For, ast.AsyncFor)) else set()
         inside = _bind(_State(state.must, state.may), target)
-        self.quiet += 1
-        first = self.block(stmt.body, inside)
-        self.quiet -= 1
-        again = _State(inside.must, inside.may | first.may | _bound_in(stmt))  # what a later pass may have bound
-        self.block(stmt.body, again)
-        after = self.block(stmt.orelse, _State(state.must, state.may | first.may | target))
+        bound = self.binds[id(stmt)]
+        self.block(stmt.body, _State(inside.must, inside.may | bound))  # one pass: what the body binds anywhere
+        # may be bound by an earlier iteration
+        after = self.block(stmt.orelse, _State(state.must, state.may | bound))
         forever = isinstance(stmt, ast.While) and isinstance(stmt.test, ast.Constant) and bool(stmt.test.value) \
             and not any(isinstance(n, ast.Break) for n in _loop_own(stmt.body))
-        return _State(state.must, state.may | after.may | _bound_in(stmt), exits=forever)  # ``while True`` left
-        # only by ``return`` or ``raise``
+        return _State(state.must, state.may | after.may | bound, exits=forever)  # ``while True`` left only by
+        # ``return`` or ``raise``
 
     def attempt(self, stmt: ast.Try, state: _State) -> _State:
         body = self.block(stmt.body, _State(state.must, state.may))
-        may = state.may | _bound_in(stmt)
+        may = state.may | self.binds[id(stmt)]
         handled = [self.block(h.body, _bind(_State(state.must, may), {h.name} if h.name else set()))
                    for h in stmt.handlers]
         done = self.block(stmt.orelse, body)
@@ -149,9 +157,11 @@ class _Walk:
         # anywhere, but a handler that binds what the body binds leaves it bound either way
 
     def reads(self, node: ast.AST, state: _State, level: int) -> None:
-        if self.quiet:
-            return
-        walrus = _walrus(node)  # ``(key := ...) in d and d[key]``: bound where it is read
+        start, end = getattr(node, "lineno", 0), getattr(node, "end_lineno", None) or getattr(node, "lineno", 0)
+        k = bisect.bisect_left(self.lines, start)
+        if k == len(self.lines) or self.lines[k] > end:
+            return  # reads none of the names followed
+        walrus = _walrus(node) if self.walrus else set()  # ``(key := ...) in d and d[key]``: bound where read
         for name, conditional in _loads(node):
             if name.id in walrus or conditional:  # ``x if flag else y``, ``a or b``: a read under a condition of
                 continue  # its own, often one the code above has already settled (a dead ``else``)
@@ -227,74 +237,142 @@ def _walrus(node: ast.AST) -> set[str]:
 
 
 def _targets(node: Optional[ast.AST]) -> set[str]:
-    if node is None:
-        return set()
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    """The names a target binds: ``x``, ``a, (b, *c)``; an attribute or an item (``self.x``, ``d[k]``) binds none."""
+    if isinstance(node, ast.Name):
+        return {node.id}
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return set().union(*(_targets(e) for e in node.elts))
+    if isinstance(node, ast.Starred):
+        return _targets(node.value)
+    return set()
 
 
-def _simple_binds(stmt: ast.stmt) -> set[str]:
-    """What a statement that holds no block binds: assignment targets, imports, a def or class, walrus names."""
-    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return {stmt.name}
-    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-        return {(a.asname or a.name).split(".")[0] for a in stmt.names}
-    if isinstance(stmt, ast.AnnAssign) and stmt.value is None:
-        return _targets(stmt.target)  # ``acc: "ARRAY"``: declared for a code generator that fills it in
-    found = set()
-    for n in _own_nodes(stmt):
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-            found.add(n.id)
+@dataclass
+class _Bindings:
+    """What each statement of a function binds, nested statements included (not nested functions' or classes'
+    bodies, not a comprehension's own variables), read from statements and their targets only: an expression binds
+    nothing but by ``:=``, looked for only in a function that has one."""
+
+    walrus: bool = False
+    binds: dict[int, frozenset[str]] = field(default_factory=dict)
+
+    def of(self, stmt: ast.stmt) -> frozenset[str]:
+        names: set[str] = set()
+        kind = type(stmt)
+        if kind in _PLAIN and not self.walrus:  # ``x = ...``, a call, a return: its targets, nothing nested
+            found = self.binds[id(stmt)] = frozenset(
+                _targets(stmt.targets[0]) if kind is ast.Assign and len(stmt.targets) == 1  # type: ignore[attr-defined]
+                else set().union(*(_targets(t) for t in _heads(stmt))))
+            return found
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(stmt.name)  # its body binds its own names
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in stmt.names}
+        else:
+            for target in _heads(stmt):
+                names |= _targets(target)
+            for block in _blocks(stmt):
+                for inner in block:
+                    names |= self.of(inner)
+            for handler in getattr(stmt, "handlers", ()):
+                if handler.name:
+                    names.add(handler.name)
+                for inner in handler.body:
+                    names |= self.of(inner)
+            if self.walrus:
+                names |= _walrus_outside(stmt)
+            for case in getattr(stmt, "cases", ()):  # ``case Point(x=px) | [px, *rest]``: the names a pattern binds
+                names |= {n for p in ast.walk(case.pattern)
+                          for n in (getattr(p, "name", None), getattr(p, "rest", None)) if isinstance(n, str)}
+        found = self.binds[id(stmt)] = frozenset(names)
+        return found
+
+
+_PLAIN = frozenset({ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return, ast.Pass, ast.Assert, ast.Raise,
+                    ast.Delete, ast.Continue, ast.Break, ast.Global, ast.Nonlocal})
+
+
+def _heads(stmt: ast.stmt) -> list[ast.AST]:
+    """The targets a statement itself binds: an assignment's, a loop's, a ``with``'s ``as`` names."""
+    if isinstance(stmt, ast.Assign):
+        return list(stmt.targets)
+    if isinstance(stmt, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+        return [stmt.target]
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        return [item.optional_vars for item in stmt.items if item.optional_vars is not None]
+    return []
+
+
+def _blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
+    if type(stmt).__name__ == "Match":
+        return [case.body for case in stmt.cases]  # type: ignore[attr-defined]
+    return [b for b in (getattr(stmt, f, None) for f in ("body", "orelse", "finalbody")) if isinstance(b, list)]
+
+
+def _walrus_outside(stmt: ast.stmt) -> set[str]:
+    """``:=`` names in a statement's own expressions (not in its nested statements, which bind their own)."""
+    found: set[str] = set()
+    stack = [c for c in children(stmt) if not isinstance(c, (ast.stmt, ast.ExceptHandler))]
+    while stack:
+        here = stack.pop()
+        if isinstance(here, ast.NamedExpr) and isinstance(here.target, ast.Name):
+            found.add(here.target.id)
+        if not isinstance(here, (ast.Lambda, *_SCOPES)):
+            stack.extend(children(here))
     return found
 
 
-def _own_nodes(node: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of a statement outside nested scopes (a comprehension's own targets are its scope's, but a walrus
-    inside one binds in the function)."""
-    stack = [node]
-    while stack:
-        here = stack.pop()
-        yield here
-        if isinstance(here, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and here is not node:
-            continue
-        if isinstance(here, ast.comprehension):
-            stack.extend(c for c in ast.iter_child_nodes(here) if c is not here.target)
-            continue
-        stack.extend(ast.iter_child_nodes(here))
+def _risky(node: Func, local: frozenset[str], binds: dict[int, frozenset[str]]) -> frozenset[str]:
+    """The local names some read may find unbound: one that an ``if`` of the function binds on one branch only, or
+    one read on a line before its first binding. A name every path binds before any line reads it is bound at every
+    read."""
+    partial: set[str] = set()
+    for branch in of_type(node, ast.If):  # only an ``if`` makes a path on which a read finds a name unbound: after
+        if id(branch) in binds:  # a loop or a ``try`` what they bind is taken as bound (not reported)
+            partial |= binds[id(branch)] - _must(branch, binds)  # type: ignore[arg-type]
+    first: dict[str, int] = {}
+    sites = [(n.id, n.lineno) for n in of_type(node, ast.Name) if not isinstance(n.ctx, ast.Load)]
+    sites += [((a.asname or a.name).split(".")[0], i.lineno) for kind in (ast.Import, ast.ImportFrom)
+              for i in of_type(node, kind) for a in i.names]  # type: ignore[attr-defined]
+    sites += [(d.name, d.lineno) for kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+              for d in of_type(node, kind) if d is not node]  # type: ignore[attr-defined]
+    for name, line in sites:
+        if name in local:
+            first[name] = min(first.get(name, line), line)
+    early = {n.id for n in of_type(node, ast.Name) if isinstance(n.ctx, ast.Load) and n.id in local
+             and n.lineno <= first.get(n.id, 0)}
+    return frozenset((partial & local) | early)
 
 
-def _bound_in(node: ast.AST) -> frozenset[str]:
-    """Every name a compound statement binds anywhere inside (not in nested scopes)."""
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return frozenset({node.name})  # a nested def binds its name; what its body binds is its own
-    found = set()
-    for n in _own_nodes(node):
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-            found.add(n.id)
-        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n is not node:
-            found.add(n.name)
-        elif isinstance(n, (ast.Import, ast.ImportFrom)):
-            found |= {(a.asname or a.name).split(".")[0] for a in n.names}
-        elif isinstance(n, ast.ExceptHandler) and n.name:
-            found.add(n.name)
-    return frozenset(found)
+def _must(stmt: ast.stmt, binds: dict[int, frozenset[str]]) -> frozenset[str]:
+    """What a statement binds on every path through it (leaving out the paths that return or raise would only
+    add names: this errs towards following more)."""
+    if isinstance(stmt, ast.If):
+        return _must_block(stmt.body, binds) & _must_block(stmt.orelse, binds)
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        return frozenset(n for item in stmt.items for n in _targets(item.optional_vars)) | _must_block(stmt.body, binds)
+    if isinstance(stmt, _SIMPLE):
+        return binds[id(stmt)]
+    return frozenset()  # a loop may not run, a ``try`` may fail anywhere, a ``match`` may match no case
 
 
-def _locals(node: Func) -> frozenset[str]:
-    """The function's local names: what its body binds, less what it declares global or nonlocal."""
-    outer = {name for n in _own_nodes(node) if isinstance(n, (ast.Global, ast.Nonlocal)) for name in n.names}
-    return frozenset(set().union(*(_bound_in(stmt) for stmt in node.body)) - outer - set(_params(node)))
+def _must_block(body: list[ast.stmt], binds: dict[int, frozenset[str]]) -> frozenset[str]:
+    return frozenset().union(*(_must(stmt, binds) for stmt in body))
+
+
+_SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Import, ast.ImportFrom, ast.Return, ast.Pass,
+           ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assert, ast.Delete, ast.Raise, ast.Global,
+           ast.Nonlocal)
+
+
+def _lines_reading(node: Func, names: frozenset[str]) -> list[int]:
+    return sorted({n.lineno for n in of_type(node, ast.Name) if isinstance(n.ctx, ast.Load) and n.id in names})
 
 
 def _params(node: Func) -> list[str]:
     a = node.args
     names = [p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs]]
     return names + [p.arg for p in (a.vararg, a.kwarg) if p is not None]
-
-
-def _opaque(node: Func) -> bool:
-    """``exec``, ``locals()`` or ``vars()``: bindings lint cannot follow."""
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("exec", "locals", "vars")
-               for n in _own_nodes(node))
 
 
 def _ends(stmt: ast.stmt) -> bool:
@@ -318,7 +396,6 @@ def _condition(test: ast.expr) -> str:
     return ast.dump(test)
 
 
-def _tests_a_name(stmt: ast.If) -> bool:
+def _tests_a_name(stmt: ast.If, bound: frozenset[str]) -> bool:
     """``if x is None: x = ...``-style tests of the very name a branch binds are left to the reader."""
-    bound = _bound_in(stmt)
     return any(isinstance(n, ast.Name) and n.id in bound for n in ast.walk(stmt.test))
