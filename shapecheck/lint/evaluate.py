@@ -169,7 +169,7 @@ class Evaluator(Scope):
             return [value.left, value.right]
         called = (nm.dotted(value.func) or "").split(".")[-1] if isinstance(value, ast.Call) else ""
         if called == "einsum":
-            return [a for a in value.args[1:]]
+            return list(value.args[1:])
         return list(value.args[:2]) if called in ("matmul", "bmm") else []
 
     def last_sizes(self) -> dict[str, str]:

@@ -121,6 +121,13 @@ def blocks(node: ast.AST) -> Iterator[list[ast.stmt]]:
                 yield block
 
 
+def statement_blocks(stmt: ast.AST) -> list[list[ast.stmt]]:
+    """The statement lists directly inside a statement: its body, ``else`` and ``finally`` parts, each ``except``'s
+    body and each ``case``'s."""
+    found = [b for b in (getattr(stmt, f, None) for f in ("body", "orelse", "finalbody")) if isinstance(b, list)]
+    return found + [h.body for h in getattr(stmt, "handlers", ())] + [c.body for c in getattr(stmt, "cases", ())]
+
+
 def forget() -> None:
     """Drop the lists (a file is done)."""
     _LISTED.clear()

@@ -16,7 +16,7 @@ from typing import Iterator, Optional, Union
 from shapecheck.vocabulary import canonical
 from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
-from shapecheck.lint.nodes import every, of_type, subtree
+from shapecheck.lint.nodes import of_type, statement_blocks, subtree
 from shapecheck.lint.tracking import Axis, Dim, Tensor, Value, height_label, int_label, name_label
 
 Position = Union[ast.AST, tuple[int, int]]
@@ -169,8 +169,7 @@ class Scope:
                     if isinstance(stmt, ast.ClassDef):
                         found.add(stmt.name)
                     if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                        blocks += [b for f in ("body", "orelse", "finalbody") for b in [getattr(stmt, f, None)]
-                                   if isinstance(b, list)] + [h.body for h in getattr(stmt, "handlers", [])]
+                        blocks += statement_blocks(stmt)
             self.memo["file_classes"] = frozenset(found)
         return self.memo["file_classes"]  # type: ignore[return-value]
 
@@ -279,13 +278,12 @@ def _reads_head_count(node: ast.ClassDef) -> bool:
         [n for n in typed(ast.Attribute) if isinstance(n.ctx, ast.Load) and canonical(n.attr) == "heads"]
     if not loads:
         return False
-    nodes = list(every(node))
-    stored = {id(n.value) for n in nodes if type(n) is ast.Assign and len(n.targets) == 1
-              and nm.self_attr(n.targets[0]) is not None}
+    stored = {id(n.value) for n in typed(ast.Assign) if len(n.targets) == 1  # type: ignore[attr-defined]
+              and nm.self_attr(n.targets[0]) is not None}  # type: ignore[attr-defined]
     loads = [n for n in loads if id(n) not in stored]
-    if any(type(n) is ast.Attribute or n.id != "h" for n in loads):
+    if any(type(n) is ast.Attribute or n.id != "h" for n in loads):  # type: ignore[attr-defined]
         return bool(loads)
-    return bool(loads) and not any(_binds_height(n) for n in nodes if type(n) in (ast.Tuple, ast.arguments))
+    return bool(loads) and not any(_binds_height(n) for n in typed(ast.Tuple) + typed(ast.arguments))
 
 
 def _binds_height(node: ast.AST) -> bool:

@@ -18,7 +18,8 @@ from typing import Iterator, Optional, Union
 from shapecheck.lint import events as ev
 from shapecheck.lint import messages as msg
 from shapecheck.lint.checks import on
-from shapecheck.lint.nodes import children, of_type
+from shapecheck.lint import names as nm
+from shapecheck.lint.nodes import children, of_type, statement_blocks
 from shapecheck.lint.scope import Scope
 
 Func = Union[ast.FunctionDef, ast.AsyncFunctionDef]
@@ -38,12 +39,12 @@ def unbound_on_a_path(scope: Scope, e: ev.FunctionDone) -> None:
         return  # bindings lint cannot follow
     found = _Bindings(walrus=bool(of_type(node, ast.NamedExpr)))
     outer = {name for kind in (ast.Global, ast.Nonlocal) for n in of_type(node, kind) for name in n.names}
-    local = frozenset(set().union(*(found.of(stmt) for stmt in node.body)) - outer - set(_params(node)))
+    local = frozenset(set().union(*(found.of(stmt) for stmt in node.body)) - outer - func.params)
     risky = _risky(node, local, found.binds)
     if not risky:
         return
     walk = _Walk(risky, found.binds, _lines_reading(node, risky), found.walrus)
-    walk.block(node.body, _State(must=frozenset(_params(node)), may=frozenset(_params(node))))
+    walk.block(node.body, _State(must=func.params, may=func.params))
     for read, why in walk.found:
         if why == "never":
             scope.report(msg.UnboundOnPath, read, read.id, "no path to this line assigns it")
@@ -232,8 +233,17 @@ def _loads(node: ast.AST) -> Iterator[tuple[ast.Name, bool]]:
 
 
 def _walrus(node: ast.AST) -> set[str]:
-    """Names an expression binds with ``:=``."""
-    return {n.target.id for n in ast.walk(node) if isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name)}
+    """Names bound with ``:=`` in a statement or expression, outside nested functions, lambdas and classes (whose
+    own names those are)."""
+    found: set[str] = set()
+    stack = [node]
+    while stack:
+        here = stack.pop()
+        if isinstance(here, ast.NamedExpr) and isinstance(here.target, ast.Name):
+            found.add(here.target.id)
+        if here is node or not isinstance(here, _SCOPES):
+            stack.extend(children(here))
+    return found
 
 
 def _targets(node: Optional[ast.AST]) -> set[str]:
@@ -258,38 +268,27 @@ class _Bindings:
 
     def of(self, stmt: ast.stmt) -> frozenset[str]:
         names: set[str] = set()
-        kind = type(stmt)
-        if kind in _PLAIN and not self.walrus:  # ``x = ...``, a call, a return: its targets, nothing nested
-            found = self.binds[id(stmt)] = frozenset(
-                _targets(stmt.targets[0]) if kind is ast.Assign and len(stmt.targets) == 1  # type: ignore[attr-defined]
-                else set().union(*(_targets(t) for t in _heads(stmt))))
-            return found
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(stmt.name)  # its body binds its own names
         elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
             names |= {(a.asname or a.name).split(".")[0] for a in stmt.names}
+        elif isinstance(stmt, _SIMPLE) and not self.walrus:  # ``x = ...``, a call, a return: its targets only
+            names = _targets(stmt.targets[0]) if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
+                else set().union(*(_targets(t) for t in _heads(stmt)))
         else:
             for target in _heads(stmt):
                 names |= _targets(target)
-            for block in _blocks(stmt):
+            names |= {h.name for h in getattr(stmt, "handlers", ()) if h.name}
+            for block in statement_blocks(stmt):
                 for inner in block:
                     names |= self.of(inner)
-            for handler in getattr(stmt, "handlers", ()):
-                if handler.name:
-                    names.add(handler.name)
-                for inner in handler.body:
-                    names |= self.of(inner)
             if self.walrus:
-                names |= _walrus_outside(stmt)
+                names |= _walrus(stmt)
             for case in getattr(stmt, "cases", ()):  # ``case Point(x=px) | [px, *rest]``: the names a pattern binds
                 names |= {n for p in ast.walk(case.pattern)
                           for n in (getattr(p, "name", None), getattr(p, "rest", None)) if isinstance(n, str)}
         found = self.binds[id(stmt)] = frozenset(names)
         return found
-
-
-_PLAIN = frozenset({ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return, ast.Pass, ast.Assert, ast.Raise,
-                    ast.Delete, ast.Continue, ast.Break, ast.Global, ast.Nonlocal})
 
 
 def _heads(stmt: ast.stmt) -> list[ast.AST]:
@@ -301,25 +300,6 @@ def _heads(stmt: ast.stmt) -> list[ast.AST]:
     if isinstance(stmt, (ast.With, ast.AsyncWith)):
         return [item.optional_vars for item in stmt.items if item.optional_vars is not None]
     return []
-
-
-def _blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
-    if type(stmt).__name__ == "Match":
-        return [case.body for case in stmt.cases]  # type: ignore[attr-defined]
-    return [b for b in (getattr(stmt, f, None) for f in ("body", "orelse", "finalbody")) if isinstance(b, list)]
-
-
-def _walrus_outside(stmt: ast.stmt) -> set[str]:
-    """``:=`` names in a statement's own expressions (not in its nested statements, which bind their own)."""
-    found: set[str] = set()
-    stack = [c for c in children(stmt) if not isinstance(c, (ast.stmt, ast.ExceptHandler))]
-    while stack:
-        here = stack.pop()
-        if isinstance(here, ast.NamedExpr) and isinstance(here.target, ast.Name):
-            found.add(here.target.id)
-        if not isinstance(here, (ast.Lambda, *_SCOPES)):
-            stack.extend(children(here))
-    return found
 
 
 def _risky(node: Func, local: frozenset[str], binds: dict[int, frozenset[str]]) -> frozenset[str]:
@@ -362,30 +342,24 @@ def _must_block(body: list[ast.stmt], binds: dict[int, frozenset[str]]) -> froze
 
 _SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Import, ast.ImportFrom, ast.Return, ast.Pass,
            ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assert, ast.Delete, ast.Raise, ast.Global,
-           ast.Nonlocal)
+           ast.Nonlocal, ast.Continue, ast.Break)  # statements that hold no statements
 
 
 def _lines_reading(node: Func, names: frozenset[str]) -> list[int]:
     return sorted({n.lineno for n in of_type(node, ast.Name) if isinstance(n.ctx, ast.Load) and n.id in names})
 
 
-def _params(node: Func) -> list[str]:
-    a = node.args
-    names = [p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs]]
-    return names + [p.arg for p in (a.vararg, a.kwarg) if p is not None]
-
-
 def _ends(stmt: ast.stmt) -> bool:
     """``assert False``, ``sys.exit(...)``: the path stops here (or was written to)."""
     if isinstance(stmt, ast.Assert):  # ``assert NotImplementedError(...)``: always true, but written to stop there
         raised = stmt.test.func if isinstance(stmt.test, ast.Call) else stmt.test
-        named = raised.attr if isinstance(raised, ast.Attribute) else raised.id if isinstance(raised, ast.Name) else ""
-        return isinstance(stmt.test, ast.Constant) and not stmt.test.value or named.endswith(("Error", "Exception"))
-    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-        func = stmt.value.func
-        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-        return name in _EXITS
-    return False
+        return isinstance(stmt.test, ast.Constant) and not stmt.test.value or _last_name(raised).endswith(
+            ("Error", "Exception"))
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and _last_name(stmt.value.func) in _EXITS
+
+
+def _last_name(node: ast.expr) -> str:
+    return (nm.dotted(node) or "").split(".")[-1]
 
 
 def _condition(test: ast.expr) -> str:
