@@ -18,8 +18,8 @@ from shapecheck.lint import names as nm
 from shapecheck.lint import ops
 from shapecheck.lint.scope import ClassInfo, Scope, class_info, is_head_count
 from shapecheck.lint.tracking import (
-    WILD, Axis, Dim, Label, Pieces, Shape, Target, Tensor, Value, int_label, join, matmul, name_label, product, quotient,
-    replace, swap,
+    WILD, Axis, Dim, Label, Pieces, Shape, Target, Tensor, Value, broadcast, int_label, join, matmul, name_label, product,
+    quotient, replace, swap,
 )
 from shapecheck.lint.nodes import children, of_type, subtree, walk
 
@@ -92,6 +92,9 @@ class Evaluator(Scope):
             kind = "width"  # what the class splits by its head count (``embedding_dim // nb_heads``), by any name
         if kind == "width" and self.cls is not None and any(n in self.cls.head_sizes for n in names):
             return "head"  # ``self.hidden`` of ``nn.Linear(d, self.n_heads * self.hidden)``: one head's size
+        if kind == "width" and contracted is not None and any(
+                isinstance(self.env.get(n), Dim) and self.env[n].label == contracted for n in names):  # type: ignore[union-attr]
+            return "head"  # the square root of the very axis Q·Kᵀ sums over (``B, C, H, W = x.shape``, one head)
         per_head = contracted is not None and contracted.atoms == ("d_head",)
         return "head" if kind == "width" and self.cls is not None and not self.cls.multi_head and not per_head \
             else kind
@@ -411,7 +414,8 @@ class Evaluator(Scope):
         if isinstance(op, ast.MatMult):
             left, right = self.operand(lnode, left), self.operand(rnode, right)
             self.normaliser_factors(node, (lnode, rnode), (left, right))
-            out = matmul(_as_tensor(self.as_query(lnode, rnode, left)), _as_tensor(right))
+            out = matmul(_as_tensor(self.as_query(lnode, rnode, left)), _as_tensor(right),
+                         nm.is_query_name(nm.chain_root(lnode)))
             return replace(out, role="normaliser") if self.position_sum(rnode) and out.role is None else out
         if isinstance(op, ast.Add) and (isinstance(left, Shape) or isinstance(right, Shape)):
             a, b = self.shape_of(lnode, left), self.shape_of(rnode, right)
@@ -496,7 +500,7 @@ class Evaluator(Scope):
                 if isinstance(t, Tensor) and "mask" in ast.unparse(other).lower() and not self.gated(other):
                     self.emit(ev.MaskAdded(node, t, other))
         if isinstance(left, Tensor) and isinstance(right, Tensor):
-            a, b = left, right
+            a, b = _broadcast_against(left, right), _broadcast_against(right, left)
             main = a if a.role or not b.role and (a.rank or 0) >= (b.rank or 0) else b  # a role outweighs a rank
             if isinstance(op, (ast.Mult, ast.Div)) and _factor_like(b):
                 return self.scaled(node, a, rnode)
@@ -510,9 +514,22 @@ class Evaluator(Scope):
         t, factor = (left, rnode) if isinstance(left, Tensor) else (right, lnode)
         if not isinstance(t, Tensor):
             return None
+        if (right if t is left else left) is None and not self.scalar(factor):  # may be a tensor of any shape
+            t = _broadcast_against(t, Tensor())
         if isinstance(op, ast.Mult) or (isinstance(op, ast.Div) and t is left):
             return self.scaled(node, t, factor)
         return replace(t, uid=0, param=False)
+
+    def scalar(self, node: ast.expr) -> bool:
+        """A plain number by its spelling: a literal, a size, ``math.sqrt(d)``, arithmetic of those."""
+        if isinstance(node, ast.Constant) or isinstance(self.values.get(id(node)), Dim):
+            return True
+        if isinstance(node, ast.UnaryOp):
+            return self.scalar(node.operand)
+        if isinstance(node, ast.BinOp):
+            return self.scalar(node.left) and self.scalar(node.right)
+        return isinstance(node, ast.Call) and (nm.dotted(node.func) or "").split(".")[0] in _NUMBERS \
+            and all(self.scalar(a) or isinstance(a, (ast.Name, ast.Attribute)) for a in node.args)
 
     # ---- sizes -------------------------------------------------------------------
     def label_of(self, node: ast.AST) -> Optional[Target]:
@@ -662,9 +679,18 @@ def _key_transposed(node: ast.expr) -> bool:
     return _is_swap(node, {-1, -2}) or _is_swap(node, {2, 3}) or (isinstance(node, ast.Attribute) and node.attr == "mT")
 
 
+_NUMBERS = frozenset({"math", "float", "int", "abs", "min", "max", "round"})  # what gives a number, not a tensor
+
+
 def _maybe_size(value: Optional[Value]) -> bool:
     """An unannotated argument nobody used as a tensor: next to a size it is a size too."""
     return isinstance(value, Tensor) and value.param and value.axes is None
+
+
+def _broadcast_against(t: Tensor, other: Tensor) -> Tensor:
+    """``t`` as an elementwise operation with ``other`` widens it: its size-1 axes take ``other``'s sizes."""
+    axes = broadcast(t, other)
+    return t if axes is t.axes else replace(t, axes=axes)
 
 
 def _factor_like(t: Tensor) -> bool:

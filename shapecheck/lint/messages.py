@@ -556,6 +556,15 @@ class ModuleRepeated(Message):
     args = ("container", "module", "a fresh module")
 
 
+class SoftmaxOverOne(Message):
+    """A softmax over an axis of size 1: every weight is 1, whatever the scores (``nn.Linear(d, 1)``'s output
+    normalised over its last axis instead of the positions)."""
+    code, name = "SC185", "softmax-over-one"
+    template = "softmax over {0}, an axis of size 1 of [{1}]: every weight is 1, whatever the scores"
+    hint = "normalise over the axis that holds what is weighed (the positions or keys), not the size-1 axis"
+    args = ("dim", "axes")
+
+
 class KernelMaskConvention(Message):
     """SC109 for a reader other than a fill: a boolean mask of known polarity given to a kernel or a ``where``
     that reads its True entries the other way."""
@@ -595,7 +604,7 @@ RULES: tuple[type[Message], ...] = (
     RepeatedAssert, ResidualDropped, ReplacementUnused, StaleCompanion, TupleAsTensor, PositionsInHalf,
     KernelLayout, MaskAppliedToNothing, MaskConventionByName, BoolMaskFilled, BinaryMaskAdded, BoolMaskSubtracted,
     TupleItemAssigned, TensorMethodMisspelled, KernelMaskConvention, MaskReadBothWays, ProjectedPerHead,
-    UnboundOnPath, ModuleRepeated,
+    UnboundOnPath, ModuleRepeated, SoftmaxOverOne,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules reported only where ``select``/``extend-select`` names their exact code: on public code nobody had tuned

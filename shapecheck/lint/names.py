@@ -146,6 +146,11 @@ def is_key_name(name: str) -> bool:
     return bool(tokens & _KEY) and not tokens & _QUERY
 
 
+def is_query_name(name: Optional[str]) -> bool:
+    tokens = set((name or "").lower().split("_"))
+    return bool(tokens & _QUERY) and not tokens & _KEY
+
+
 def identifiers(node: ast.AST) -> list[str]:
     """Every Name id and Attribute attr under ``node``, outermost first."""
     found = []

@@ -204,6 +204,17 @@ def fresh(axes: Optional[Sequence[Axis]], **fields: object) -> Tensor:
     return Tensor(axes=axes, order=tuple(range(len(axes))), **fields)  # type: ignore[arg-type]
 
 
+def broadcast(main: Tensor, other: Tensor) -> Optional[tuple[Axis, ...]]:
+    """The axes of an elementwise result that keeps ``main``'s: each size-1 axis of ``main`` takes the size of the
+    axis of ``other`` it is broadcast against (unknown where that one is), the axes aligned from the right."""
+    if main.axes is None or ONE not in main.axes:
+        return main.axes
+    if other.axes is None:
+        return tuple(None if a == ONE else a for a in main.axes)  # ``other`` may have any size there
+    n, m = len(main.axes), len(other.axes)
+    return tuple(a if a != ONE or k - n + m < 0 else other.axes[k - n + m] for k, a in enumerate(main.axes))
+
+
 def join(a: Value, b: Value) -> Optional[Value]:
     """What is known after two paths meet; None where they disagree in kind."""
     if a == b:
@@ -287,15 +298,19 @@ def _norm(dim: int, rank: int) -> int:
     return dim % rank
 
 
-def matmul(a: Tensor, b: Tensor) -> Tensor:
-    """``a @ b``: batch axes broadcast, (m, n) @ (n, p) -> (m, p)."""
+def matmul(a: Tensor, b: Tensor, query_left: bool = True) -> Tensor:
+    """``a @ b``: batch axes broadcast, (m, n) @ (n, p) -> (m, p). ``query_left``: the left operand is known to be
+    the query (by its name), which settles which axis of channels-first scores holds the keys."""
     scale, scale_at = _matmul_scale(a, b)
     fields = {"scale": scale, "scale_at": scale_at}
-    # channels-first attention contracts axis -2 of both: qᵀ·k, the query transposed and the key as it is
+    # channels-first attention contracts axis -2 of both: qᵀ·k, the query transposed and the key as it is. Either
+    # side may be the query (``mkᵀ·qk`` gives keys by queries), so the keys' axis is known only where the left
+    # operand is the query
     query_t = a.key_t and not b.key_t and 2 not in (a.rank, b.rank)
+    oriented = b.key_t or query_left
     if b.key_t or query_t:
-        fields.update(role="scores", key_pos=-1 if a.rank is None or b.rank is None else None,
-                      contracted=a.axes[-2 if query_t else -1] if a.axes else None)
+        fields.update(role="scores", key_pos=-1 if (a.rank is None or b.rank is None) and oriented else None,
+                      contracted=a.axes[-1] if a.axes else None)  # ``a`` as multiplied: transposed already
     if a.axes is not None and len(a.axes) >= 3 and b.axes is None and (b.min_rank or 0) <= len(a.axes):
         # batched: keys or values of unknown layout (from a cache) have the query's batch axes
         b = replace(b, axes=a.axes[:-2] + (None, None))
@@ -304,7 +319,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
         return Tensor(min_rank=max(known) if max(known) >= 2 else None, **fields)  # type: ignore[arg-type]
     lead = a.axes[:-2] if len(a.axes) >= len(b.axes) else b.axes[:-2]
     axes = lead + (a.axes[-2], b.axes[-1])
-    if b.key_t or query_t:
+    if b.key_t or query_t and oriented:
         fields["key_pos"] = len(axes) - 1
     return fresh(axes, **fields)
 

@@ -815,3 +815,32 @@ def test_sc112_heads_merged_across_the_batch_mix_examples_and_the_permuted_twin_
     x = torch.randn(3, 5, 32)
     assert _mixes_batch(buggy, x, dim=0)
     assert not _mixes_batch(clean, x, dim=0)
+
+
+@torch.no_grad()
+def test_sc185_a_softmax_over_the_size_one_axis_gives_every_position_weight_one_and_the_twin_weighs_them():
+    torch.manual_seed(0)
+    buggy = _buggy("sc185_softmax_over_one").AdditiveAttention(6, 4, 5)
+    clean = _clean("softmax_over_the_positions").AdditiveAttention(6, 4, 5)
+    clean.load_state_dict(buggy.state_dict())
+    enc, dec = torch.randn(2, 7, 6), torch.randn(2, 4)
+    torch.testing.assert_close(buggy(enc, dec), enc.sum(1))  # the decoder state never matters
+    torch.testing.assert_close(buggy(enc, torch.randn(2, 4)), buggy(enc, dec))
+    assert not torch.allclose(clean(enc, dec), clean(enc, torch.randn(2, 4)), atol=1e-4)
+    x = torch.randn(2, 7, 6)
+    pooled = _buggy("sc185_softmax_over_one").PooledScores(6)
+    torch.testing.assert_close(pooled(x), x.sum(1))
+    weights, _ = _clean("softmax_over_the_positions").PooledScores(6)(x)
+    assert not torch.allclose(weights, x.sum(1) / 7, atol=1e-4)
+
+
+@torch.no_grad()
+def test_a_keys_first_channels_first_affinity_is_normalised_over_the_memory_as_the_clean_file_does():
+    # mkᵀ·qk is (batch, memory, query): dim=1 sums to one over the memory positions for each query position
+    torch.manual_seed(0)
+    reader = _clean("keys_first_channels_first").MemoryReader()
+    mk, qk, mv = torch.randn(1, 4, 2, 3, 3), torch.randn(1, 4, 3, 3), torch.randn(1, 5, 2, 3, 3)
+    out = reader(mk, qk, mv)
+    affinity = torch.softmax(mk.flatten(2).transpose(1, 2) @ qk.flatten(2) / 2.0, dim=1)
+    torch.testing.assert_close(affinity.sum(1), torch.ones(1, 9))
+    torch.testing.assert_close(out, torch.bmm(mv.flatten(2), affinity).view(1, 5, 3, 3))

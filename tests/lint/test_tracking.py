@@ -1281,3 +1281,40 @@ def apply_rope(x, rope_cache):
     return torch.view_as_real(xc * rope_cache.view(1, T, 1, -1)).flatten(3)
 """
     assert_lint(src)
+
+
+def test_channels_first_scores_put_the_keys_last_only_when_the_left_operand_is_the_query():
+    # aᵀ·b with both (B, C, N): either side may be the query. mkᵀ·qk is (B, memory, query), normalised over dim=1
+    src = HEADER + """
+def read(mk, qk):
+    B, C, H, W = qk.shape
+    {left} = {left}.flatten(start_dim=2)
+    qk = qk.flatten(start_dim=2)
+    affinity = {left}.transpose(1, 2) @ qk / math.sqrt(C)
+    return F.softmax(affinity, dim={dim})
+"""
+    src = src.replace("def read(mk, qk):\n    B, C, H, W = qk.shape", "def read({left}, qk):\n    B, C, H, W = {left}.shape")
+    assert codes(src.format(left="mk", dim=1)) == []
+    assert codes(src.format(left="mk", dim=-1)) == []  # which one is right, the product alone does not say
+    assert_lint(src.format(left="query", dim=1), m.SoftmaxAxis)
+    assert codes(src.format(left="query", dim=-1)) == []
+
+
+def test_a_size_one_axis_broadcast_against_a_wider_one_takes_its_size():
+    # (b, n, 1) + (b, n, n) is (b, n, n): a softmax over its last axis weighs n positions, not one
+    src = HEADER + """
+class Pool(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.score = nn.Linear(d, 1)
+        self.key = nn.Linear(d, d)
+
+    def forward(self, x):
+        b, n, d = x.shape
+        s = self.score(x){plus}
+        return s.softmax(dim=-1)
+"""
+    assert_lint(src.format(plus=""), m.SoftmaxOverOne)
+    assert codes(src.format(plus=" + x.new_zeros(b, n, n)")) == []
+    assert codes(src.format(plus=" * self.key(x)")) == []
+    assert_lint(src.format(plus=" + x.new_zeros(b, n, 1)"), m.SoftmaxOverOne)

@@ -47,6 +47,19 @@ def softmax_axis(scope: Scope, e: ev.Softmax) -> None:
                  f"dim={key - rank} (the keys, {key_name.text if key_name else 'seq_k'})")
 
 
+@on(ev.Softmax, reports=("SC185",))
+def softmax_over_one(scope: Scope, e: ev.Softmax) -> None:
+    axes = e.tensor.axes
+    if not axes:
+        return
+    rank = len(axes)
+    got = nm.int_value(e.dim) if e.has_dim and e.dim is not None else None if e.has_dim else (0 if rank in (1, 3) else 1)
+    if got is None or not -rank <= got < rank or axes[got % rank] != ONE:
+        return
+    said = f"dim={got}" if e.has_dim else f"the implicit dim={got}"
+    scope.report(msg.SoftmaxOverOne, e.call, said, show(axes))
+
+
 def _callee(func: ast.expr) -> str:
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 

@@ -35,6 +35,8 @@ def unbound_on_a_path(scope: Scope, e: ev.FunctionDone) -> None:
     if func is None or func.node is not e.node or scope.following or not isinstance(e.node, _FUNCS):
         return
     node: Func = e.node  # type: ignore[assignment]
+    if not any(of_type(node, kind) for kind in _PATHS):
+        return  # one path, in order: a name read before it is bound there is pyflakes' undefined name
     if any(isinstance(c.func, ast.Name) and c.func.id in ("exec", "locals", "vars") for c in of_type(node, ast.Call)):
         return  # bindings lint cannot follow
     found = _Bindings(walrus=bool(of_type(node, ast.NamedExpr)))
@@ -44,7 +46,7 @@ def unbound_on_a_path(scope: Scope, e: ev.FunctionDone) -> None:
     if not risky:
         return
     walk = _Walk(risky, found.binds, _lines_reading(node, risky), found.walrus)
-    walk.block(node.body, _State(must=func.params, may=func.params))
+    walk.block(node.body, _State(must=frozenset(), may=frozenset()))  # the parameters are bound: none is followed
     for read, why in walk.found:
         if why == "never":
             scope.report(msg.UnboundOnPath, read, read.id, "no path to this line assigns it")
@@ -53,6 +55,9 @@ def unbound_on_a_path(scope: Scope, e: ev.FunctionDone) -> None:
 
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_PATHS = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.With, ast.AsyncWith, *(
+    [getattr(ast, "TryStar")] if hasattr(ast, "TryStar") else []), *([ast.Match] if hasattr(ast, "Match") else []))
+# statements that make more than one path through a function (or skip part of one)
 
 
 @dataclass(frozen=True)
@@ -83,7 +88,7 @@ class _Walk:
     def statement(self, stmt: ast.stmt, state: _State, level: int) -> _State:
         if isinstance(stmt, ast.If):
             self.reads(stmt.test, state, level)
-            state = _bind(state, _walrus(stmt.test) if self.walrus else set())
+            state = self.bind(state, _walrus(stmt.test) if self.walrus else set())
             if isinstance(stmt.test, ast.Constant):  # ``if False:  # config.q_int8``: one branch never runs
                 return self.block(stmt.body if stmt.test.value else stmt.orelse, state)
             chained = len(stmt.orelse) == 1 and isinstance(stmt.orelse[0], ast.If)  # ``elif``: one chain, one level
@@ -97,10 +102,10 @@ class _Walk:
             for item in stmt.items:
                 self.reads(item.context_expr, state, level)
                 made = _walrus(item.context_expr) if self.walrus else set()
-                state = _bind(state, _targets(item.optional_vars) | made)
+                state = self.bind(state, _targets(item.optional_vars) | made)
             return self.block(stmt.body, state)
         if type(stmt).__name__ == "Match":
-            return _State(state.must, state.may | self.binds[id(stmt)], ())  # not followed: nothing reported after
+            return _State(state.must, state.may | self.followed(stmt), ())  # not followed: nothing reported after
         if not isinstance(stmt, ast.Raise):  # a path that raises fails either way: what its message reads is moot
             self.reads(stmt, state, level)
         if isinstance(stmt, (ast.Return, ast.Raise, ast.Continue, ast.Break)) or _ends(stmt):
@@ -108,7 +113,7 @@ class _Walk:
         if isinstance(stmt, ast.Delete):
             gone = {n for t in stmt.targets for n in _targets(t)}
             return _State(state.must - gone, state.may, state.gaps)
-        return _bind(state, set(self.binds[id(stmt)]))
+        return self.bind(state, self.followed(stmt))
 
     def branches(self, stmt: ast.If, outs: list[_State], before: _State, level: int) -> _State:
         live = [s for s in outs if not s.exits]
@@ -116,26 +121,31 @@ class _Walk:
             return _State(before.must, before.may, before.gaps, exits=True)
         must = frozenset.intersection(*(s.must for s in live))
         may = frozenset.union(*(s.may for s in live))
-        again, test = self.binds[id(stmt)], _condition(stmt.test)
-        gaps = tuple(dict.fromkeys(g for s in live for g in s.gaps if g[0] not in must and not (
-            g in before.gaps and (g[0] in again or g[3] == test))))  # a later ``if`` that binds the name on some
-        # path, or tests what the first one tested, handles the gap: the conditions go together
+        carried = [g for s in live for g in s.gaps if g[0] not in must]
         explicit = bool(stmt.orelse) and not (len(stmt.orelse) == 1 and isinstance(stmt.orelse[0], ast.If))
-        if len(live) == 2 and explicit and not _tests_a_name(stmt, again):
+        lacking: frozenset[str] = frozenset()
+        if len(live) == 2 and explicit:
             # an ``else`` written out that binds on no path what the other branch always binds; an ``if`` or an
             # ``elif`` chain with no ``else`` is often exhaustive by design, and is left alone
             one, other = live
-            lacking = (one.must - other.may) | (other.must - one.may)
-            gaps += tuple((n, stmt.lineno, level, test) for n in sorted(lacking - before.may))
+            lacking = ((one.must - other.may) | (other.must - one.may)) - before.may
+        if not carried and not lacking:
+            return _State(must, may)
+        again, test = self.followed(stmt), _condition(stmt.test)
+        gaps = tuple(dict.fromkeys(g for g in carried if not (
+            g in before.gaps and (g[0] in again or g[3] == test))))  # a later ``if`` that binds the name on some
+        # path, or tests what the first one tested, handles the gap: the conditions go together
+        if lacking and not _tests_a_name(stmt, self.binds[id(stmt)]):
+            gaps += tuple((n, stmt.lineno, level, test) for n in sorted(lacking))
         return _State(must, may, gaps)
 
     def loop(self, stmt: Union[ast.For, ast.AsyncFor, ast.While], state: _State, level: int) -> _State:
         head = stmt.iter if isinstance(stmt, (ast.For, ast.AsyncFor)) else stmt.test
         self.reads(head, state, level)
-        state = _bind(state, _walrus(head) if self.walrus else set())
+        state = self.bind(state, _walrus(head) if self.walrus else set())
         target = _targets(stmt.target) if isinstance(stmt, (ast.For, ast.AsyncFor)) else set()
-        inside = _bind(_State(state.must, state.may), target)
-        bound = self.binds[id(stmt)]
+        inside = self.bind(_State(state.must, state.may), target)
+        bound = self.followed(stmt)
         self.block(stmt.body, _State(inside.must, inside.may | bound))  # one pass: what the body binds anywhere
         # may be bound by an earlier iteration
         after = self.block(stmt.orelse, _State(state.must, state.may | bound))
@@ -146,8 +156,8 @@ class _Walk:
 
     def attempt(self, stmt: ast.Try, state: _State) -> _State:
         body = self.block(stmt.body, _State(state.must, state.may))
-        may = state.may | self.binds[id(stmt)]
-        handled = [self.block(h.body, _bind(_State(state.must, may), {h.name} if h.name else set()))
+        may = state.may | self.followed(stmt)
+        handled = [self.block(h.body, self.bind(_State(state.must, may), {h.name} if h.name else set()))
                    for h in stmt.handlers]
         done = self.block(stmt.orelse, body)
         self.block(stmt.finalbody, _State(state.must, may))
@@ -156,6 +166,17 @@ class _Walk:
             return _State(state.must, may, (), exits=True)
         return _State(frozenset.intersection(*(s.must for s in live)) | state.must, may)  # the body may fail
         # anywhere, but a handler that binds what the body binds leaves it bound either way
+
+    def followed(self, stmt: ast.stmt) -> frozenset[str]:
+        """What the statement binds of the names followed: the states hold only those (no other name is ever
+        looked up in them)."""
+        return self.binds[id(stmt)] & self.local
+
+    def bind(self, state: _State, names: Union[set[str], frozenset[str]]) -> _State:
+        names = names & self.local
+        if not names:
+            return state
+        return _State(state.must | names, state.may | names, tuple(g for g in state.gaps if g[0] not in names))
 
     def reads(self, node: ast.AST, state: _State, level: int) -> None:
         start, end = getattr(node, "lineno", 0), getattr(node, "end_lineno", None) or getattr(node, "lineno", 0)
@@ -188,12 +209,6 @@ def _loop_own(body: list[ast.stmt]) -> Iterator[ast.AST]:
             stack.extend(ast.iter_child_nodes(here))
         elif isinstance(here, (ast.For, ast.AsyncFor, ast.While)):
             stack.extend(here.orelse)
-
-
-def _bind(state: _State, names: set[str]) -> _State:
-    if not names:
-        return state
-    return _State(state.must | names, state.may | names, tuple(g for g in state.gaps if g[0] not in names))
 
 
 def _loads(node: ast.AST) -> Iterator[tuple[ast.Name, bool]]:
@@ -319,9 +334,33 @@ def _risky(node: Func, local: frozenset[str], binds: dict[int, frozenset[str]]) 
     for name, line in sites:
         if name in local:
             first[name] = min(first.get(name, line), line)
-    early = {n.id for n in of_type(node, ast.Name) if isinstance(n.ctx, ast.Load) and n.id in local
-             and n.lineno <= first.get(n.id, 0)}
-    return frozenset((partial & local) | early)
+    loads = [n for n in of_type(node, ast.Name) if isinstance(n.ctx, ast.Load) and n.id in local]
+    early = {n.id for n in loads if n.lineno <= first.get(n.id, 0)}
+    risky = (partial & local) | early
+    if not risky:
+        return frozenset()
+    settled = _bound_up_front(node, risky, binds)
+    if settled:  # a name bound by a statement of the function's own body before every line that reads it
+        for n in loads:
+            if n.id in settled and n.lineno <= settled[n.id]:
+                del settled[n.id]
+    return frozenset(risky - settled.keys())
+
+
+def _bound_up_front(node: Func, names: set[str], binds: dict[int, frozenset[str]]) -> dict[str, int]:
+    """The names that a statement of the function's own body (not one inside an ``if``, a loop or a ``try``)
+    binds, each with the last line of the first such statement: every line after it runs after it. A name the
+    function ever deletes is left out."""
+    found: dict[str, int] = {}
+    for stmt in node.body:
+        if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Import, ast.ImportFrom)):
+            for name in binds[id(stmt)] & names:
+                found.setdefault(name, stmt.end_lineno or stmt.lineno)
+    for gone in of_type(node, ast.Delete):
+        for target in gone.targets:  # type: ignore[attr-defined]
+            for name in _targets(target):
+                found.pop(name, None)
+    return found
 
 
 def _must(stmt: ast.stmt, binds: dict[int, frozenset[str]]) -> frozenset[str]:
