@@ -844,3 +844,17 @@ def test_a_keys_first_channels_first_affinity_is_normalised_over_the_memory_as_t
     affinity = torch.softmax(mk.flatten(2).transpose(1, 2) @ qk.flatten(2) / 2.0, dim=1)
     torch.testing.assert_close(affinity.sum(1), torch.ones(1, 9))
     torch.testing.assert_close(out, torch.bmm(mv.flatten(2), affinity).view(1, 5, 3, 3))
+
+
+@torch.no_grad()
+def test_a_float16_cast_in_a_rotary_helper_leaves_the_scores_float32_so_a_minus_1e10_fill_runs():
+    # SC120 reads half precision from a model or a run set to it, not from any float16 in the file
+    torch.manual_seed(0)
+    clean = _load(CORPUS / "clean" / "float_attention_beside_a_half_helper.py")
+    freqs = torch.view_as_complex(torch.randn(3, 2, 2))  # positions 3, pairs 2 of a head of 4: complex64
+    rotated = clean.apply_rotary(torch.randn(1, 2, 3, 4), freqs)
+    assert rotated.dtype == torch.float32
+    out = clean.RotarySelfAttention(8, 2)(torch.randn(1, 3, 8), freqs, torch.tril(torch.ones(3, 3)))
+    assert out.shape == (1, 3, 8) and torch.isfinite(out).all()
+    with pytest.raises(RuntimeError):
+        torch.zeros(2, dtype=torch.float16).masked_fill(torch.tensor([True, False]), -1e10)

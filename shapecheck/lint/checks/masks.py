@@ -148,7 +148,7 @@ def _stored_away(target: ast.expr, filled: set[str]) -> bool:
 
 
 _GUARD_WORDS = re.compile(r"finfo|dtype|float32|float16|bfloat16|^half$|autocast|^amp$", re.I)
-_HALF_WORDS = re.compile(r"^half$|float16|fp16|autocast|^amp$|GradScaler", re.I)
+_MODEL_HALF = re.compile(r"^half$|autocast|^amp$|GradScaler", re.I)  # a model (or a run) set to half precision
 _HALF_MAX = 65504.0  # the largest finite float16
 
 
@@ -163,7 +163,7 @@ def fill_overflows_half(scope: Scope, e: ev.MaskedFill) -> None:
             and -1e30 <= value < -_HALF_MAX and isinstance(e.fill, (ast.UnaryOp, ast.Constant))):
         return
     func = scope.func
-    if func is None or scope.following or not _mentions_half(scope) or not _has_softmax(func.node) \
+    if func is None or scope.following or not _runs_half(scope) or not _has_softmax(func.node) \
             or _has_dtype_guard(func.node):
         return
     scope.report(msg.FillOverflowsHalf, e.call, f"-{-value:.0e}".replace("e+0", "e").replace("e+", "e"))
@@ -181,10 +181,13 @@ def _identifiers(node: ast.AST):
             yield n.value, n
 
 
-def _mentions_half(scope: Scope) -> bool:
-    if "mentions_half" not in scope.memo:
-        scope.memo["mentions_half"] = any(_HALF_WORDS.search(word) for word, _ in _identifiers(scope.tree))
-    return bool(scope.memo["mentions_half"])
+def _runs_half(scope: Scope) -> bool:
+    """The scores may be float16: the file sets a model or a run to half precision (``.half()``, autocast,
+    ``GradScaler``). A tensor cast to float16 somewhere says nothing of the scores: a rotary helper's complex32
+    times float32 frequencies is complex64 again, and its result float32."""
+    if "model_half" not in scope.memo:
+        scope.memo["model_half"] = any(_MODEL_HALF.search(word) for word, _ in _identifiers(scope.tree))
+    return bool(scope.memo["model_half"])
 
 
 def _has_softmax(func: ast.AST) -> bool:
