@@ -394,7 +394,7 @@ class Calls(Evaluator):
         a, second = self.operand(a_node, a), _as_tensor(self.operand(b_node, b))
         if attr != "matmul" and _is_transpose(b_node, (1, 2)):
             second = replace(second, key_t=True)
-        out = matmul(_as_tensor(self.as_query(a_node, b_node, a)), second, nm.is_query_name(nm.chain_root(a_node)))
+        out = matmul(_as_tensor(self.as_query(a_node, b_node, a)), second, nm.named_query(a_node))
         if attr != "matmul" and out.axes is None:
             out = replace(out, axes=(None,) * 3, min_rank=None, key_pos=2 if out.role == "scores" else None)
         return out
@@ -421,7 +421,7 @@ class Calls(Evaluator):
             order = None if base.rank is None else tuple(range(base.rank))
             return replace(base, order=order, uid=0, param=False)
         if attr == "matmul" and args:
-            return matmul(base, _as_tensor(args[0]), nm.is_query_name(nm.chain_root(node.func.value)))  # type: ignore[attr-defined]
+            return matmul(base, _as_tensor(args[0]), nm.named_query(node.func.value))  # type: ignore[attr-defined]
         if attr in nm.SOFTMAX:
             return self.softmax(node, node.func.value, base, nm.argument(node, 0, "dim"),  # type: ignore[attr-defined]
                                    bool(node.args or node.keywords))

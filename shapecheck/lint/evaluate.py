@@ -18,8 +18,8 @@ from shapecheck.lint import names as nm
 from shapecheck.lint import ops
 from shapecheck.lint.scope import ClassInfo, Scope, class_info, is_head_count
 from shapecheck.lint.tracking import (
-    WILD, Axis, Dim, Label, Pieces, Shape, Target, Tensor, Value, broadcast, int_label, join, matmul, name_label, product,
-    quotient, replace, swap,
+    WILD, Axis, Dim, Label, Pieces, Shape, Target, Tensor, Value, broadcast, int_label, join, matmul, name_label,
+    product, quotient, replace, swap,
 )
 from shapecheck.lint.nodes import children, of_type, subtree, walk
 
@@ -92,8 +92,9 @@ class Evaluator(Scope):
             kind = "width"  # what the class splits by its head count (``embedding_dim // nb_heads``), by any name
         if kind == "width" and self.cls is not None and any(n in self.cls.head_sizes for n in names):
             return "head"  # ``self.hidden`` of ``nn.Linear(d, self.n_heads * self.hidden)``: one head's size
+        sizes = [self.env.get(n) for n in names]
         if kind == "width" and contracted is not None and any(
-                isinstance(self.env.get(n), Dim) and self.env[n].label == contracted for n in names):  # type: ignore[union-attr]
+                isinstance(d, Dim) and d.label == contracted for d in sizes):
             return "head"  # the square root of the very axis Q·Kᵀ sums over (``B, C, H, W = x.shape``, one head)
         per_head = contracted is not None and contracted.atoms == ("d_head",)
         return "head" if kind == "width" and self.cls is not None and not self.cls.multi_head and not per_head \
@@ -414,8 +415,7 @@ class Evaluator(Scope):
         if isinstance(op, ast.MatMult):
             left, right = self.operand(lnode, left), self.operand(rnode, right)
             self.normaliser_factors(node, (lnode, rnode), (left, right))
-            out = matmul(_as_tensor(self.as_query(lnode, rnode, left)), _as_tensor(right),
-                         nm.is_query_name(nm.chain_root(lnode)))
+            out = matmul(_as_tensor(self.as_query(lnode, rnode, left)), _as_tensor(right), nm.named_query(lnode))
             return replace(out, role="normaliser") if self.position_sum(rnode) and out.role is None else out
         if isinstance(op, ast.Add) and (isinstance(left, Shape) or isinstance(right, Shape)):
             a, b = self.shape_of(lnode, left), self.shape_of(rnode, right)

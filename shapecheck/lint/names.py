@@ -146,8 +146,9 @@ def is_key_name(name: str) -> bool:
     return bool(tokens & _KEY) and not tokens & _QUERY
 
 
-def is_query_name(name: Optional[str]) -> bool:
-    tokens = set((name or "").lower().split("_"))
+def named_query(node: ast.expr) -> bool:
+    """The expression starts from a name that says query (``q``, ``proj_query``, ``q.transpose(1, 2)``), not key."""
+    tokens = set((chain_root(node) or "").lower().split("_"))
     return bool(tokens & _QUERY) and not tokens & _KEY
 
 
