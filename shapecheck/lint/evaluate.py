@@ -166,15 +166,7 @@ class Evaluator(Scope):
             return []
         values = [a.value for a in of_type(func.node, ast.Assign)
                   if len(a.targets) == 1 and isinstance(a.targets[0], ast.Name) and a.targets[0].id == name]
-        if len(values) != 1:
-            return []
-        value = values[0]
-        if isinstance(value, ast.BinOp) and isinstance(value.op, ast.MatMult):
-            return [value.left, value.right]
-        called = (nm.dotted(value.func) or "").split(".")[-1] if isinstance(value, ast.Call) else ""
-        if called == "einsum":
-            return list(value.args[1:])
-        return list(value.args[:2]) if called in ("matmul", "bmm") else []
+        return nm.product_operands(values[0]) if len(values) == 1 else []
 
     def last_sizes(self) -> dict[str, str]:
         """Names of the current function bound once to the last size of a tensor: ``B, T, E = q.shape``,

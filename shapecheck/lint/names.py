@@ -146,6 +146,18 @@ def is_key_name(name: str) -> bool:
     return bool(tokens & _KEY) and not tokens & _QUERY
 
 
+def product_operands(node: ast.AST) -> list[ast.expr]:
+    """The tensors a product multiplies: ``a @ b``, ``torch.matmul(a, b)``, ``torch.bmm(a, b)``, ``torch.einsum(eq,
+    a, b)``; none for anything else."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+        return [node.left, node.right]
+    func = node.func if isinstance(node, ast.Call) else None
+    called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if called not in PRODUCTS:
+        return []
+    return list(node.args[1:] if called == "einsum" else node.args)  # type: ignore[attr-defined]
+
+
 def named_query(node: ast.expr) -> bool:
     """The expression starts from a name that says query (``q``, ``proj_query``, ``q.transpose(1, 2)``), not key."""
     tokens = set((chain_root(node) or "").lower().split("_"))

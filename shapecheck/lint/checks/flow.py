@@ -69,7 +69,7 @@ def _values(func: Function) -> set[str]:
                                                            for a in attending):
                     found.add(given.id)  # not ``sdpa(q, q, q)``: what is also the queries is rotated for them
             elif name in nm.PRODUCTS and len(node.args) >= 2:
-                operands = node.args[1:] if name == "einsum" else node.args
+                operands = nm.product_operands(node)
                 products += [(a, b) for a, b in zip(operands, operands[1:])]
         elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
             products.append((node.left, node.right))

@@ -8,6 +8,7 @@ import ast
 
 from shapecheck.lint import events as ev
 from shapecheck.lint import messages as msg
+from shapecheck.lint import names as nm
 from shapecheck.lint import polarity as pol
 from shapecheck.lint.checks import on
 from shapecheck.lint.scope import Scope
@@ -105,7 +106,7 @@ def _repeated(node: ast.expr) -> "ast.expr | None":
                     and not isinstance(one.elts[0], (ast.Constant, ast.Starred)):
                 return one.elts[0]
     if isinstance(node, ast.ListComp) and isinstance(node.elt, (ast.Name, ast.Attribute)):
-        bound = {n.id for gen in node.generators for n in ast.walk(gen.target) if isinstance(n, ast.Name)}
+        bound = set(nm.bound_names(gen.target for gen in node.generators))
         if not any(isinstance(n, ast.Name) and n.id in bound for n in ast.walk(node.elt)):
             return node.elt
     return None

@@ -22,14 +22,7 @@ def softmax_axis(scope: Scope, e: ev.Softmax) -> None:
     if t.role != "scores" or t.key_pos is None:
         return
     rank, key = t.rank, t.key_pos
-    if not e.has_dim:
-        if rank is None:
-            return
-        got: Optional[int] = 0 if rank in (0, 1, 3) else 1
-        said = f"the implicit dim={got}"
-    else:
-        got = nm.int_value(e.dim) if e.dim is not None else None
-        said = f"dim={got}"
+    got, said = _normalised_dim(e, rank)
     if got is None:
         return
     if rank is None:
@@ -53,11 +46,22 @@ def softmax_over_one(scope: Scope, e: ev.Softmax) -> None:
     if not axes:
         return
     rank = len(axes)
-    got = nm.int_value(e.dim) if e.has_dim and e.dim is not None else None if e.has_dim else (0 if rank in (1, 3) else 1)
+    got, said = _normalised_dim(e, rank)
     if got is None or not -rank <= got < rank or axes[got % rank] != ONE:
         return
-    said = f"dim={got}" if e.has_dim else f"the implicit dim={got}"
     scope.report(msg.SoftmaxOverOne, e.call, said, show(axes))
+
+
+def _normalised_dim(e: ev.Softmax, rank: Optional[int]) -> tuple[Optional[int], str]:
+    """The dim a softmax normalises over and how to say it: the one written, or torch's implicit choice for a
+    softmax given none (dim 0 for 0-, 1- and 3-D input, else 1; unknown without the rank)."""
+    if e.has_dim:
+        got = nm.int_value(e.dim) if e.dim is not None else None
+        return got, f"dim={got}"
+    if rank is None:
+        return None, ""
+    got = 0 if rank in (0, 1, 3) else 1
+    return got, f"the implicit dim={got}"
 
 
 def _callee(func: ast.expr) -> str:
