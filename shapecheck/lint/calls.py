@@ -107,7 +107,8 @@ class Calls(Evaluator):
             for kw in node.keywords:
                 if kw.arg in self.func.params and not (isinstance(kw.value, ast.Name) and kw.value.id == kw.arg):
                     self.emit(ev.OwnParameterKeyword(node, kw))
-        if isinstance(func, ast.Attribute) and func.attr in nm.FUSED_ATTENTION:  # self.flash_attn_func too
+        if isinstance(func, ast.Attribute) and func.attr in nm.FUSED_ATTENTION and not self.own_method(func):
+            # ``self.flash_attn_func`` too, unless the class defines that method itself: then it is the class's code
             return self.fused_attention(node, nm.dotted(func) or func.attr, func.attr, args)  # xops.memory_efficient_...
         if isinstance(func, ast.Attribute):
             base = self.values.get(id(func.value))
@@ -249,6 +250,10 @@ class Calls(Evaluator):
         if nm.module_kind(name) == "all" and args and isinstance(args[0], Tensor):
             return args[0]
         return None
+
+    def own_method(self, func: ast.Attribute) -> bool:
+        """``self.name`` where the class's body defines ``name``: its own code, whatever the name says."""
+        return nm.self_attr(func) is not None and self.cls is not None and func.attr in self.cls.defines
 
     def module_call(self, node: ast.Call, attr: str, args: list[Optional[Value]]) -> Optional[Value]:
         """``self.attr(x)``: a submodule or a method of this class."""

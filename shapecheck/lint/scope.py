@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Union
 
-from shapecheck.vocabulary import canonical
+from shapecheck.vocabulary import AXES, SYNONYMS, canonical
 from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
 from shapecheck.lint.nodes import of_type, statement_blocks, subtree
@@ -41,6 +41,7 @@ class ClassInfo:
     multi_head: bool = True  # it splits the width by a count or reads a head count (``num_heads``, ``self.n_head``,
     # ``config.num_attention_heads``) for something; a class that reads none (one stored and never read included)
     # attends with one head, whose size is the width
+    defines: frozenset[str] = frozenset()  # the name of every function its body defines (forward, decorated ones too)
 
 
 @dataclass
@@ -261,7 +262,11 @@ def class_info(node: ast.ClassDef) -> ClassInfo:
     multi_head = bool(heads) or reads_heads
     head_sizes = frozenset(sizes) | frozenset(attr for attr, value in attrs.items()
                                               if isinstance(value, ast.Name) and value.id in sizes)
-    return ClassInfo(attrs, has_forward, methods, widths, heads, class_name, params, head_sizes, multi_head)
+    defines = frozenset(s.name for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    return ClassInfo(attrs, has_forward, methods, widths, heads, class_name, params, head_sizes, multi_head, defines)
+
+
+_HEAD_COUNTS = frozenset(n for n in [*AXES, *SYNONYMS] if canonical(n) == "heads")  # what a head count is called
 
 
 def _reads_head_count(node: ast.ClassDef) -> bool:
@@ -274,8 +279,8 @@ def _reads_head_count(node: ast.ClassDef) -> bool:
     def typed(kind: type) -> list[ast.AST]:
         return [n for m in methods for n in of_type(m, kind)] + [n for n in rest if type(n) is kind]
 
-    loads = [n for n in typed(ast.Name) if isinstance(n.ctx, ast.Load) and canonical(n.id) == "heads"] + \
-        [n for n in typed(ast.Attribute) if isinstance(n.ctx, ast.Load) and canonical(n.attr) == "heads"]
+    loads = [n for n in typed(ast.Name) if n.id in _HEAD_COUNTS and isinstance(n.ctx, ast.Load)] + \
+        [n for n in typed(ast.Attribute) if n.attr in _HEAD_COUNTS and isinstance(n.ctx, ast.Load)]
     if not loads:
         return False
     stored = {id(n.value) for n in typed(ast.Assign) if len(n.targets) == 1  # type: ignore[attr-defined]

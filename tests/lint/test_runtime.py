@@ -858,3 +858,15 @@ def test_a_float16_cast_in_a_rotary_helper_leaves_the_scores_float32_so_a_minus_
     assert out.shape == (1, 3, 8) and torch.isfinite(out).all()
     with pytest.raises(RuntimeError):
         torch.zeros(2, dtype=torch.float16).masked_fill(torch.tensor([True, False]), -1e10)
+
+
+@torch.no_grad()
+def test_a_class_s_own_scaled_dot_product_attention_method_keeps_dropout_off_in_eval_mode():
+    # SC114 reads ``self.scaled_dot_product_attention`` as the class's own method when the class defines it
+    torch.manual_seed(0)
+    attention = _clean("own_method_named_like_the_kernel").MultiHeadAttention(8, 2, dropout_rate=0.5)
+    x = torch.randn(2, 5, 8)
+    attention.eval()
+    torch.testing.assert_close(attention(x), attention(x))
+    attention.train()
+    assert not torch.equal(attention(x), attention(x))
