@@ -128,6 +128,23 @@ def statement_blocks(stmt: ast.AST) -> list[list[ast.stmt]]:
     return found + [h.body for h in getattr(stmt, "handlers", ())] + [c.body for c in getattr(stmt, "cases", ())]
 
 
+_ENDS = (ast.Return, ast.Raise, ast.Continue, ast.Break)  # a statement after one of these in its list never runs
+
+
+def unreachable_spans(tree: ast.AST) -> list[tuple[int, int]]:
+    """(first line, last line) of each run of statements that follows a ``return``, ``raise``, ``continue`` or
+    ``break`` in the same statement list: code no path reaches, sorted."""
+    spans, blocks = [], [tree.body] if isinstance(getattr(tree, "body", None), list) else []
+    while blocks:
+        block = blocks.pop()
+        for index, stmt in enumerate(block):
+            blocks += statement_blocks(stmt)
+            if isinstance(stmt, _ENDS) and index + 1 < len(block):
+                spans.append((block[index + 1].lineno, block[-1].end_lineno or block[-1].lineno))
+                break  # what follows is listed whole; nothing under it is reached either
+    return sorted(spans)
+
+
 def forget() -> None:
     """Drop the lists (a file is done)."""
     _LISTED.clear()

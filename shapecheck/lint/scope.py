@@ -8,6 +8,7 @@ through ``report`` and hands each event to the checks registered for it
 from __future__ import annotations
 
 import ast
+import bisect
 import itertools
 import re
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from typing import Iterator, Optional, Union
 from shapecheck.vocabulary import AXES, SYNONYMS, canonical
 from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
-from shapecheck.lint.nodes import of_type, statement_blocks, subtree
+from shapecheck.lint.nodes import of_type, statement_blocks, subtree, unreachable_spans
 from shapecheck.lint.tracking import Axis, Dim, Tensor, Value, height_label, int_label, name_label
 
 Position = Union[ast.AST, tuple[int, int]]
@@ -87,9 +88,19 @@ class Scope:
         if self.following and message not in msg.LAYOUT_RULES:
             return  # inside a helper run with the caller's tensors only layout is trusted; the rest it may mean
         line, col = node if isinstance(node, tuple) else (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+        if self.unreached(line):
+            return  # no path runs that line: whatever it computes changes no result
         if (message.code, line, col) not in self._seen:
             self._seen.add((message.code, line, col))
             self.findings.append(message.finding(self.path, line, col + 1, *args))
+
+    def unreached(self, line: int) -> bool:
+        """Whether ``line`` follows a ``return``, ``raise``, ``continue`` or ``break`` of its statement list."""
+        if "unreachable" not in self.memo:
+            self.memo["unreachable"] = unreachable_spans(self.tree)
+        spans: list[tuple[int, int]] = self.memo["unreachable"]  # type: ignore[assignment]
+        at = bisect.bisect_right(spans, (line, float("inf"))) - 1  # the spans are disjoint: the last to start by then
+        return at >= 0 and spans[at][0] <= line <= spans[at][1]
 
     def emit(self, event: object) -> None:
         """Run every check registered for the event's type, but those whose every code the run leaves out."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import gc
+import textwrap
 
 import pytest
 
@@ -72,3 +73,23 @@ def test_the_cycle_collector_is_left_as_it_was(enabled):
     finally:
         gc.enable() if was else gc.disable()
 
+
+
+def test_unreachable_spans_are_the_statements_after_an_exit_of_their_list():
+    tree = ast.parse(textwrap.dedent("""\
+        def f(x, flag):
+            if flag:
+                raise NotImplementedError
+                y = x + 1
+                z = y * 2
+            for i in range(3):
+                if i:
+                    continue
+                    x = -x
+                break
+            return x
+            print(x)
+        def g(x):
+            return x
+        """))
+    assert nodes.unreachable_spans(tree) == [(4, 5), (9, 9), (12, 12)]

@@ -870,3 +870,15 @@ def test_a_class_s_own_scaled_dot_product_attention_method_keeps_dropout_off_in_
     torch.testing.assert_close(attention(x), attention(x))
     attention.train()
     assert not torch.equal(attention(x), attention(x))
+
+
+@torch.no_grad()
+def test_the_path_after_a_raise_never_runs_and_the_running_path_keeps_dropout_off_in_eval():
+    # lint reports nothing on the lines after ``raise``: no path reaches them
+    torch.manual_seed(0)
+    attention = _clean("unreachable_after_raise").PointAttention(8, 2, dropout=0.5).eval()
+    x, mask = torch.randn(2, 5, 8), torch.tensor([[True] * 5, [True, True, True, False, False]])
+    torch.testing.assert_close(attention(x, mask), attention(x, mask))
+    attention.use_fused = True
+    with pytest.raises(NotImplementedError):
+        attention(x, mask)
