@@ -235,9 +235,21 @@ class _Pyflakes(pyflakes_checker.Checker):  # type: ignore[misc]
         """A string annotation is never evaluated at run time: a name missing there crashes nothing."""
 
     def handleAnnotation(self, annotation: ast.AST, node: ast.AST) -> None:
-        if self.annotationsFutureEnabled or sys.version_info >= (3, 14):
+        if self._postponed():
             return  # postponed (``from __future__ import annotations``, Python 3.14): never evaluated either
-        super().handleAnnotation(annotation, node)
+        self.handleNode(annotation, node)  # evaluated when the function is defined, like any expression
+
+    def CALL(self, node: ast.Call) -> None:
+        """pyflakes asks at each call whether it is one of ``typing``'s (``cast("T", x)``, ``TypeVar``, ...), to
+        read its strings as annotations: only undefined names are kept here and string annotations are not read,
+        so that matters only where annotations are postponed (a name bound by a bare annotation counts there)."""
+        if self._postponed():
+            super().CALL(node)
+        else:
+            self.handleChildren(node)
+
+    def _postponed(self) -> bool:
+        return self.annotationsFutureEnabled or sys.version_info >= (3, 14)
 
 
 def _is_jaxtyping(node: ast.Subscript) -> bool:

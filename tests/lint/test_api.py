@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ast
+
 import pytest
+from pyflakes import checker, messages
 
 from shapecheck.errors import ConfigError, UsageError
 from shapecheck.lint import LintConfig, lint_bytes, lint_file, lint_paths, lint_source, load_config
@@ -50,6 +53,28 @@ def test_a_name_only_in_a_string_annotation_is_not_undefined():
     postponed = "from __future__ import annotations\ndef make(cache: Missing | None = None):\n    return cache\n"
     assert lint_source(postponed) == []
     assert [f.code for f in lint_source(postponed.split("\n", 1)[1])] == ["SC111"]  # evaluated at def time
+
+
+_TYPING_CALLS = [  # a name bound only by a bare annotation counts inside a postponed annotation, nowhere else
+    "from typing import cast\nT: int\ny = cast(T, 1)\n",
+    "from __future__ import annotations\nfrom typing import cast\nT: int\ny = cast(T, 1)\n",
+    "from __future__ import annotations\nimport typing\nT: int\ny = typing.cast(T, missing)\n",
+    "from __future__ import annotations\nfrom typing import TypeVar\nB: int\nV = TypeVar('V', bound=B)\n",
+    "from typing import NamedTuple\nP = NamedTuple('P', [('x', Missing)])\n",
+    "def f(x: Missing = other) -> None:\n    return g(x, key=absent)\n",
+]
+
+
+@pytest.mark.parametrize("source", _TYPING_CALLS)
+def test_undefined_names_in_calls_and_annotations_match_pyflakes(source):
+    """SC111 is pyflakes' undefined names: lint skips what pyflakes does at calls only to read strings as
+    annotations (lint reads none), so the names it reports must be pyflakes' own."""
+
+    undefined = (messages.UndefinedName, messages.UndefinedLocal, messages.UndefinedExport)
+    expected = {(m.lineno, m.message_args[0]) for m in checker.Checker(ast.parse(source)).messages
+                if isinstance(m, undefined)}  # a set: pyflakes 3.0 reports a name in ``cast(T, x)`` twice
+    found = {(f.line, f.message.split("'")[1]) for f in lint_source(source) if f.code == "SC111"}
+    assert found == expected
 
 
 def test_findings_are_sorted_by_position():
