@@ -143,10 +143,11 @@ class Evaluator(Scope):
         return "width" if label is not None and label.atoms == ("d_head", "heads") else None
 
     def own_last_axis(self, node: ast.AST, factor: ast.expr) -> Optional[str]:
-        """"head" when the scale is the square root of the last size of a tensor the scaled expression reads
-        (``B, Nt, E = q.shape; q = q / math.sqrt(E)``): 1/√d_k with d_k read off the query itself, whatever the
-        size is called."""
-        base = root_base(self.scalar_definition(factor))
+        """"head" when the scale is the last size of a tensor the scaled expression reads, or its square root
+        (``B, Nt, E = q.shape; q = q / math.sqrt(E)``, muP's ``q / E``): d_k read off the query itself, whatever
+        the size is called, is the size Q·Kᵀ sums over, never a width the heads split."""
+        defined = self.scalar_definition(factor)
+        base = root_base(defined) or defined
         if not isinstance(base, ast.Name) or not isinstance(node, ast.BinOp):
             return None
         owner = self.last_sizes().get(base.id)
