@@ -4,7 +4,9 @@
 """
 
 import os
+import signal
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -34,3 +36,12 @@ def _torchvision_cpu_ops() -> None:
 
 
 _torchvision_cpu_ops()
+
+
+@pytest.fixture
+def ctrl_c():
+    """Ctrl-C raises KeyboardInterrupt in this process, as at a terminal: a test run started in the background
+    (``cmd &`` in a script, nohup) inherits SIGINT ignored, and the tests that send it would see nothing."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)

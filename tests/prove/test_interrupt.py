@@ -40,7 +40,7 @@ def stops(tmp_path_factory):
     return f"{path}:StopsAtLength20"
 
 
-def test_prove_prints_what_finished_and_exits_130(stops):
+def test_prove_prints_what_finished_and_exits_130(stops, ctrl_c):
     result = CliRunner().invoke(app, ["prove", stops, "--format", "json"])
     assert result.exit_code == 130, result.output
     data = json.loads(result.stdout)
@@ -48,7 +48,7 @@ def test_prove_prints_what_finished_and_exits_130(stops):
     assert data["samples"] and data["samples"][0]["sizes"]["seq"] == 1  # the low sample finished first
 
 
-def test_audit_prints_the_counts_and_exits_130(tmp_path):
+def test_audit_prints_the_counts_and_exits_130(tmp_path, ctrl_c):
     path = tmp_path / "stop_audit.py"
     path.write_text(textwrap.dedent(STOPS).replace(">= 20", ">= 1"))
     result = CliRunner().invoke(app, ["audit", f"{path}:StopsAtLength20", "--format", "json"])

@@ -128,7 +128,7 @@ def test_a_module_that_cannot_run_is_one_line_exit_2(tmp_path):
     assert "could not run: Broken(x=float32 (3, 4, 2)) raised RuntimeError: mat1 and mat2" in line
 
 
-def test_ctrl_c_reports_what_finished_and_exits_130(monkeypatch):
+def test_ctrl_c_reports_what_finished_and_exits_130(monkeypatch, ctrl_c):
     import shapecheck.cli.verify as cli
 
     real = cli.verify
