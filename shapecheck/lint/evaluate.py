@@ -92,9 +92,8 @@ class Evaluator(Scope):
             kind = "width"  # what the class splits by its head count (``embedding_dim // nb_heads``), by any name
         if kind == "width" and self.cls is not None and any(n in self.cls.head_sizes for n in names):
             return "head"  # ``self.hidden`` of ``nn.Linear(d, self.n_heads * self.hidden)``: one head's size
-        sizes = [self.env.get(n) for n in names]
         if kind == "width" and contracted is not None and any(
-                isinstance(d, Dim) and d.label == contracted for d in sizes):
+                isinstance(d, Dim) and d.label == contracted for d in map(self.env.get, names)):
             return "head"  # the square root of the very axis Q·Kᵀ sums over (``B, C, H, W = x.shape``, one head)
         per_head = contracted is not None and contracted.atoms == ("d_head",)
         return "head" if kind == "width" and self.cls is not None and not self.cls.multi_head and not per_head \

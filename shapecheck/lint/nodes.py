@@ -128,7 +128,7 @@ def statement_blocks(stmt: ast.AST) -> list[list[ast.stmt]]:
     return found + [h.body for h in getattr(stmt, "handlers", ())] + [c.body for c in getattr(stmt, "cases", ())]
 
 
-_ENDS = (ast.Return, ast.Raise, ast.Continue, ast.Break)  # a statement after one of these in its list never runs
+ENDS = (ast.Return, ast.Raise, ast.Continue, ast.Break)  # a statement after one of these in its list never runs
 
 
 def unreachable_spans(tree: ast.AST) -> list[tuple[int, int]]:
@@ -139,7 +139,7 @@ def unreachable_spans(tree: ast.AST) -> list[tuple[int, int]]:
         block = blocks.pop()
         for index, stmt in enumerate(block):
             blocks += statement_blocks(stmt)
-            if isinstance(stmt, _ENDS) and index + 1 < len(block):
+            if isinstance(stmt, ENDS) and index + 1 < len(block):
                 spans.append((block[index + 1].lineno, block[-1].end_lineno or block[-1].lineno))
                 break  # what follows is listed whole; nothing under it is reached either
     return sorted(spans)

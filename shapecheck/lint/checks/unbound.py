@@ -19,7 +19,7 @@ from shapecheck.lint import events as ev
 from shapecheck.lint import messages as msg
 from shapecheck.lint.checks import on
 from shapecheck.lint import names as nm
-from shapecheck.lint.nodes import children, of_type, statement_blocks
+from shapecheck.lint.nodes import ENDS, children, of_type, statement_blocks
 from shapecheck.lint.scope import Scope
 
 Func = Union[ast.FunctionDef, ast.AsyncFunctionDef]
@@ -108,7 +108,7 @@ class _Walk:
             return _State(state.must, state.may | self.followed(stmt), ())  # not followed: nothing reported after
         if not isinstance(stmt, ast.Raise):  # a path that raises fails either way: what its message reads is moot
             self.reads(stmt, state, level)
-        if isinstance(stmt, (ast.Return, ast.Raise, ast.Continue, ast.Break)) or _ends(stmt):
+        if isinstance(stmt, ENDS) or _ends(stmt):
             return _State(state.must, state.may, state.gaps, exits=True)
         if isinstance(stmt, ast.Delete):
             gone = {n for t in stmt.targets for n in _targets(t)}
