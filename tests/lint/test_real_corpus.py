@@ -36,6 +36,14 @@ KNOWN_BUGS = {
     ("transformers", "models/visual_bert/modeling_visual_bert.py", "SC183"):
         "with bypass_transformer the text branch binds encoded_outputs, and the return reads encoder_outputs, which "
         "only the other branch binds: UnboundLocalError",
+    ("transformers", "models/dab_detr/modeling_dab_detr.py", "SC183"):
+        "the attention binds hidden_states_original only when object_queries is given, and its default is None: the "
+        "value projection then reads an unbound name",
+    ("diffusers", "models/transformers/transformer_sana_video.py", "SC183"):
+        "query_rotate and key_rotate are made only when rotary_emb is given (default None), then permuted regardless",
+    ("diffusers", "models/transformers/transformer_hunyuan_video_framepack.py", "SC183"):
+        "the clean and history rotary embeddings are made only when their indices are given (default None), then "
+        "all passed on: a call that leaves them out raises UnboundLocalError",
     ("transformers", "models/cvt/modeling_cvt.py", "SC103"):
         "CvT scales the scores by embed_dim ** -0.5, the width, not the head size (as the original CvT code does, "
         "whose weights rely on it); read since lint follows torch.einsum(equation, [q, k])",

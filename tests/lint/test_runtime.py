@@ -300,6 +300,9 @@ def test_sc183_each_unbound_read_raises_on_its_path_and_the_twin_runs():
     with pytest.raises(UnboundLocalError):
         buggy.TwoStreamEncoder(8, 2).eval()(text, image)
     assert clean.TwoStreamEncoder(8, 2).eval()(text, image).shape == (2, 3, 8)
+    with pytest.raises(UnboundLocalError):
+        buggy.rotated_decode_step(q, k, v)  # the default skips the if that binds cos and sin
+    torch.testing.assert_close(clean.rotated_decode_step(q, k, v), F.scaled_dot_product_attention(q, k, v))
 
 
 def test_sc184_a_repeated_module_is_one_layer_with_one_set_of_weights_and_the_twin_has_one_per_layer():

@@ -43,6 +43,7 @@ def mask_reaches_softmax(scope: Scope, e: ev.Softmax) -> None:
     if t.partial and t.mask_source is not None and t.mask_source != name and t.mask_at is not None:
         scope.report(msg.MaskedFillWrongName, t.mask_at, name, " only when the mask branch runs", line,
                      f"'{name}', unbound otherwise (the scores are in '{t.mask_source}')", t.mask_source)
+        scope.memo.setdefault("unbound_explained", set()).add((name, line))  # SC183 need not say it again
         return
     for other, value in scope.env.items():
         if (other != name and isinstance(value, Tensor) and value.mask_source == name

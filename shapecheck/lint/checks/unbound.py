@@ -45,11 +45,17 @@ def unbound_on_a_path(scope: Scope, e: ev.FunctionDone) -> None:
     risky = _risky(node, local, found.binds)
     if not risky:
         return
-    walk = _Walk(risky, found.binds, _lines_reading(node, risky), found.walrus)
+    walk = _Walk(risky, found.binds, _lines_reading(node, risky), found.walrus, _defaults(node, found.binds))
     walk.block(node.body, _State(must=frozenset(), may=frozenset()))  # the parameters are bound: none is followed
+    explained = scope.memo.get("unbound_explained", set())  # reads a more specific finding has named (SC108)
     for read, why in walk.found:
+        if (read.id, read.lineno) in explained:
+            continue
         if why == "never":
             scope.report(msg.UnboundOnPath, read, read.id, "no path to this line assigns it")
+        elif int(why) in walk.skipped:
+            scope.report(msg.UnboundOnPath, read, read.id, f"the if on line {why} assigns it, and a call that leaves "
+                         f"{walk.skipped[int(why)]} skips that if")
         else:
             scope.report(msg.UnboundOnPath, read, read.id, f"the if on line {why} assigns it on one branch only")
 
@@ -75,8 +81,13 @@ class _Walk:
     binds: dict[int, frozenset[str]]  # id(statement) -> every name it binds, nested statements included
     lines: list[int]  # sorted: the lines that read one of them
     walrus: bool = False  # the function has a ``:=`` somewhere
+    defaults: dict[str, object] = field(default_factory=dict)  # parameters the function never rebinds -> their
+    # constant defaults (``mask=None``, ``window=0``): the value an ``if`` on them sees when the caller leaves them out
     found: list[tuple[ast.Name, str]] = field(default_factory=list)
+    skipped: dict[int, str] = field(default_factory=dict)  # line of an ``if`` with no ``else`` that the defaults
+    # skip -> the parameters it reads, shown with their defaults
     _seen: set[int] = field(default_factory=set)
+    _elifs: set[int] = field(default_factory=set)
 
     def block(self, body: list[ast.stmt], state: _State) -> _State:
         for stmt in body:
@@ -92,6 +103,8 @@ class _Walk:
             if isinstance(stmt.test, ast.Constant):  # ``if False:  # config.q_int8``: one branch never runs
                 return self.block(stmt.body if stmt.test.value else stmt.orelse, state)
             chained = len(stmt.orelse) == 1 and isinstance(stmt.orelse[0], ast.If)  # ``elif``: one chain, one level
+            if chained:
+                self._elifs.add(id(stmt.orelse[0]))
             other = self.statement(stmt.orelse[0], state, level) if chained else self.block(stmt.orelse, state)
             return self.branches(stmt, [self.block(stmt.body, state), other], state, level)
         if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
@@ -124,9 +137,12 @@ class _Walk:
         carried = [g for s in live for g in s.gaps if g[0] not in must]
         explicit = bool(stmt.orelse) and not (len(stmt.orelse) == 1 and isinstance(stmt.orelse[0], ast.If))
         lacking: frozenset[str] = frozenset()
-        if len(live) == 2 and explicit:
-            # an ``else`` written out that binds on no path what the other branch always binds; an ``if`` or an
-            # ``elif`` chain with no ``else`` is often exhaustive by design, and is left alone
+        skipped = not stmt.orelse and id(stmt) not in self._elifs and _false_by_default(stmt.test, self.defaults)
+        # (an ``elif`` is reached only when the tests above it fail, whatever the defaults)
+        if len(live) == 2 and (explicit or skipped):
+            # an ``else`` written out that binds on no path what the other branch always binds, or an ``if`` that a
+            # call leaving a parameter at its default skips (``if mask is not None:`` with ``mask=None``); another
+            # ``if`` or ``elif`` chain with no ``else`` is often exhaustive by design, and is left alone
             one, other = live
             lacking = ((one.must - other.may) | (other.must - one.may)) - before.may
         if not carried and not lacking:
@@ -137,6 +153,9 @@ class _Walk:
         # path, or tests what the first one tested, handles the gap: the conditions go together
         if lacking and not _tests_a_name(stmt, self.binds[id(stmt)]):
             gaps += tuple((n, stmt.lineno, level, test) for n in sorted(lacking))
+            if skipped:
+                read = sorted({n.id for n in ast.walk(stmt.test) if isinstance(n, ast.Name) and n.id in self.defaults})
+                self.skipped[stmt.lineno] = " and ".join(f"{n}={self.defaults[n]!r} (its default)" for n in read)
         return _State(must, may, gaps)
 
     def loop(self, stmt: Union[ast.For, ast.AsyncFor, ast.While], state: _State, level: int) -> _State:
@@ -197,6 +216,61 @@ class _Walk:
             if gap is not None:
                 self._seen.add(id(name))
                 self.found.append((name, str(gap[1])))
+
+
+def _defaults(node: Func, binds: dict[int, frozenset[str]]) -> dict[str, object]:
+    """The parameters with a constant default (``None``, ``False``, a number, a string) that no statement of the
+    function rebinds, each with that default."""
+    args = node.args
+    positional = [*args.posonlyargs, *args.args]
+    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    rebound = frozenset().union(*(binds.get(id(stmt), frozenset()) for stmt in node.body))
+    return {a.arg: d.value for a, d in pairs if isinstance(d, ast.Constant) and a.arg not in rebound}
+
+
+_UNKNOWN = object()
+
+
+def _false_by_default(test: ast.expr, defaults: dict[str, object]) -> bool:
+    """Whether the test is false when the parameters it reads hold their defaults: ``mask is not None``, ``mask``,
+    ``window > 0``, ``not use_cache``, joined by ``and``/``or``. Anything else it reads makes it unknown."""
+    return _value(test, defaults) is False
+
+
+def _value(node: ast.expr, defaults: dict[str, object]) -> object:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return defaults.get(node.id, _UNKNOWN)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        inner = _value(node.operand, defaults)
+        return _UNKNOWN if inner is _UNKNOWN else not inner
+    if isinstance(node, ast.BoolOp):
+        values = [_value(v, defaults) for v in node.values]
+        known = [bool(v) for v in values if v is not _UNKNOWN]
+        if isinstance(node.op, ast.And):
+            return False if False in known else (True if len(known) == len(values) else _UNKNOWN)
+        return True if True in known else (False if len(known) == len(values) else _UNKNOWN)
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        left, right = _value(node.left, defaults), _value(node.comparators[0], defaults)
+        if left is _UNKNOWN or right is _UNKNOWN:
+            return _UNKNOWN
+        return _compare(node.ops[0], left, right)
+    return _UNKNOWN
+
+
+def _compare(op: ast.cmpop, left: object, right: object) -> object:
+    try:
+        if isinstance(op, (ast.Is, ast.IsNot)):
+            return (left is right) == isinstance(op, ast.Is)
+        if isinstance(op, (ast.Eq, ast.NotEq)):
+            return (left == right) == isinstance(op, ast.Eq)
+        ordered = {ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b, ast.Lt: lambda a, b: a < b,
+                   ast.LtE: lambda a, b: a <= b}.get(type(op))
+        return bool(ordered(left, right)) if ordered else _UNKNOWN
+    except TypeError:  # ``None > 0``: raises at run time; not a path this rule reasons about
+        return _UNKNOWN
 
 
 def _loop_own(body: list[ast.stmt]) -> Iterator[ast.AST]:

@@ -42,3 +42,13 @@ class TwoStreamEncoder(nn.Module):
         else:
             encoder_outputs = self.attn(text, text, text)
         return encoder_outputs[0]  # expect: SC183
+
+
+def rotated_decode_step(q, k, v, rotary=None):
+    """One decoding step; ``rotary`` holds (cos, sin) for a model with rotary positions. Left at its default, the
+    ``if`` that binds cos and sin is skipped (eole 8acea5b2)."""
+    if rotary is not None:
+        cos, sin = rotary
+    q = q * cos  # expect: SC183
+    q = q + q.flip(-1) * sin  # expect: SC183
+    return F.scaled_dot_product_attention(q, k, v)

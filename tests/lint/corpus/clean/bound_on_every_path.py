@@ -100,3 +100,16 @@ def prepare(tokens, noise, return_loss=True, mode="fp", layout="flat"):
     if not return_loss:
         return shaped.to(dtype), extra
     return F.mse_loss(shaped, flow.flatten(1)), extra
+
+
+def rotated_decode_step(q, k, v, rotary=None, use_rotary=True):
+    """The default skips the ``if`` that binds cos and sin, and the ``else`` binds them too; a flag whose default
+    runs its ``if`` leaves nothing unbound on the default call."""
+    if rotary is not None:
+        cos, sin = rotary
+    else:
+        cos, sin = torch.ones(()), torch.zeros(())
+    if use_rotary:
+        rotated = q * cos + q.flip(-1) * sin
+    q = rotated if use_rotary else q
+    return F.scaled_dot_product_attention(q, k, v)
