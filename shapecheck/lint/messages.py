@@ -548,6 +548,14 @@ class UnboundOnPath(Message):
     args = ("name", "why")
 
 
+class CallRefused(Message):
+    """A call its callee (a kernel, or a function, method or class of the file) cannot bind: TypeError."""
+    code, name = "SC186", "call-refused"
+    template = "{0}() {1}: it takes {2}"
+    hint = "give {0} what its signature names; as written the call raises TypeError"
+    args = ("callee", "what does not bind", "signature")
+
+
 class ModuleRepeated(Message):
     """One module object put in a container several times: its layers are one layer, with one set of weights."""
     code, name = "SC184", "module-repeated"
@@ -604,7 +612,7 @@ RULES: tuple[type[Message], ...] = (
     RepeatedAssert, ResidualDropped, ReplacementUnused, StaleCompanion, TupleAsTensor, PositionsInHalf,
     KernelLayout, MaskAppliedToNothing, MaskConventionByName, BoolMaskFilled, BinaryMaskAdded, BoolMaskSubtracted,
     TupleItemAssigned, TensorMethodMisspelled, KernelMaskConvention, MaskReadBothWays, ProjectedPerHead,
-    UnboundOnPath, ModuleRepeated, SoftmaxOverOne,
+    UnboundOnPath, ModuleRepeated, SoftmaxOverOne, CallRefused,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules reported only where ``select``/``extend-select`` names their exact code: on public code nobody had tuned

@@ -8,6 +8,7 @@ import re
 from typing import Iterable, Iterator, Optional
 
 from shapecheck.vocabulary import canonical
+from shapecheck.lint import kernels
 from shapecheck.lint.tracking import EXTRA
 from shapecheck.lint.nodes import subtree
 
@@ -34,11 +35,9 @@ _KEEP_LEAD = re.compile(
 )
 _KEY = frozenset({"k", "v", "key", "value", "keys", "values", "kv"})
 _QUERY = frozenset({"q", "query", "queries"})
-# fused attention functions -> the position of their dropout probability
-FUSED_ATTENTION = {"scaled_dot_product_attention": 4, "flash_attn_func": 3, "flash_attn_varlen_func": 7,
-                   "flash_attn_qkvpacked_func": 1, "flash_attn_kvpacked_func": 2,
-                   "memory_efficient_attention": 4}  # fused attention -> its dropout probability's position
-FUSED_DROPOUT_KEYWORD = {"memory_efficient_attention": "p"}  # xformers' name for it; the others: dropout_p
+# fused attention functions -> the position of their dropout probability; xformers' keyword for it (the others:
+# dropout_p), read from the kernels' signatures
+FUSED_ATTENTION, FUSED_DROPOUT_KEYWORD = kernels.FUSED_ATTENTION, kernels.FUSED_DROPOUT_KEYWORD
 MODULE_ROOTS = frozenset({"math", "torch", "np", "numpy", "F", "nn", "self", "config", "jnp"})
 NOT_AXES = frozenset({"sqrt", "rsqrt", "pow", "float", "int", "size", "shape", "item", "tensor", "scale",
                       "scaling", "softmax_scale", "dim"})

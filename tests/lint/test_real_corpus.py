@@ -44,6 +44,13 @@ KNOWN_BUGS = {
     ("diffusers", "models/transformers/transformer_hunyuan_video_framepack.py", "SC183"):
         "the clean and history rotary embeddings are made only when their indices are given (default None), then "
         "all passed on: a call that leaves them out raises UnboundLocalError",
+    ("transformers", "models/deberta/modeling_deberta.py", "SC186"):
+        "build_relative_position(query_layer, key_layer) is called with the device as a third argument where the "
+        "caller gives no relative_pos: TypeError",
+    ("diffusers", "models/transformers/transformer_qwenimage.py", "SC186"):
+        "with guidance the time embedding's forward(timestep, hidden_states, addition_t_cond) is given four arguments",
+    ("diffusers", "models/transformers/transformer_bria.py", "SC186"):
+        "with guidance_embeds the guidance embedding is built without time_theta, which its __init__ requires",
     ("transformers", "models/cvt/modeling_cvt.py", "SC103"):
         "CvT scales the scores by embed_dim ** -0.5, the width, not the head size (as the original CvT code does, "
         "whose weights rely on it); read since lint follows torch.einsum(equation, [q, k])",

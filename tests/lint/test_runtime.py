@@ -885,3 +885,34 @@ def test_the_path_after_a_raise_never_runs_and_the_running_path_keeps_dropout_of
     attention.use_fused = True
     with pytest.raises(NotImplementedError):
         attention(x, mask)
+
+
+@torch.no_grad()
+def test_sc186_each_refused_call_raises_type_error_and_the_twin_runs():
+    buggy, clean = _buggy("sc186_call_refused"), _clean("call_taken")
+    x = torch.randn(2, 6, 16)
+    with pytest.raises(TypeError, match="base"):
+        buggy.Encoder(16, 2, depth=1)
+    with pytest.raises(TypeError, match="pad_val"):
+        buggy.Attention(16, 2)(x)
+    with pytest.raises(TypeError, match="positional"):
+        buggy.Rotary(8, 10000.0)(x, 0, 6)  # the call self.rotary(q, 0, n) makes
+    assert clean.Attention(16, 2)(x).shape == (2, 6, 16)
+    assert clean.Attention(16, 2)(x, use_flash=True).shape == (2, 6, 16)  # flash-attn or the file's stand-in
+
+
+def test_sc186_reads_sdpa_signature_as_torch_binds_it():
+    """The kernel table's SDPA signature against torch's own: every parameter it names binds by keyword, one
+    positional argument more than it allows raises TypeError, and a name it does not list is refused by torch too."""
+    from shapecheck.lint.kernels import KERNELS
+    sig = KERNELS["scaled_dot_product_attention"]
+    q = torch.randn(1, 1, 2, 4)
+    values = {"query": q, "key": q, "value": q, "attn_mask": None, "dropout_p": 0.0, "is_causal": False,
+              "scale": None, "enable_gqa": False}
+    assert set(values) == set(sig.positional) | set(sig.keyword_only)
+    F.scaled_dot_product_attention(**values)
+    F.scaled_dot_product_attention(*(values[p] for p in sig.positional))
+    with pytest.raises(TypeError):
+        F.scaled_dot_product_attention(*(values[p] for p in sig.positional), None)
+    with pytest.raises(TypeError):
+        F.scaled_dot_product_attention(q, q, q, mask=None)

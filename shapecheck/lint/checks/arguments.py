@@ -11,6 +11,7 @@ import ast
 from typing import Optional, Union
 
 from shapecheck.lint import events as ev
+from shapecheck.lint import kernels
 from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
@@ -19,8 +20,6 @@ from shapecheck.lint.tracking import Tensor
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 _LOOKUPS = frozenset({"get", "setdefault", "pop"})
-_QKV_FIRST = frozenset({"scaled_dot_product_attention", "flash_attn_func", "flash_attn_varlen_func",
-                        "memory_efficient_attention"})  # fused kernels that read (query, key, value) first
 _ROLE_WORDS = {"query": frozenset({"q", "query", "queries", "xq"}), "key": frozenset({"k", "key", "keys", "xk"}),
                "value": frozenset({"v", "value", "values", "xv"})}
 _ALLOCATIONS = frozenset({"zeros", "ones", "empty", "full", "tensor", "arange", "zeros_like", "ones_like",
@@ -131,7 +130,7 @@ def _role(name: str) -> Optional[str]:
 def fused_arguments_out_of_order(scope: Scope, e: ev.FusedAttention) -> None:
     """``F.scaled_dot_product_attention(q, v, k)``, ``flash_attn_func(k, q, v)``: the fused kernel reads (query, key,
     value) by position, and the names given say they trade places."""
-    if e.name.split(".")[-1] in _QKV_FIRST:
+    if e.name.split(".")[-1] in kernels.QKV_FIRST:
         _roles_out_of_order(scope, e.call, e.name)
 
 

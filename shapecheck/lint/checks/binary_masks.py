@@ -9,6 +9,7 @@ import ast
 from typing import Optional
 
 from shapecheck.lint import events as ev
+from shapecheck.lint import kernels
 from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
@@ -17,7 +18,7 @@ from shapecheck.lint.nodes import of_type, subtree
 from shapecheck.lint.scope import Scope
 
 # fused kernels that add a float mask to the scores: (name ends with, keyword, position)
-_BIASED = (("scaled_dot_product_attention", "attn_mask", 3), ("memory_efficient_attention", "attn_bias", 3))
+_BIASED = tuple((name, keyword, position) for name, (keyword, position) in kernels.MASKED.items())
 
 
 @on(ev.FunctionDone)

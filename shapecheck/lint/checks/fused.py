@@ -7,6 +7,7 @@ import ast
 from typing import Optional
 
 from shapecheck.lint import events as ev
+from shapecheck.lint import kernels
 from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
@@ -15,9 +16,7 @@ from shapecheck.lint.nodes import walk
 from shapecheck.lint.tracking import show
 
 # The memory layout each fused kernel reads its queries in: (batch, heads, seq, d_head) or (batch, seq, heads, d_head).
-HEADS_FIRST, SEQ_FIRST = "(batch, heads, seq, d_head)", "(batch, seq, heads, d_head)"
-LAYOUT = {"scaled_dot_product_attention": HEADS_FIRST, "flash_attn_func": SEQ_FIRST,
-          "flash_attn_kvpacked_func": SEQ_FIRST, "memory_efficient_attention": SEQ_FIRST}
+HEADS_FIRST, SEQ_FIRST, LAYOUT = kernels.HEADS_FIRST, kernels.SEQ_FIRST, kernels.LAYOUT
 
 # Tensor methods that return a new tensor and change nothing: an expression statement of one does nothing.
 # (Names other objects use for methods with effects, such as a search tree's ``node.expand()``, are left out.)

@@ -1,0 +1,272 @@
+"""Calls their callee cannot take (SC186): a keyword it has no parameter for (``mask=`` to xformers, which names it
+``attn_bias``: sd-webui-text2video 67aaba9f), more positional arguments than it has, one parameter given twice, a
+required one left out. Python raises TypeError on that call, on the path that reaches it only; pyflakes, which does
+not match calls to definitions, says nothing.
+
+The callee must be known for certain: a fused kernel whose origin is its package (``kernels.KERNELS``), a function the
+module defines once, the calling class's own method, a class of the file built by name (its ``__init__``), or a
+module of the file that ``__init__`` builds into ``self.<name>`` once and the class calls (its ``forward``). A
+decorator that may change the signature, a name bound twice, a subclass that overrides the method: not known.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+from typing import Iterator, Optional, Union
+
+from shapecheck.lint import events as ev
+from shapecheck.lint import kernels
+from shapecheck.lint import messages as msg
+from shapecheck.lint import names as nm
+from shapecheck.lint.checks import on
+from shapecheck.lint.kernels import Signature
+from shapecheck.lint.nodes import of_type, statement_blocks
+from shapecheck.lint.scope import Scope
+
+Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# decorators that leave the signature as written (the first argument aside)
+_KEEPS = frozenset({"staticmethod", "classmethod", "torch.no_grad", "no_grad", "torch.inference_mode",
+                    "torch.jit.script", "torch.jit.ignore", "torch.jit.unused", "torch.jit.export", "torch.compile",
+                    "functools.lru_cache", "lru_cache", "functools.cache", "cache", "torch.enable_grad",
+                    "torch.autocast", "abstractmethod", "abc.abstractmethod", "override", "typing.override"})
+
+
+@on(ev.FunctionDone, reports=("SC186",))
+def call_the_callee_refuses(scope: Scope, e: ev.FunctionDone) -> None:
+    if scope.following or "signatures" in scope.memo:
+        return
+    scope.memo["signatures"] = True  # the whole file, once
+    table = _Table(scope.tree)
+    for owner, function in table.bodies():
+        local, imported = _local_names(function)
+        for call in of_type(function, ast.Call):
+            found = table.callee(call, owner, local, imported)  # type: ignore[arg-type]
+            if found is None:
+                continue
+            shown, signature = found
+            refused = _refusal(signature, call)  # type: ignore[arg-type]
+            if refused is not None:
+                node, why = refused
+                scope.report(msg.CallRefused, node, shown, why, signature.shown())
+
+
+class _Table:
+    """The file's definitions a call can be matched with for certain."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        top = _module_bindings(tree)
+        self.functions = {n.name: n for n in tree.body if isinstance(n, _FUNCTIONS) and top.get(n.name) == 1
+                          and not _method_outside(n)}
+        self.classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef) and top.get(n.name) == 1}
+        self.origins = _origins(tree)
+        self.replaced = frozenset(n.attr for n in of_type(tree, ast.Attribute)  # ``model.forward = model.forward_``
+                                  if isinstance(n.ctx, ast.Store))  # ``unpadded``: a method replaced at run time
+
+    def bodies(self) -> Iterator[tuple[Optional[ast.ClassDef], Function]]:
+        for stmt in self.tree.body:
+            if isinstance(stmt, _FUNCTIONS):
+                yield None, stmt
+            elif isinstance(stmt, ast.ClassDef):
+                yield from ((stmt, s) for s in stmt.body if isinstance(s, _FUNCTIONS))
+
+    def callee(self, call: ast.Call, owner: Optional[ast.ClassDef], local: frozenset[str],
+               imported: frozenset[str]) -> Optional[tuple[str, Signature]]:
+        func = call.func
+        if isinstance(func, ast.Name) and func.id not in local and func.id not in imported:
+            if func.id in self.functions:
+                return _of(self.functions[func.id], func.id, skip=0)
+            if func.id in self.classes:
+                return self._built(func.id, "__init__")
+        dotted = nm.dotted(func)
+        if dotted is not None and dotted.split(".")[0] not in local:
+            kernel = self._kernel(dotted)
+            if kernel is not None:
+                return kernel
+        attr = nm.self_attr(func)
+        if attr is None or owner is None or "self" not in local:
+            return None
+        method = _own(owner, attr)
+        if method is not None:
+            if attr in self.replaced or self._overridden(owner, attr):
+                return None
+            return _of(method, f"self.{attr}", skip=0 if _static(method) else 1)
+        made = _built_once(owner, attr)
+        if isinstance(made, ast.Call) and isinstance(made.func, ast.Name) and made.func.id in self.classes:
+            cls = self.classes[made.func.id]
+            entry = "__call__" if _own(cls, "__call__") is not None else "forward"
+            if entry == "forward" and not cls.bases or entry in self.replaced:
+                return None  # not a torch module (calling it is not its forward), or its entry replaced
+            found = self._built(made.func.id, entry)
+            return (f"self.{attr}", found[1]) if found else None
+        return None
+
+    def _built(self, name: str, entry: str) -> Optional[tuple[str, Signature]]:
+        cls = self.classes[name]
+        if cls.decorator_list or cls.keywords or _own(cls, "__new__") is not None:
+            return None  # a dataclass, a metaclass, ``__new__``: what the call binds to is not ``__init__`` alone
+        method = _own(cls, entry)
+        if method is None:
+            return None  # inherited from a base this check does not read
+        return _of(method, f"{name}.{entry}" if entry != "__init__" else name, skip=1)
+
+    def _kernel(self, dotted: str) -> Optional[tuple[str, Signature]]:
+        head, _, rest = dotted.partition(".")
+        origin = self.origins.get(head)
+        if origin is None:
+            return None
+        full = f"{origin}.{rest}" if rest else origin
+        module, _, name = full.rpartition(".")
+        if name in kernels.KERNELS and module in kernels.ORIGINS[name]:
+            return f"{module}.{name}", kernels.KERNELS[name]
+        return None
+
+    def _overridden(self, owner: ast.ClassDef, attr: str) -> bool:
+        """A class of the file that derives from ``owner`` (by its name) and defines the method again."""
+        return any(isinstance(cls, ast.ClassDef) and cls is not owner and _own(cls, attr) is not None
+                   and any(nm.dotted(b) == owner.name for b in cls.bases) for cls in of_type(self.tree, ast.ClassDef))
+
+
+def _of(function: Function, shown: str, skip: int) -> Optional[tuple[str, Signature]]:
+    if not all((nm.dotted(d.func if isinstance(d, ast.Call) else d) or "") in _KEEPS for d in function.decorator_list):
+        return None
+    body = [s for s in function.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) == 1 and isinstance(body[0], ast.Raise):
+        return None  # a stub that raises whatever it is given (``raise NotImplementedError``)
+    args = function.args
+    positional = [a.arg for a in [*args.posonlyargs, *args.args]][skip:]
+    return shown, Signature(
+        positional=tuple(positional), required=max(0, len(positional) - len(args.defaults)),
+        keyword_only=tuple(a.arg for a in args.kwonlyargs),
+        keyword_required=frozenset(a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is None),
+        only_positional=max(0, len(args.posonlyargs) - skip), varargs=args.vararg is not None,
+        varkw=args.kwarg is not None)
+
+
+def _refusal(sig: Signature, call: ast.Call) -> Optional[tuple[ast.AST, str]]:
+    """The first thing in the call Python will not bind to the signature, with where it is and what it is."""
+    starred = any(isinstance(a, ast.Starred) for a in call.args)
+    spread = any(k.arg is None for k in call.keywords)
+    given = len(call.args)
+    if not starred and not sig.varargs and given > len(sig.positional):
+        return call.args[len(sig.positional)], (
+            f"takes {len(sig.positional)} positional arguments, and the call gives {given}")
+    named = set(sig.positional[sig.only_positional:]) | set(sig.keyword_only)
+    for kw in call.keywords:
+        if kw.arg is None:
+            continue
+        if kw.arg not in named:
+            if sig.varkw:
+                continue
+            close = difflib.get_close_matches(kw.arg, sorted(named), n=1)
+            return kw.value, f"has no parameter '{kw.arg}'" + (f" (did you mean '{close[0]}'?)" if close else "")
+        if not starred and kw.arg in sig.positional[:given]:
+            return kw.value, f"gets '{kw.arg}' twice, by position and by keyword"
+    if starred or spread:
+        return None
+    keywords = {k.arg for k in call.keywords}
+    missing = [p for p in sig.positional[given:sig.required] if p not in keywords]
+    missing += sorted(sig.keyword_required - keywords)
+    if missing:
+        return call, f"needs '{missing[0]}', which the call does not give"
+    return None
+
+
+def _method_outside(function: Function) -> bool:
+    """A module function written as a method (``self`` or ``cls`` first, ``@staticmethod``): bound to a class at
+    run time, not called by its name as written."""
+    first = [*function.args.posonlyargs, *function.args.args][:1]
+    return bool(first and first[0].arg in ("self", "cls")) or any(
+        nm.dotted(d) in ("staticmethod", "classmethod") for d in function.decorator_list)
+
+
+def _own(cls: ast.ClassDef, name: str) -> Optional[Function]:
+    found = [s for s in cls.body if isinstance(s, _FUNCTIONS) and s.name == name]
+    return found[0] if len(found) == 1 else None
+
+
+def _static(method: Function) -> bool:
+    return any(nm.dotted(d) == "staticmethod" for d in method.decorator_list)
+
+
+def _built_once(owner: ast.ClassDef, attr: str) -> Optional[ast.expr]:
+    """What the class's only store into ``self.<attr>`` (a plain ``=``) stores; None when there are more or none."""
+    stores = [a for a in of_type(owner, ast.Assign) if any(nm.self_attr(t) == attr for t in a.targets)]  # type: ignore
+    others = [a for kind in (ast.AugAssign, ast.AnnAssign) for a in of_type(owner, kind)
+              if nm.self_attr(a.target) == attr]  # type: ignore[attr-defined]
+    return stores[0].value if len(stores) == 1 and len(stores[0].targets) == 1 and not others else None  # type: ignore
+
+
+def _local_names(function: Function) -> tuple[frozenset[str], frozenset[str]]:
+    """Every name the function (and the functions inside it) binds: parameters, stores, definitions; and apart,
+    what it imports (a kernel imported there is read with the file's imports, ``_origins``)."""
+    found = {a.arg for f in [function, *of_type(function, ast.FunctionDef), *of_type(function, ast.AsyncFunctionDef),
+                             *of_type(function, ast.Lambda)] for a in _all_args(f.args)}  # type: ignore[attr-defined]
+    found |= {n.id for n in of_type(function, ast.Name) if not isinstance(n.ctx, ast.Load)}  # type: ignore
+    found |= {d.name for kind in (*_FUNCTIONS, ast.ClassDef) for d in of_type(function, kind)
+              if d is not function}  # type: ignore[attr-defined]
+    imported = {(a.asname or a.name).split(".")[0] for kind in (ast.Import, ast.ImportFrom)
+                for i in of_type(function, kind) for a in i.names}  # type: ignore[attr-defined]
+    return frozenset(found), frozenset(imported)
+
+
+def _all_args(args: ast.arguments) -> list[ast.arg]:
+    return [*args.posonlyargs, *args.args, *args.kwonlyargs,
+            *([args.vararg] if args.vararg else []), *([args.kwarg] if args.kwarg else [])]
+
+
+def _module_statements(tree: ast.Module) -> Iterator[ast.stmt]:
+    """The module's statements, those inside its ``if``/``try``/``with`` blocks too (not inside functions or
+    classes)."""
+    blocks = [tree.body]
+    while blocks:
+        for stmt in blocks.pop():
+            yield stmt
+            if not isinstance(stmt, (*_FUNCTIONS, ast.ClassDef)):
+                blocks += statement_blocks(stmt)
+
+
+def _module_bindings(tree: ast.Module) -> dict[str, int]:
+    """How many statements of the module bind each name (definitions, imports, assignments, loops, ``with``)."""
+    count: dict[str, int] = {}
+    for stmt in _module_statements(tree):
+        bound: list[str] = []
+        if isinstance(stmt, (*_FUNCTIONS, ast.ClassDef)):
+            bound = [stmt.name]
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            bound = [(a.asname or a.name).split(".")[0] for a in stmt.names]
+        else:
+            targets = [*getattr(stmt, "targets", []), *([stmt.target] if hasattr(stmt, "target") else []),
+                       *(i.optional_vars for i in getattr(stmt, "items", []) if i.optional_vars is not None)]
+            bound = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+        for name in bound:
+            count[name] = count.get(name, 0) + 1
+    return count
+
+
+def _origins(tree: ast.Module) -> dict[str, str]:
+    """Local name -> the dotted name it was imported as, from every import of the file (inside functions too); a name
+    imported from two places, or bound otherwise than to None, has none."""
+    seen: dict[str, set[str]] = {}
+    for kind in (ast.Import, ast.ImportFrom):
+        for node in of_type(tree, kind):
+            for alias in node.names:  # type: ignore[attr-defined]
+                if isinstance(node, ast.ImportFrom):
+                    if node.level or node.module is None:
+                        continue
+                    local, origin = alias.asname or alias.name, f"{node.module}.{alias.name}"
+                elif alias.asname:
+                    local, origin = alias.asname, alias.name
+                else:
+                    local = origin = alias.name.split(".")[0]
+                seen.setdefault(local, set()).add(origin)
+    rebound = {n.id for a in of_type(tree, ast.Assign) if not _none(a.value)  # type: ignore[attr-defined]
+               for t in a.targets for n in ast.walk(t) if isinstance(n, ast.Name)}  # type: ignore[attr-defined]
+    rebound |= {d.name for kind in (*_FUNCTIONS, ast.ClassDef) for d in of_type(tree, kind)}  # type: ignore
+    return {local: next(iter(origins)) for local, origins in seen.items() if len(origins) == 1 and local not in rebound}
+
+
+def _none(value: ast.expr) -> bool:
+    return isinstance(value, ast.Constant) and value.value is None
