@@ -556,6 +556,14 @@ class CallRefused(Message):
     args = ("callee", "what does not bind", "signature")
 
 
+class SliceToMinusZero(Message):
+    """A slice that stops at ``-n`` for an ``n`` that may be 0: ``x[:-0]`` is empty."""
+    code, name = "SC187", "slice-to-minus-zero"
+    template = "the slice stops at -{0}, and {0} = {1} may be 0: then it keeps nothing ([:-0] is [:0])"
+    hint = "slice up to the length to keep ([..., :n - {0}]), or cut only when {0} > 0"
+    args = ("count", "its definition")
+
+
 class ModuleRepeated(Message):
     """One module object put in a container several times: its layers are one layer, with one set of weights."""
     code, name = "SC184", "module-repeated"
@@ -612,7 +620,7 @@ RULES: tuple[type[Message], ...] = (
     RepeatedAssert, ResidualDropped, ReplacementUnused, StaleCompanion, TupleAsTensor, PositionsInHalf,
     KernelLayout, MaskAppliedToNothing, MaskConventionByName, BoolMaskFilled, BinaryMaskAdded, BoolMaskSubtracted,
     TupleItemAssigned, TensorMethodMisspelled, KernelMaskConvention, MaskReadBothWays, ProjectedPerHead,
-    UnboundOnPath, ModuleRepeated, SoftmaxOverOne, CallRefused,
+    UnboundOnPath, ModuleRepeated, SoftmaxOverOne, CallRefused, SliceToMinusZero,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules reported only where ``select``/``extend-select`` names their exact code: on public code nobody had tuned

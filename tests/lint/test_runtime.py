@@ -916,3 +916,15 @@ def test_sc186_reads_sdpa_signature_as_torch_binds_it():
         F.scaled_dot_product_attention(*(values[p] for p in sig.positional), None)
     with pytest.raises(TypeError):
         F.scaled_dot_product_attention(q, q, q, mask=None)
+
+
+@torch.no_grad()
+def test_sc187_a_cut_to_minus_zero_empties_the_output_and_the_twin_keeps_it():
+    buggy, clean = _buggy("sc187_slice_to_minus_zero"), _clean("slice_to_the_length")
+    q = k = v = torch.randn(1, 2, 8, 4)  # 8 positions: a multiple of the block, so no padding
+    assert buggy.blocked_attention(q, k, v).shape[-2] == 0
+    assert buggy.chunked_keys(k).shape[-2] == 0
+    torch.testing.assert_close(clean.blocked_attention(q, k, v), F.scaled_dot_product_attention(q, k, v))
+    torch.testing.assert_close(clean.chunked_keys(k), k)
+    short = torch.randn(1, 2, 6, 4)  # padding added: both cut it off again
+    assert buggy.blocked_attention(short, short, short).shape == clean.blocked_attention(short, short, short).shape
