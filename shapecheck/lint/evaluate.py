@@ -54,7 +54,7 @@ class Evaluator(Scope):
         kind = self.root_kind(factor, 0) or self.own_last_axis(node, factor) or self.named_kind(factor, t.contracted)
         if kind in ("head", "width", "heads") and self.undoes(node, factor):
             kind = "other"  # ``q * math.sqrt(d)``: a root that undoes a scaling (GPT-Neo's, cancelled before SDPA)
-        if kind == "head" and _QUARTER.search(ast.unparse(defined)):  # d_head ** -0.25: half the scaling
+        if kind == "head" and QUARTER.search(ast.unparse(defined)):  # d_head ** -0.25: half the scaling
             kind = "head" if t.scale == "quarter" else "quarter" if t.scale == "none" else t.scale
         self.emit(ev.Scaled(node, t, factor, kind))
         text = ast.unparse(factor)
@@ -663,7 +663,9 @@ def _is_swap(node: Optional[ast.AST], dims: set[int]) -> bool:
         and len(node.args) == 2 and {nm.int_value(a) for a in node.args} == dims
 
 
-_QUARTER = re.compile(r"\*\*\s*\(?\s*-?\s*0?\.25\b|\*\*\s*\(\s*-?\s*1\s*/\s*4\s*\)|sqrt\(\s*(?:\w+\.)*sqrt\(")
+QUARTER = re.compile(r"\*\*\s*\(?\s*-?\s*0?\.25\b|\*\*\s*\(\s*-?\s*1\s*/\s*4\s*\)|sqrt\(\s*(?:\w+\.)*sqrt\("
+                     r"|\bpow\([^,()]+(?:\([^()]*\))?[^,()]*,\s*\(?\s*-?\s*(?:0?\.25|1\s*/\s*4)\s*\)?\s*\)")
+# a fourth root, reciprocal or not: ``d ** -0.25``, ``d ** (1 / 4)``, ``sqrt(sqrt(d))``, ``math.pow(d, -0.25)``
 
 
 def _key_transposed(node: ast.expr) -> bool:

@@ -928,3 +928,17 @@ def test_sc187_a_cut_to_minus_zero_empties_the_output_and_the_twin_keeps_it():
     torch.testing.assert_close(clean.chunked_keys(k), k)
     short = torch.randn(1, 2, 6, 4)  # padding added: both cut it off again
     assert buggy.blocked_attention(short, short, short).shape == clean.blocked_attention(short, short, short).shape
+
+
+@torch.no_grad()
+def test_sc124_a_kernel_given_the_quarter_factor_scales_the_scores_once_and_the_twin_matches_sdpa():
+    torch.manual_seed(0)
+    buggy = _buggy("sc124_half_scaled_scores").FusedBlock(16, 2)
+    clean = _clean("quarter_scaled_attention").FusedBlock(16, 2)
+    clean.load_state_dict(buggy.state_dict())
+    x = torch.randn(2, 5, 16)
+    q, k, v = clean.qkv(x).view(2, 5, 3, 2, 8).permute(2, 0, 3, 1, 4)
+    merged = lambda o: o.transpose(1, 2).reshape(2, 5, 16)  # noqa: E731
+    torch.testing.assert_close(clean(x), merged(F.scaled_dot_product_attention(q, k, v)))  # 1/sqrt(8) in all
+    torch.testing.assert_close(buggy(x), merged(F.scaled_dot_product_attention(q, k, v, scale=8 ** -0.25)))
+    assert not torch.allclose(buggy(x), clean(x), atol=1e-4)

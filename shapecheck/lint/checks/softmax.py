@@ -11,6 +11,7 @@ from shapecheck.lint import events as ev
 from shapecheck.lint import messages as msg
 from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
+from shapecheck.lint.evaluate import QUARTER
 from shapecheck.lint.scope import Scope
 from shapecheck.lint.tracking import ONE, Tensor, show
 from shapecheck.lint.nodes import blocks, walk
@@ -211,6 +212,18 @@ def fused_cosine(scope: Scope, e: ev.FusedAttention) -> None:
         return
     if e.scale is None or isinstance(e.scale, ast.Constant):
         scope.report(msg.UntemperedCosineScores, e.call)
+
+
+@on(ev.FusedAttention)
+def fused_quarter_scale(scope: Scope, e: ev.FusedAttention) -> None:
+    """A kernel given ``d_head ** -0.25`` as its scale, the factor meant for the queries and the keys each: the
+    kernel multiplies the scores by it once (sd-webui-text2video fc365b94, ``scale=self.scale`` to xformers)."""
+    if e.scale is None:
+        return
+    attr = nm.self_attr(e.scale)
+    defined = scope.class_attr(attr) if attr is not None else scope.scalar_definition(e.scale)
+    if isinstance(defined, ast.expr) and QUARTER.search(ast.unparse(defined)):
+        scope.report(msg.HalfScaledScores, e.scale)
 
 
 @on(ev.Scaled)

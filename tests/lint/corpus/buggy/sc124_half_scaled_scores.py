@@ -3,6 +3,7 @@
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 
@@ -49,3 +50,20 @@ class PerceiverAttention(nn.Module):
         weight = torch.softmax(weight.float(), dim=-1).type(weight.dtype)  # expect: SC124
         out = (weight @ value).transpose(1, 2).reshape(b, n, -1)
         return self.to_out(out)
+
+
+class FusedBlock(nn.Module):
+    """The quarter factor, meant for the queries and the keys each, handed to the fused kernel as its scale: the
+    kernel applies it once (sd-webui-text2video fc365b94, ``math.pow(head_dim, -0.25)`` given to xformers)."""
+
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.scale = math.pow(dim // heads, -0.25)
+        self.qkv = nn.Linear(dim, 3 * dim)
+
+    def forward(self, x):
+        b, n, _ = x.shape
+        q, k, v = self.qkv(x).view(b, n, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+        out = F.scaled_dot_product_attention(q, k, v, scale=self.scale)  # expect: SC124
+        return out.transpose(1, 2).reshape(b, n, -1)
