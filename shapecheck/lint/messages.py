@@ -564,6 +564,15 @@ class SliceToMinusZero(Message):
     args = ("count", "its definition")
 
 
+class CombinedWithItselfReduced(Message):
+    """A tensor combined elementwise with itself less an axis other than the first: broadcasting misaligns them."""
+    code, name = "SC188", "combined-with-itself-reduced"
+    template = ("{0} has lost axis {2} of {1}, and broadcasting lines the shapes up from the right: combined with {1}, "
+                "its axes meet the wrong ones (wrong, or an error, for any batch but 1)")
+    hint = "keep the axis: {3}"
+    args = ("reduced", "tensor", "axis", "how to keep it")
+
+
 class ModuleRepeated(Message):
     """One module object put in a container several times: its layers are one layer, with one set of weights."""
     code, name = "SC184", "module-repeated"
@@ -620,7 +629,7 @@ RULES: tuple[type[Message], ...] = (
     RepeatedAssert, ResidualDropped, ReplacementUnused, StaleCompanion, TupleAsTensor, PositionsInHalf,
     KernelLayout, MaskAppliedToNothing, MaskConventionByName, BoolMaskFilled, BinaryMaskAdded, BoolMaskSubtracted,
     TupleItemAssigned, TensorMethodMisspelled, KernelMaskConvention, MaskReadBothWays, ProjectedPerHead,
-    UnboundOnPath, ModuleRepeated, SoftmaxOverOne, CallRefused, SliceToMinusZero,
+    UnboundOnPath, ModuleRepeated, SoftmaxOverOne, CallRefused, SliceToMinusZero, CombinedWithItselfReduced,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules reported only where ``select``/``extend-select`` names their exact code: on public code nobody had tuned

@@ -942,3 +942,22 @@ def test_sc124_a_kernel_given_the_quarter_factor_scales_the_scores_once_and_the_
     torch.testing.assert_close(clean(x), merged(F.scaled_dot_product_attention(q, k, v)))  # 1/sqrt(8) in all
     torch.testing.assert_close(buggy(x), merged(F.scaled_dot_product_attention(q, k, v, scale=8 ** -0.25)))
     assert not torch.allclose(buggy(x), clean(x), atol=1e-4)
+
+
+def test_sc188_an_axis_lost_misaligns_the_broadcast_and_the_twin_keeps_it():
+    buggy, clean = _buggy("sc188_combined_with_itself_reduced"), _clean("reduced_with_its_axis_kept")
+    positions = torch.tensor([[0, 1, 2], [5, 6, 7]])
+    assert torch.equal(clean.relative_to_last(positions), torch.tensor([[2, 1, 0], [2, 1, 0]]))
+    with pytest.raises(RuntimeError):
+        buggy.relative_to_last(positions)  # (2,) against (2, 3): no broadcast at all
+    one = positions[:1]
+    assert torch.equal(buggy.relative_to_last(one), clean.relative_to_last(one))  # a batch of 1 hides it
+    scores = torch.randn(3, 3, 3)  # as many rows as batches: the shapes broadcast, the values do not
+    torch.testing.assert_close(clean.stable_softmax(scores), scores.softmax(-1))
+    assert not torch.allclose(buggy.stable_softmax(scores), scores.softmax(-1))
+    x = torch.randn(3, 3)
+    torch.testing.assert_close(clean.unit_rows(x).norm(dim=1), torch.ones(3))
+    assert not torch.allclose(buggy.unit_rows(x).norm(dim=1), torch.ones(3))
+    feats = torch.randn(4, 4)
+    torch.testing.assert_close(clean.centred(feats).mean(dim=1), torch.zeros(4), atol=1e-6, rtol=0)
+    assert not torch.allclose(buggy.centred(feats).mean(dim=1), torch.zeros(4), atol=1e-6)

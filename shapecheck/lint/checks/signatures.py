@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import re
 from typing import Iterator, Optional, Union
 
 from shapecheck.lint import events as ev
@@ -39,9 +40,12 @@ def call_the_callee_refuses(scope: Scope, e: ev.FunctionDone) -> None:
         return
     scope.memo["signatures"] = True  # the whole file, once
     table = _Table(scope.tree)
+    expected = _meant_to_fail(scope.tree)
     for owner, function in table.bodies():
         local, imported = _local_names(function)
         for call in of_type(function, ast.Call):
+            if id(call) in expected:
+                continue
             found = table.callee(call, owner, local, imported)  # type: ignore[arg-type]
             if found is None:
                 continue
@@ -58,8 +62,10 @@ class _Table:
     def __init__(self, tree: ast.Module) -> None:
         self.tree = tree
         top = _module_bindings(tree)
+        registered = {a.id for d in _decorators(tree) if isinstance(d, ast.Call) for a in d.args
+                      if isinstance(a, ast.Name)}  # ``@overload(new_set)``: what runs is registered elsewhere
         self.functions = {n.name: n for n in tree.body if isinstance(n, _FUNCTIONS) and top.get(n.name) == 1
-                          and not _method_outside(n)}
+                          and not _method_outside(n) and n.name not in registered}
         self.classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef) and top.get(n.name) == 1}
         self.origins = _origins(tree)
         self.replaced = frozenset(n.attr for n in of_type(tree, ast.Attribute)  # ``model.forward = model.forward_``
@@ -69,8 +75,9 @@ class _Table:
         for stmt in self.tree.body:
             if isinstance(stmt, _FUNCTIONS):
                 yield None, stmt
-            elif isinstance(stmt, ast.ClassDef):
-                yield from ((stmt, s) for s in stmt.body if isinstance(s, _FUNCTIONS))
+            elif isinstance(stmt, ast.ClassDef):  # in a static or class method ``self`` is not the instance
+                yield from ((stmt if not _method_outside_instance(s) else None, s) for s in stmt.body
+                            if isinstance(s, _FUNCTIONS))
 
     def callee(self, call: ast.Call, owner: Optional[ast.ClassDef], local: frozenset[str],
                imported: frozenset[str]) -> Optional[tuple[str, Signature]]:
@@ -86,8 +93,8 @@ class _Table:
             if kernel is not None:
                 return kernel
         attr = nm.self_attr(func)
-        if attr is None or owner is None or "self" not in local:
-            return None
+        if attr is None or owner is None or "self" not in local or attr.startswith("__"):
+            return None  # (``self.__new__(cls, ...)`` and the like pass what Python passes implicitly elsewhere)
         method = _own(owner, attr)
         if method is not None:
             if attr in self.replaced or self._overridden(owner, attr):
@@ -133,8 +140,9 @@ def _of(function: Function, shown: str, skip: int) -> Optional[tuple[str, Signat
     if not all((nm.dotted(d.func if isinstance(d, ast.Call) else d) or "") in _KEEPS for d in function.decorator_list):
         return None
     body = [s for s in function.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-    if len(body) == 1 and isinstance(body[0], ast.Raise):
-        return None  # a stub that raises whatever it is given (``raise NotImplementedError``)
+    if not body or len(body) == 1 and isinstance(body[0], (ast.Raise, ast.Pass)):
+        return None  # a stub: one that raises whatever it is given (``raise NotImplementedError``), or a name that
+        # stands for an implementation registered elsewhere (numba's ``@overload`` of a ``pass`` function)
     args = function.args
     positional = [a.arg for a in [*args.posonlyargs, *args.args]][skip:]
     return shown, Signature(
@@ -180,6 +188,34 @@ def _method_outside(function: Function) -> bool:
     first = [*function.args.posonlyargs, *function.args.args][:1]
     return bool(first and first[0].arg in ("self", "cls")) or any(
         nm.dotted(d) in ("staticmethod", "classmethod") for d in function.decorator_list)
+
+
+def _decorators(tree: ast.Module) -> list[ast.expr]:
+    return [d for kind in (*_FUNCTIONS, ast.ClassDef) for n in of_type(tree, kind)
+            for d in n.decorator_list]  # type: ignore[attr-defined]
+
+
+_FAILS = re.compile(r"raises|Raises|Error|Exception")  # ``pytest.raises``, ``self.assertRaises``, ``assertTypingError``
+
+
+def _meant_to_fail(tree: ast.Module) -> set[int]:
+    """The calls a test writes to fail: inside ``with pytest.raises(...):`` (or any context named for an error), or
+    inside a lambda handed to ``raises(TypeError, lambda: ...)``."""
+    found: set[int] = set()
+    for kind in (ast.With, ast.AsyncWith):
+        for block in of_type(tree, kind):
+            if any(isinstance(i.context_expr, ast.Call) and _FAILS.search(nm.dotted(i.context_expr.func) or "")
+                   for i in block.items):  # type: ignore[attr-defined]
+                found |= {id(c) for stmt in block.body for c in ast.walk(stmt) if isinstance(c, ast.Call)}  # type: ignore
+    for call in of_type(tree, ast.Call):
+        if _FAILS.search(nm.dotted(call.func) or ""):  # type: ignore[attr-defined]
+            found |= {id(c) for a in call.args if isinstance(a, ast.Lambda)  # type: ignore[attr-defined]
+                      for c in ast.walk(a) if isinstance(c, ast.Call)}
+    return found
+
+
+def _method_outside_instance(method: Function) -> bool:
+    return any(nm.dotted(d) in ("staticmethod", "classmethod") for d in method.decorator_list)
 
 
 def _own(cls: ast.ClassDef, name: str) -> Optional[Function]:

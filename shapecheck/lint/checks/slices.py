@@ -37,7 +37,7 @@ def slice_to_minus_zero(scope: Scope, e: ev.FunctionDone) -> None:
         found = values.get(name)  # type: ignore[arg-type]
         if not found or name in func.params or not all(v is not None and _may_be_zero(v) for v in found):
             continue
-        if _guarded(node, cut, name):  # type: ignore[arg-type]
+        if _guarded(node, cut, name, found):  # type: ignore[arg-type]
             continue
         scope.report(msg.SliceToMinusZero, cut.upper, name, ast.unparse(found[-1])[:60])  # type: ignore
 
@@ -88,21 +88,23 @@ def _may_be_zero(value: ast.expr) -> bool:
     return False
 
 
-def _reads(test: ast.AST, name: str) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == name for n in subtree(test))
+def _reads(test: ast.AST, name: str, values: set[str]) -> bool:
+    """The test reads the name, or computes one of its values (``if t % block != 0:`` above ``n = t % block``)."""
+    return any(isinstance(n, ast.Name) and n.id == name or isinstance(n, ast.BinOp) and ast.dump(n) in values
+               for n in subtree(test))
 
 
-def _guarded(node: ast.AST, cut: ast.Slice, name: str) -> bool:
-    """The slice runs only where a test of ``name`` holds: inside an ``if``, ``while`` or ``a if c else b`` that
-    tests it, or after an ``if`` on it that leaves the function, or an ``assert`` on it."""
-    line = cut.lineno
+def _guarded(node: ast.AST, cut: ast.Slice, name: str, found: list[Optional[ast.expr]]) -> bool:
+    """The slice runs only where a test of ``name`` (or of its value) holds: inside an ``if``, ``while`` or ``a if c
+    else b`` that tests it, or after an ``if`` on it that leaves the function, or an ``assert`` on it."""
+    line, values = cut.lineno, {ast.dump(v) for v in found if v is not None}
     for kind in (ast.If, ast.While, ast.IfExp):
         for branch in of_type(node, kind):
-            if not _reads(branch.test, name):  # type: ignore[attr-defined]
+            if not _reads(branch.test, name, values):  # type: ignore[attr-defined]
                 continue
             if branch.lineno <= line <= (branch.end_lineno or branch.lineno):
                 return True
             body = getattr(branch, "body", None)
             if isinstance(body, list) and body and isinstance(body[-1], ENDS) and (branch.end_lineno or 0) < line:
                 return True
-    return any(_reads(a.test, name) and a.lineno < line for a in of_type(node, ast.Assert))  # type: ignore
+    return any(_reads(a.test, name, values) and a.lineno < line for a in of_type(node, ast.Assert))  # type: ignore

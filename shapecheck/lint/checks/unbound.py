@@ -135,6 +135,9 @@ class _Walk:
         must = frozenset.intersection(*(s.must for s in live))
         may = frozenset.union(*(s.may for s in live))
         carried = [g for s in live for g in s.gaps if g[0] not in must]
+        if outs[0].exits and _value(stmt.test, self.defaults) is True:
+            carried = [g for g in carried if g[1] not in self.skipped]  # the defaults leave here (``if right and
+            # not left: return``): a gap only the defaults open is not on a path past this ``if``
         explicit = bool(stmt.orelse) and not (len(stmt.orelse) == 1 and isinstance(stmt.orelse[0], ast.If))
         lacking: frozenset[str] = frozenset()
         skipped = not stmt.orelse and id(stmt) not in self._elifs and _false_by_default(stmt.test, self.defaults)
