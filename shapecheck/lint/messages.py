@@ -573,6 +573,15 @@ class CombinedWithItselfReduced(Message):
     args = ("reduced", "tensor", "axis", "how to keep it")
 
 
+class ExpWithoutMax(Message):
+    """A softmax written out, exp and its sum, with no maximum taken off first: overflow, then NaN."""
+    code, name = "SC189", "exp-without-max"
+    template = ("exp({0}) is divided by its sum in '{1}' with no maximum taken off {0} first: exp overflows to inf "
+                "past 88 in float32 (11 in float16), and inf / inf is NaN")
+    hint = "subtract the row maximum first ({0} = {0} - {0}.amax(dim=-1, keepdim=True)), or call softmax"
+    args = ("scores", "result")
+
+
 class ModuleRepeated(Message):
     """One module object put in a container several times: its layers are one layer, with one set of weights."""
     code, name = "SC184", "module-repeated"
@@ -630,6 +639,7 @@ RULES: tuple[type[Message], ...] = (
     KernelLayout, MaskAppliedToNothing, MaskConventionByName, BoolMaskFilled, BinaryMaskAdded, BoolMaskSubtracted,
     TupleItemAssigned, TensorMethodMisspelled, KernelMaskConvention, MaskReadBothWays, ProjectedPerHead,
     UnboundOnPath, ModuleRepeated, SoftmaxOverOne, CallRefused, SliceToMinusZero, CombinedWithItselfReduced,
+    ExpWithoutMax,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules reported only where ``select``/``extend-select`` names their exact code: on public code nobody had tuned

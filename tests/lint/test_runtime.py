@@ -961,3 +961,13 @@ def test_sc188_an_axis_lost_misaligns_the_broadcast_and_the_twin_keeps_it():
     feats = torch.randn(4, 4)
     torch.testing.assert_close(clean.centred(feats).mean(dim=1), torch.zeros(4), atol=1e-6, rtol=0)
     assert not torch.allclose(buggy.centred(feats).mean(dim=1), torch.zeros(4), atol=1e-6)
+
+
+@torch.no_grad()
+def test_sc189_a_softmax_without_its_maximum_gives_nan_and_the_twin_matches_softmax():
+    buggy, clean = _buggy("sc189_exp_without_max"), _clean("exp_after_max")
+    logits = torch.tensor([[1.0, 2.0, 100.0]])  # exp(100) is inf in float32
+    assert torch.isnan(buggy.weights_from(logits)).any()
+    torch.testing.assert_close(clean.weights_from(logits), logits.softmax(-1))
+    small = torch.randn(2, 3)
+    torch.testing.assert_close(buggy.weights_from(small), small.softmax(-1))  # fine while the scores are small

@@ -26,10 +26,10 @@ def on(event: type, reports: tuple[str, ...] = ()) -> Callable[[Callable], Calla
 
 
 from shapecheck.lint.checks import (  # noqa: E402  (registers them)
-    arguments, binary_masks, broadcast, cache, caches, dead, devices, dropout, expand, flow, forwarding, fused, layers,
-    mask_uses, masks, positions, reshape, siblings, signatures, slices, softmax, state, unbound, values,
+    arguments, binary_masks, broadcast, cache, caches, dead, devices, dropout, expand, exponent, flow, forwarding, fused,
+    layers, mask_uses, masks, positions, reshape, siblings, signatures, slices, softmax, state, unbound, values,
 )
 
 __all__ = ["CHECKS", "on", "arguments", "binary_masks", "broadcast", "cache", "caches", "dead", "devices", "dropout",
-           "expand", "flow", "forwarding", "fused", "layers", "mask_uses", "masks", "positions", "reshape", "siblings",
-           "signatures", "slices", "softmax", "state", "unbound", "values"]
+           "expand", "exponent", "flow", "forwarding", "fused", "layers", "mask_uses", "masks", "positions", "reshape",
+           "siblings", "signatures", "slices", "softmax", "state", "unbound", "values"]
