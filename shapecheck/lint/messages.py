@@ -582,6 +582,15 @@ class ExpWithoutMax(Message):
     args = ("scores", "result")
 
 
+class ModeWrittenInForward(Message):
+    """``forward`` writes ``self.training``: the mode ``train()``/``eval()`` set is overwritten on every call."""
+    code, name = "SC190", "mode-written-in-forward"
+    template = ("forward sets self.training = {0} on every call: train() and eval() no longer reach this module, and "
+                "each test of self.training below takes that branch in both modes")
+    hint = "leave the mode to model.train() / model.eval(); test self.training, never assign it in forward"
+    args = ("value",)
+
+
 class ModuleRepeated(Message):
     """One module object put in a container several times: its layers are one layer, with one set of weights."""
     code, name = "SC184", "module-repeated"
@@ -639,7 +648,7 @@ RULES: tuple[type[Message], ...] = (
     KernelLayout, MaskAppliedToNothing, MaskConventionByName, BoolMaskFilled, BinaryMaskAdded, BoolMaskSubtracted,
     TupleItemAssigned, TensorMethodMisspelled, KernelMaskConvention, MaskReadBothWays, ProjectedPerHead,
     UnboundOnPath, ModuleRepeated, SoftmaxOverOne, CallRefused, SliceToMinusZero, CombinedWithItselfReduced,
-    ExpWithoutMax,
+    ExpWithoutMax, ModeWrittenInForward,
 )
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 # Rules reported only where ``select``/``extend-select`` names their exact code: on public code nobody had tuned

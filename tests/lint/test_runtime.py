@@ -971,3 +971,15 @@ def test_sc189_a_softmax_without_its_maximum_gives_nan_and_the_twin_matches_soft
     torch.testing.assert_close(clean.weights_from(logits), logits.softmax(-1))
     small = torch.randn(2, 3)
     torch.testing.assert_close(buggy.weights_from(small), small.softmax(-1))  # fine while the scores are small
+
+
+def test_sc190_forward_that_writes_its_mode_never_drops_in_training_and_the_twin_does():
+    torch.manual_seed(0)
+    buggy = _buggy("sc190_mode_written_in_forward").SelfAttention(16, 2, dropout=0.5).train()
+    clean = _clean("mode_left_to_train").SelfAttention(16, 2, dropout=0.5).train()
+    clean.load_state_dict(buggy.state_dict())
+    x = torch.randn(2, 6, 16)
+    buggy(x)
+    assert buggy.training is False  # one call, and the module is in eval mode
+    assert torch.equal(buggy(x), buggy(x))  # no dropout: the same output twice
+    assert not torch.equal(clean(x), clean(x)) and clean.training

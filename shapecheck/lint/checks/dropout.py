@@ -1,5 +1,6 @@
 """Dropout left on in eval mode: functional dropout without ``training=`` (SC110), a fused attention's
-``dropout_p`` with no training check (SC114) or given a dropout module (SC115)."""
+``dropout_p`` with no training check (SC114) or given a dropout module (SC115); and the mode itself overwritten by
+``forward`` (SC190)."""
 
 from __future__ import annotations
 
@@ -136,3 +137,19 @@ def _around(scope: Scope, call: ast.Call, kind: type) -> list[ast.AST]:
     if func is None:
         return []
     return [node for node in of_type(func.node, kind) if any(sub is call for sub in subtree(node))]
+
+
+@on(ev.FunctionDone, reports=("SC190",))
+def mode_written_in_forward(scope: Scope, e: ev.FunctionDone) -> None:
+    """``self.training = False`` in ``forward``: every call sets the module's mode, so ``model.train()`` no longer
+    reaches it, and each branch on ``self.training`` after it takes the eval path in training too (Telechat
+    a7ee9e04)."""
+    func = scope.func
+    node = e.node
+    if func is None or func.node is not node or scope.following or scope.cls is None \
+            or getattr(node, "name", "") not in ("forward", "__call__"):
+        return
+    for a in of_type(node, ast.Assign):
+        for target in a.targets:  # type: ignore[attr-defined]
+            if nm.self_attr(target) == "training":
+                scope.report(msg.ModeWrittenInForward, target, ast.unparse(a.value))  # type: ignore[attr-defined]
