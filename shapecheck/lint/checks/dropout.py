@@ -147,9 +147,15 @@ def mode_written_in_forward(scope: Scope, e: ev.FunctionDone) -> None:
     func = scope.func
     node = e.node
     if func is None or func.node is not node or scope.following or scope.cls is None \
-            or getattr(node, "name", "") not in ("forward", "__call__"):
-        return
+            or getattr(node, "name", "") != "forward" or not _derived(scope, scope.cls.name):
+        return  # (``__call__`` of a class of its own, a validator's ``self.training = trainer is not None``, is its
+        # own flag)
     for a in of_type(node, ast.Assign):
         for target in a.targets:  # type: ignore[attr-defined]
             if nm.self_attr(target) == "training":
                 scope.report(msg.ModeWrittenInForward, target, ast.unparse(a.value))  # type: ignore[attr-defined]
+
+
+def _derived(scope: Scope, name: str) -> bool:
+    """The file's class of that name derives from something (a torch module, as far as a file can tell)."""
+    return any(c.name == name and c.bases for c in of_type(scope.tree, ast.ClassDef))  # type: ignore[attr-defined]
