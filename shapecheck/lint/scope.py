@@ -43,6 +43,7 @@ class ClassInfo:
     # ``config.num_attention_heads``) for something; a class that reads none (one stored and never read included)
     # attends with one head, whose size is the width
     defines: frozenset[str] = frozenset()  # the name of every function its body defines (forward, decorated ones too)
+    reassigned: frozenset[str] = frozenset()  # attributes stored more than once (``attrs`` holds the first store)
 
 
 @dataclass
@@ -223,6 +224,7 @@ def class_info(node: ast.ClassDef) -> ClassInfo:
     class_name = node.name
     init = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
     attrs: dict[str, ast.expr] = {}
+    reassigned: set[str] = set()
     methods: dict[str, Union[ast.FunctionDef, ast.AsyncFunctionDef]] = {}
     split: set[str] = set()
     counts: set[str] = set()
@@ -239,6 +241,8 @@ def class_info(node: ast.ClassDef) -> ClassInfo:
             if len(sub.targets) == 1:
                 attr = nm.self_attr(sub.targets[0])
                 if attr is not None:
+                    if attr in attrs:
+                        reassigned.add(attr)
                     attrs.setdefault(attr, sub.value)
             if stmt.name == "__init__":
                 inner = subtree(sub.value)
@@ -274,7 +278,8 @@ def class_info(node: ast.ClassDef) -> ClassInfo:
     head_sizes = frozenset(sizes) | frozenset(attr for attr, value in attrs.items()
                                               if isinstance(value, ast.Name) and value.id in sizes)
     defines = frozenset(s.name for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)))
-    return ClassInfo(attrs, has_forward, methods, widths, heads, class_name, params, head_sizes, multi_head, defines)
+    return ClassInfo(attrs, has_forward, methods, widths, heads, class_name, params, head_sizes, multi_head, defines,
+                     frozenset(reassigned))
 
 
 _HEAD_COUNTS = frozenset(n for n in [*AXES, *SYNONYMS] if canonical(n) == "heads")  # what a head count is called

@@ -36,78 +36,109 @@ _KEEPS = frozenset({"staticmethod", "classmethod", "torch.no_grad", "no_grad", "
 
 @on(ev.FunctionDone, reports=("SC186",))
 def call_the_callee_refuses(scope: Scope, e: ev.FunctionDone) -> None:
-    if scope.following or "signatures" in scope.memo:
+    func = scope.func
+    if func is None or func.node is not e.node or scope.following:
         return
-    scope.memo["signatures"] = True  # the whole file, once
-    table = _Table(scope.tree)
-    expected = _meant_to_fail(scope.tree)
-    for owner, function in table.bodies():
-        local, imported = _local_names(function)
-        for call in of_type(function, ast.Call):
-            if id(call) in expected:
-                continue
-            found = table.callee(call, owner, local, imported)  # type: ignore[arg-type]
-            if found is None:
-                continue
-            shown, signature = found
-            refused = _refusal(signature, call)  # type: ignore[arg-type]
-            if refused is not None:
-                node, why = refused
-                scope.report(msg.CallRefused, node, shown, why, signature.shown())
+    if "signatures" not in scope.memo:
+        scope.memo["signatures"] = _Table(scope)
+    table: _Table = scope.memo["signatures"]  # type: ignore[assignment]
+    function: Function = e.node  # type: ignore[assignment]
+    owner = table.classes.get(scope.cls.name) if scope.cls is not None and func.method_of is not None \
+        and not _method_outside_instance(function) else None  # in a static or class method ``self`` is no instance
+    local: Optional[tuple[frozenset[str], frozenset[str]]] = None
+    for call in of_type(function, ast.Call):
+        if not table.candidate(call, owner):  # type: ignore[arg-type]
+            continue
+        local = local or _local_names(function)
+        found = table.callee(call, owner, *local)  # type: ignore[arg-type]
+        refused = _refusal(found[1], call) if found is not None else None  # type: ignore[arg-type]
+        if refused is not None and id(call) not in _meant_to_fail(function):
+            node, why = refused
+            scope.report(msg.CallRefused, node, found[0], why, found[1].shown())  # type: ignore[index]
 
 
 class _Table:
-    """The file's definitions a call can be matched with for certain."""
+    """The file's definitions a call can be matched with for certain: read from the module's own statements, and
+    from the whole module only once a call names a fused kernel."""
 
-    def __init__(self, tree: ast.Module) -> None:
-        self.tree = tree
-        top = _module_bindings(tree)
+    def __init__(self, scope: Scope) -> None:
+        self.scope, tree = scope, scope.tree
+        self.statements = list(_module_statements(tree))
+        top = _module_bindings(self.statements)
         registered = {a.id for d in _decorators(tree) if isinstance(d, ast.Call) for a in d.args
                       if isinstance(a, ast.Name)}  # ``@overload(new_set)``: what runs is registered elsewhere
         self.functions = {n.name: n for n in tree.body if isinstance(n, _FUNCTIONS) and top.get(n.name) == 1
                           and not _method_outside(n) and n.name not in registered}
         self.classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef) and top.get(n.name) == 1}
-        self.origins = _origins(tree)
-        self.replaced = frozenset(n.attr for n in of_type(tree, ast.Attribute)  # ``model.forward = model.forward_``
-                                  if isinstance(n.ctx, ast.Store))  # ``unpadded``: a method replaced at run time
+        self.derived: dict[str, set[str]] = {}  # a class's name -> the methods classes deriving from it define
+        for cls in self.classes.values():
+            defined = {m.name for m in cls.body if isinstance(m, _FUNCTIONS)}
+            for base in cls.bases:
+                self.derived.setdefault(nm.dotted(base) or "", set()).update(defined)
+        self._origins: Optional[dict[str, str]] = None
+        self._replaced: dict[str, bool] = {}
 
-    def bodies(self) -> Iterator[tuple[Optional[ast.ClassDef], Function]]:
-        for stmt in self.tree.body:
-            if isinstance(stmt, _FUNCTIONS):
-                yield None, stmt
-            elif isinstance(stmt, ast.ClassDef):  # in a static or class method ``self`` is not the instance
-                yield from ((stmt if not _method_outside_instance(s) else None, s) for s in stmt.body
-                            if isinstance(s, _FUNCTIONS))
+    def candidate(self, call: ast.Call, owner: Optional[ast.ClassDef]) -> bool:
+        """A cheap first look: a call that may reach a callee this table knows."""
+        func = call.func
+        if isinstance(func, ast.Name):
+            return func.id in self.functions or func.id in self.classes
+        if not isinstance(func, ast.Attribute):
+            return False
+        if func.attr in kernels.KERNELS:
+            return True
+        if owner is None or not isinstance(func.value, ast.Name) or func.value.id != "self":
+            return False
+        return _own(owner, func.attr) is not None or self._built_once(func.attr) is not None
 
     def callee(self, call: ast.Call, owner: Optional[ast.ClassDef], local: frozenset[str],
                imported: frozenset[str]) -> Optional[tuple[str, Signature]]:
         func = call.func
-        if isinstance(func, ast.Name) and func.id not in local and func.id not in imported:
+        if isinstance(func, ast.Name):
+            if func.id in local or func.id in imported:
+                return None
             if func.id in self.functions:
                 return _of(self.functions[func.id], func.id, skip=0)
-            if func.id in self.classes:
-                return self._built(func.id, "__init__")
-        dotted = nm.dotted(func)
-        if dotted is not None and dotted.split(".")[0] not in local:
-            kernel = self._kernel(dotted)
-            if kernel is not None:
-                return kernel
+            return self._built(func.id, "__init__") if func.id in self.classes else None
+        if func.attr in kernels.KERNELS:  # type: ignore[attr-defined]
+            dotted = nm.dotted(func)
+            if dotted is not None and dotted.split(".")[0] not in local:
+                return self._kernel(dotted)
         attr = nm.self_attr(func)
         if attr is None or owner is None or "self" not in local or attr.startswith("__"):
             return None  # (``self.__new__(cls, ...)`` and the like pass what Python passes implicitly elsewhere)
         method = _own(owner, attr)
         if method is not None:
-            if attr in self.replaced or self._overridden(owner, attr):
-                return None
+            if self.replaced(attr) or attr in self.derived.get(owner.name, ()):
+                return None  # replaced at run time, or overridden by a class deriving from this one
             return _of(method, f"self.{attr}", skip=0 if _static(method) else 1)
-        made = _built_once(owner, attr)
+        made = self._built_once(attr)
+        if made is None:
+            return None
+        cls = self.classes[made]
+        entry = "__call__" if _own(cls, "__call__") is not None else "forward"
+        if entry == "forward" and not cls.bases or self.replaced(entry):
+            return None  # not a torch module (calling it is not its forward), or its entry replaced
+        found = self._built(made, entry)
+        return (f"self.{attr}", found[1]) if found else None
+
+    def replaced(self, name: str) -> bool:
+        """Something in the file stores into an attribute of that name (``model.forward = model.forward_unpadded``):
+        the method may not be what the class defines. Read from the text: one search a name."""
+        if name not in self._replaced:
+            found = self.scope.source_text()
+            pattern = re.compile(rf"\.\s*{re.escape(name)}\s*=(?!=)")
+            self._replaced[name] = found is None or pattern.search(found[0]) is not None
+        return self._replaced[name]
+
+    def _built_once(self, attr: str) -> Optional[str]:
+        """The class of the file the calling class builds into ``self.<attr>``, by its only store there."""
+        cls = self.scope.cls
+        if cls is None or attr in cls.reassigned:
+            return None
+        made = cls.attrs.get(attr)
         if isinstance(made, ast.Call) and isinstance(made.func, ast.Name) and made.func.id in self.classes:
-            cls = self.classes[made.func.id]
-            entry = "__call__" if _own(cls, "__call__") is not None else "forward"
-            if entry == "forward" and not cls.bases or entry in self.replaced:
-                return None  # not a torch module (calling it is not its forward), or its entry replaced
-            found = self._built(made.func.id, entry)
-            return (f"self.{attr}", found[1]) if found else None
+            return made.func.id
         return None
 
     def _built(self, name: str, entry: str) -> Optional[tuple[str, Signature]]:
@@ -120,8 +151,10 @@ class _Table:
         return _of(method, f"{name}.{entry}" if entry != "__init__" else name, skip=1)
 
     def _kernel(self, dotted: str) -> Optional[tuple[str, Signature]]:
+        if self._origins is None:
+            self._origins = _origins(self.scope.tree)
         head, _, rest = dotted.partition(".")
-        origin = self.origins.get(head)
+        origin = self._origins.get(head)
         if origin is None:
             return None
         full = f"{origin}.{rest}" if rest else origin
@@ -130,10 +163,36 @@ class _Table:
             return f"{module}.{name}", kernels.KERNELS[name]
         return None
 
-    def _overridden(self, owner: ast.ClassDef, attr: str) -> bool:
-        """A class of the file that derives from ``owner`` (by its name) and defines the method again."""
-        return any(isinstance(cls, ast.ClassDef) and cls is not owner and _own(cls, attr) is not None
-                   and any(nm.dotted(b) == owner.name for b in cls.bases) for cls in of_type(self.tree, ast.ClassDef))
+
+def _decorators(tree: ast.Module) -> Iterator[ast.expr]:
+    """The decorators of the module's functions and classes and of their methods."""
+    for stmt in tree.body:
+        if isinstance(stmt, (*_FUNCTIONS, ast.ClassDef)):
+            yield from stmt.decorator_list
+        if isinstance(stmt, ast.ClassDef):
+            yield from (d for m in stmt.body if isinstance(m, _FUNCTIONS) for d in m.decorator_list)
+
+
+def _origins(tree: ast.Module) -> dict[str, str]:
+    """Local name -> the dotted name it was imported as, from every import of the file (inside functions too); a name
+    imported from two places, or bound otherwise than to None, has none."""
+    seen: dict[str, set[str]] = {}
+    for kind in (ast.Import, ast.ImportFrom):
+        for node in of_type(tree, kind):
+            for alias in node.names:  # type: ignore[attr-defined]
+                if isinstance(node, ast.ImportFrom):
+                    if node.level or node.module is None:
+                        continue
+                    local, origin = alias.asname or alias.name, f"{node.module}.{alias.name}"
+                elif alias.asname:
+                    local, origin = alias.asname, alias.name
+                else:
+                    local = origin = alias.name.split(".")[0]
+                seen.setdefault(local, set()).add(origin)
+    rebound = {n.id for a in of_type(tree, ast.Assign) if not _none(a.value)  # type: ignore[attr-defined]
+               for t in a.targets for n in ast.walk(t) if isinstance(n, ast.Name)}  # type: ignore[attr-defined]
+    rebound |= {d.name for kind in (*_FUNCTIONS, ast.ClassDef) for d in of_type(tree, kind)}  # type: ignore
+    return {local: next(iter(found)) for local, found in seen.items() if len(found) == 1 and local not in rebound}
 
 
 def _of(function: Function, shown: str, skip: int) -> Optional[tuple[str, Signature]]:
@@ -190,24 +249,19 @@ def _method_outside(function: Function) -> bool:
         nm.dotted(d) in ("staticmethod", "classmethod") for d in function.decorator_list)
 
 
-def _decorators(tree: ast.Module) -> list[ast.expr]:
-    return [d for kind in (*_FUNCTIONS, ast.ClassDef) for n in of_type(tree, kind)
-            for d in n.decorator_list]  # type: ignore[attr-defined]
-
-
 _FAILS = re.compile(r"raises|Raises|Error|Exception")  # ``pytest.raises``, ``self.assertRaises``, ``assertTypingError``
 
 
-def _meant_to_fail(tree: ast.Module) -> set[int]:
+def _meant_to_fail(function: Function) -> set[int]:
     """The calls a test writes to fail: inside ``with pytest.raises(...):`` (or any context named for an error), or
     inside a lambda handed to ``raises(TypeError, lambda: ...)``."""
     found: set[int] = set()
     for kind in (ast.With, ast.AsyncWith):
-        for block in of_type(tree, kind):
+        for block in of_type(function, kind):
             if any(isinstance(i.context_expr, ast.Call) and _FAILS.search(nm.dotted(i.context_expr.func) or "")
                    for i in block.items):  # type: ignore[attr-defined]
                 found |= {id(c) for stmt in block.body for c in ast.walk(stmt) if isinstance(c, ast.Call)}  # type: ignore
-    for call in of_type(tree, ast.Call):
+    for call in of_type(function, ast.Call):
         if _FAILS.search(nm.dotted(call.func) or ""):  # type: ignore[attr-defined]
             found |= {id(c) for a in call.args if isinstance(a, ast.Lambda)  # type: ignore[attr-defined]
                       for c in ast.walk(a) if isinstance(c, ast.Call)}
@@ -225,14 +279,6 @@ def _own(cls: ast.ClassDef, name: str) -> Optional[Function]:
 
 def _static(method: Function) -> bool:
     return any(nm.dotted(d) == "staticmethod" for d in method.decorator_list)
-
-
-def _built_once(owner: ast.ClassDef, attr: str) -> Optional[ast.expr]:
-    """What the class's only store into ``self.<attr>`` (a plain ``=``) stores; None when there are more or none."""
-    stores = [a for a in of_type(owner, ast.Assign) if any(nm.self_attr(t) == attr for t in a.targets)]  # type: ignore
-    others = [a for kind in (ast.AugAssign, ast.AnnAssign) for a in of_type(owner, kind)
-              if nm.self_attr(a.target) == attr]  # type: ignore[attr-defined]
-    return stores[0].value if len(stores) == 1 and len(stores[0].targets) == 1 and not others else None  # type: ignore
 
 
 def _local_names(function: Function) -> tuple[frozenset[str], frozenset[str]]:
@@ -264,10 +310,10 @@ def _module_statements(tree: ast.Module) -> Iterator[ast.stmt]:
                 blocks += statement_blocks(stmt)
 
 
-def _module_bindings(tree: ast.Module) -> dict[str, int]:
+def _module_bindings(statements: list[ast.stmt]) -> dict[str, int]:
     """How many statements of the module bind each name (definitions, imports, assignments, loops, ``with``)."""
     count: dict[str, int] = {}
-    for stmt in _module_statements(tree):
+    for stmt in statements:
         bound: list[str] = []
         if isinstance(stmt, (*_FUNCTIONS, ast.ClassDef)):
             bound = [stmt.name]
@@ -280,28 +326,6 @@ def _module_bindings(tree: ast.Module) -> dict[str, int]:
         for name in bound:
             count[name] = count.get(name, 0) + 1
     return count
-
-
-def _origins(tree: ast.Module) -> dict[str, str]:
-    """Local name -> the dotted name it was imported as, from every import of the file (inside functions too); a name
-    imported from two places, or bound otherwise than to None, has none."""
-    seen: dict[str, set[str]] = {}
-    for kind in (ast.Import, ast.ImportFrom):
-        for node in of_type(tree, kind):
-            for alias in node.names:  # type: ignore[attr-defined]
-                if isinstance(node, ast.ImportFrom):
-                    if node.level or node.module is None:
-                        continue
-                    local, origin = alias.asname or alias.name, f"{node.module}.{alias.name}"
-                elif alias.asname:
-                    local, origin = alias.asname, alias.name
-                else:
-                    local = origin = alias.name.split(".")[0]
-                seen.setdefault(local, set()).add(origin)
-    rebound = {n.id for a in of_type(tree, ast.Assign) if not _none(a.value)  # type: ignore[attr-defined]
-               for t in a.targets for n in ast.walk(t) if isinstance(n, ast.Name)}  # type: ignore[attr-defined]
-    rebound |= {d.name for kind in (*_FUNCTIONS, ast.ClassDef) for d in of_type(tree, kind)}  # type: ignore
-    return {local: next(iter(origins)) for local, origins in seen.items() if len(origins) == 1 and local not in rebound}
 
 
 def _none(value: ast.expr) -> bool:
