@@ -147,15 +147,22 @@ def mode_written_in_forward(scope: Scope, e: ev.FunctionDone) -> None:
     func = scope.func
     node = e.node
     if func is None or func.node is not node or scope.following or scope.cls is None \
-            or getattr(node, "name", "") != "forward" or not _derived(scope, scope.cls.name):
+            or getattr(node, "name", "") != "forward":
         return  # (``__call__`` of a class of its own, a validator's ``self.training = trainer is not None``, is its
         # own flag)
     for a in of_type(node, ast.Assign):
         for target in a.targets:  # type: ignore[attr-defined]
-            if nm.self_attr(target) == "training":
+            if nm.self_attr(target) == "training" and _derived(scope, scope.cls.name):
                 scope.report(msg.ModeWrittenInForward, target, ast.unparse(a.value))  # type: ignore[attr-defined]
 
 
 def _derived(scope: Scope, name: str) -> bool:
     """The file's class of that name derives from something (a torch module, as far as a file can tell)."""
-    return any(c.name == name and c.bases for c in of_type(scope.tree, ast.ClassDef))  # type: ignore[attr-defined]
+    blocks = [scope.tree.body]  # the module's classes and those nested in classes: no walk into functions
+    while blocks:
+        for stmt in blocks.pop():
+            if isinstance(stmt, ast.ClassDef):
+                if stmt.name == name and stmt.bases:
+                    return True
+                blocks.append(stmt.body)
+    return False
