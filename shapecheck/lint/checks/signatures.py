@@ -43,14 +43,18 @@ def call_the_callee_refuses(scope: Scope, e: ev.FunctionDone) -> None:
         scope.memo["signatures"] = _Table(scope)
     table: _Table = scope.memo["signatures"]  # type: ignore[assignment]
     function: Function = e.node  # type: ignore[assignment]
-    owner = table.classes.get(scope.cls.name) if scope.cls is not None and func.method_of is not None \
-        and not _method_outside_instance(function) else None  # in a static or class method ``self`` is no instance
+    if id(function) not in table.tops:
+        return  # a nested function: its calls are read with the function around it, whose names it sees
+    owner = table.tops[id(function)]
     local: Optional[tuple[frozenset[str], frozenset[str]]] = None
     for call in of_type(function, ast.Call):
         if not table.candidate(call, owner):  # type: ignore[arg-type]
             continue
-        local = local or _local_names(function)
-        found = table.callee(call, owner, *local)  # type: ignore[arg-type]
+        if isinstance(call.func, ast.Attribute) and nm.self_attr(call.func) is not None:  # type: ignore[attr-defined]
+            found = table.own_callee(call, owner, function)  # type: ignore[arg-type]
+        else:
+            local = local or _local_names(function)
+            found = table.callee(call, owner, *local)  # type: ignore[arg-type]
         refused = _refusal(found[1], call) if found is not None else None  # type: ignore[arg-type]
         if refused is not None and id(call) not in _meant_to_fail(function):
             node, why = refused
@@ -70,6 +74,15 @@ class _Table:
         self.functions = {n.name: n for n in tree.body if isinstance(n, _FUNCTIONS) and top.get(n.name) == 1
                           and not _method_outside(n) and n.name not in registered}
         self.classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef) and top.get(n.name) == 1}
+        self.tops: dict[int, Optional[ast.ClassDef]] = {}  # the module's functions and its classes' methods ->
+        # the class whose instance ``self`` is there (none in a static or class method)
+        for stmt in tree.body:
+            if isinstance(stmt, _FUNCTIONS):
+                self.tops[id(stmt)] = None
+            elif isinstance(stmt, ast.ClassDef):
+                for m in stmt.body:
+                    if isinstance(m, _FUNCTIONS):
+                        self.tops[id(m)] = None if _method_outside_instance(m) else stmt
         self.derived: dict[str, set[str]] = {}  # a class's name -> the methods classes deriving from it define
         for cls in self.classes.values():
             defined = {m.name for m in cls.body if isinstance(m, _FUNCTIONS)}
@@ -104,8 +117,15 @@ class _Table:
             dotted = nm.dotted(func)
             if dotted is not None and dotted.split(".")[0] not in local:
                 return self._kernel(dotted)
-        attr = nm.self_attr(func)
-        if attr is None or owner is None or "self" not in local or attr.startswith("__"):
+        return None
+
+    def own_callee(self, call: ast.Call, owner: Optional[ast.ClassDef],
+                   function: Function) -> Optional[tuple[str, Signature]]:
+        """``self.<name>(...)`` in a method whose first parameter is ``self``: the class's own method, or the
+        ``forward`` of the class of the file ``self.<name>`` was built from."""
+        attr = nm.self_attr(call.func)
+        first = [*function.args.posonlyargs, *function.args.args][:1]
+        if attr is None or owner is None or attr.startswith("__") or not first or first[0].arg != "self":
             return None  # (``self.__new__(cls, ...)`` and the like pass what Python passes implicitly elsewhere)
         method = _own(owner, attr)
         if method is not None:
@@ -195,7 +215,20 @@ def _origins(tree: ast.Module) -> dict[str, str]:
     return {local: next(iter(found)) for local, found in seen.items() if len(found) == 1 and local not in rebound}
 
 
+_SIGNATURES: dict[tuple[int, int], tuple[Function, Optional[Signature]]] = {}  # (id(def), skip) -> its signature
+
+
 def _of(function: Function, shown: str, skip: int) -> Optional[tuple[str, Signature]]:
+    key = (id(function), skip)
+    hit = _SIGNATURES.get(key)
+    if hit is None or hit[0] is not function:
+        hit = _SIGNATURES[key] = (function, _signature(function, skip))
+        if len(_SIGNATURES) > 4096:
+            _SIGNATURES.clear()
+    return (shown, hit[1]) if hit[1] is not None else None
+
+
+def _signature(function: Function, skip: int) -> Optional[Signature]:
     if not all((nm.dotted(d.func if isinstance(d, ast.Call) else d) or "") in _KEEPS for d in function.decorator_list):
         return None
     body = [s for s in function.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
@@ -204,7 +237,7 @@ def _of(function: Function, shown: str, skip: int) -> Optional[tuple[str, Signat
         # stands for an implementation registered elsewhere (numba's ``@overload`` of a ``pass`` function)
     args = function.args
     positional = [a.arg for a in [*args.posonlyargs, *args.args]][skip:]
-    return shown, Signature(
+    return Signature(
         positional=tuple(positional), required=max(0, len(positional) - len(args.defaults)),
         keyword_only=tuple(a.arg for a in args.kwonlyargs),
         keyword_required=frozenset(a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is None),
