@@ -70,6 +70,11 @@ def functional_imports(tree: ast.Module) -> dict[str, str]:
     return found
 
 
+def decorated(function: ast.AST, *names: str) -> bool:
+    """A decorator of the function is one of ``names`` as written (``staticmethod``, ``torch.no_grad``)."""
+    return any(dotted(d) in names for d in getattr(function, "decorator_list", ()))
+
+
 def imports_from(tree: ast.Module, module: str) -> dict[str, str]:
     """Local name -> original name for module-level ``from <module> import name [as local]``."""
     found = {}

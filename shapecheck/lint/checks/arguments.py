@@ -42,8 +42,7 @@ def _parameters(scope: Scope, call: ast.Call) -> Optional[tuple[str, list[str]]]
     if method is None:
         return None  # another class's forward names its roles for itself (``forward(x, context)`` called with
         # ``(context, x)`` may be the reverse direction on purpose): only the class's own methods are read
-    static = any(nm.dotted(d) == "staticmethod" for d in method.decorator_list)
-    return f"self.{attr}", _positional(method, skip=0 if static else 1)
+    return f"self.{attr}", _positional(method, skip=0 if nm.decorated(method, "staticmethod") else 1)
 
 
 def _method(owner: ast.ClassDef, name: str) -> Optional[Function]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import difflib
 import re
-from typing import Iterator, Optional, Union
+from typing import Iterable, Iterator, Optional, Union
 
 from shapecheck.lint import events as ev
 from shapecheck.lint import kernels
@@ -23,7 +23,7 @@ from shapecheck.lint import names as nm
 from shapecheck.lint.checks import on
 from shapecheck.lint.kernels import Signature
 from shapecheck.lint.nodes import of_type, statement_blocks
-from shapecheck.lint.scope import Scope
+from shapecheck.lint.scope import Scope, all_args
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -67,8 +67,7 @@ class _Table:
 
     def __init__(self, scope: Scope) -> None:
         self.scope, tree = scope, scope.tree
-        self.statements = list(_module_statements(tree))
-        top = _module_bindings(self.statements)
+        top = _module_bindings(_module_statements(tree))
         registered = {a.id for d in _decorators(tree) if isinstance(d, ast.Call) for a in d.args
                       if isinstance(a, ast.Name)}  # ``@overload(new_set)``: what runs is registered elsewhere
         self.functions = {n.name: n for n in tree.body if isinstance(n, _FUNCTIONS) and top.get(n.name) == 1
@@ -82,7 +81,7 @@ class _Table:
             elif isinstance(stmt, ast.ClassDef):
                 for m in stmt.body:
                     if isinstance(m, _FUNCTIONS):
-                        self.tops[id(m)] = None if _method_outside_instance(m) else stmt
+                        self.tops[id(m)] = None if nm.decorated(m, "staticmethod", "classmethod") else stmt
         self.derived: dict[str, set[str]] = {}  # a class's name -> the methods classes deriving from it define
         for cls in self.classes.values():
             defined = {m.name for m in cls.body if isinstance(m, _FUNCTIONS)}
@@ -90,6 +89,7 @@ class _Table:
                 self.derived.setdefault(nm.dotted(base) or "", set()).update(defined)
         self._origins: Optional[dict[str, str]] = None
         self._replaced: dict[str, bool] = {}
+        self._signatures: dict[tuple[int, int], Optional[Signature]] = {}  # (id(def), skip) -> what it takes
 
     def candidate(self, call: ast.Call, owner: Optional[ast.ClassDef]) -> bool:
         """A cheap first look: a call that may reach a callee this table knows."""
@@ -111,7 +111,7 @@ class _Table:
             if func.id in local or func.id in imported:
                 return None
             if func.id in self.functions:
-                return _of(self.functions[func.id], func.id, skip=0)
+                return self._of(self.functions[func.id], func.id, skip=0)
             return self._built(func.id, "__init__") if func.id in self.classes else None
         if func.attr in kernels.KERNELS:  # type: ignore[attr-defined]
             dotted = nm.dotted(func)
@@ -131,7 +131,7 @@ class _Table:
         if method is not None:
             if self.replaced(attr) or attr in self.derived.get(owner.name, ()):
                 return None  # replaced at run time, or overridden by a class deriving from this one
-            return _of(method, f"self.{attr}", skip=0 if _static(method) else 1)
+            return self._of(method, f"self.{attr}", skip=0 if nm.decorated(method, "staticmethod") else 1)
         made = self._built_once(attr)
         if made is None:
             return None
@@ -168,7 +168,15 @@ class _Table:
         method = _own(cls, entry)
         if method is None:
             return None  # inherited from a base this check does not read
-        return _of(method, f"{name}.{entry}" if entry != "__init__" else name, skip=1)
+        return self._of(method, f"{name}.{entry}" if entry != "__init__" else name, skip=1)
+
+    def _of(self, function: Function, shown: str, skip: int) -> Optional[tuple[str, Signature]]:
+        """(how the callee is shown, its signature), each definition's signature made once a file."""
+        key = (id(function), skip)
+        if key not in self._signatures:
+            self._signatures[key] = _signature(function, skip)
+        found = self._signatures[key]
+        return (shown, found) if found is not None else None
 
     def _kernel(self, dotted: str) -> Optional[tuple[str, Signature]]:
         if self._origins is None:
@@ -213,19 +221,6 @@ def _origins(tree: ast.Module) -> dict[str, str]:
                for t in a.targets for n in ast.walk(t) if isinstance(n, ast.Name)}  # type: ignore[attr-defined]
     rebound |= {d.name for kind in (*_FUNCTIONS, ast.ClassDef) for d in of_type(tree, kind)}  # type: ignore
     return {local: next(iter(found)) for local, found in seen.items() if len(found) == 1 and local not in rebound}
-
-
-_SIGNATURES: dict[tuple[int, int], tuple[Function, Optional[Signature]]] = {}  # (id(def), skip) -> its signature
-
-
-def _of(function: Function, shown: str, skip: int) -> Optional[tuple[str, Signature]]:
-    key = (id(function), skip)
-    hit = _SIGNATURES.get(key)
-    if hit is None or hit[0] is not function:
-        hit = _SIGNATURES[key] = (function, _signature(function, skip))
-        if len(_SIGNATURES) > 4096:
-            _SIGNATURES.clear()
-    return (shown, hit[1]) if hit[1] is not None else None
 
 
 def _signature(function: Function, skip: int) -> Optional[Signature]:
@@ -278,8 +273,7 @@ def _method_outside(function: Function) -> bool:
     """A module function written as a method (``self`` or ``cls`` first, ``@staticmethod``): bound to a class at
     run time, not called by its name as written."""
     first = [*function.args.posonlyargs, *function.args.args][:1]
-    return bool(first and first[0].arg in ("self", "cls")) or any(
-        nm.dotted(d) in ("staticmethod", "classmethod") for d in function.decorator_list)
+    return bool(first and first[0].arg in ("self", "cls")) or nm.decorated(function, "staticmethod", "classmethod")
 
 
 _FAILS = re.compile(r"raises|Raises|Error|Exception")  # ``pytest.raises``, ``self.assertRaises``, ``assertTypingError``
@@ -301,35 +295,22 @@ def _meant_to_fail(function: Function) -> set[int]:
     return found
 
 
-def _method_outside_instance(method: Function) -> bool:
-    return any(nm.dotted(d) in ("staticmethod", "classmethod") for d in method.decorator_list)
-
-
 def _own(cls: ast.ClassDef, name: str) -> Optional[Function]:
     found = [s for s in cls.body if isinstance(s, _FUNCTIONS) and s.name == name]
     return found[0] if len(found) == 1 else None
-
-
-def _static(method: Function) -> bool:
-    return any(nm.dotted(d) == "staticmethod" for d in method.decorator_list)
 
 
 def _local_names(function: Function) -> tuple[frozenset[str], frozenset[str]]:
     """Every name the function (and the functions inside it) binds: parameters, stores, definitions; and apart,
     what it imports (a kernel imported there is read with the file's imports, ``_origins``)."""
     found = {a.arg for f in [function, *of_type(function, ast.FunctionDef), *of_type(function, ast.AsyncFunctionDef),
-                             *of_type(function, ast.Lambda)] for a in _all_args(f.args)}  # type: ignore[attr-defined]
+                             *of_type(function, ast.Lambda)] for a in all_args(f.args)}  # type: ignore[attr-defined]
     found |= {n.id for n in of_type(function, ast.Name) if not isinstance(n.ctx, ast.Load)}  # type: ignore
     found |= {d.name for kind in (*_FUNCTIONS, ast.ClassDef) for d in of_type(function, kind)
               if d is not function}  # type: ignore[attr-defined]
     imported = {(a.asname or a.name).split(".")[0] for kind in (ast.Import, ast.ImportFrom)
                 for i in of_type(function, kind) for a in i.names}  # type: ignore[attr-defined]
     return frozenset(found), frozenset(imported)
-
-
-def _all_args(args: ast.arguments) -> list[ast.arg]:
-    return [*args.posonlyargs, *args.args, *args.kwonlyargs,
-            *([args.vararg] if args.vararg else []), *([args.kwarg] if args.kwarg else [])]
 
 
 def _module_statements(tree: ast.Module) -> Iterator[ast.stmt]:
@@ -343,7 +324,7 @@ def _module_statements(tree: ast.Module) -> Iterator[ast.stmt]:
                 blocks += statement_blocks(stmt)
 
 
-def _module_bindings(statements: list[ast.stmt]) -> dict[str, int]:
+def _module_bindings(statements: Iterable[ast.stmt]) -> dict[str, int]:
     """How many statements of the module bind each name (definitions, imports, assignments, loops, ``with``)."""
     count: dict[str, int] = {}
     for stmt in statements:
