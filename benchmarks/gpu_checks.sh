@@ -3,7 +3,9 @@
 #
 #     bash benchmarks/gpu_checks.sh [LOG_DIR]     (default: gpu_checks_logs/)
 #
-# With shapecheck and the test extra installed on the GPU machine's own stack, it runs, writing one log each:
+# With shapecheck and the test extra installed on the GPU machine's own stack, it runs, writing one log each (install
+# carried wheels into the machine's environment, not with `pip install --target` and PYTHONPATH: tests start
+# subprocesses with a PYTHONPATH of their own, which then find neither pyflakes nor beartype):
 # - the suite on that stack (pytest -n 12, in the background: the timings below run after it ends);
 # - report's activations and training-step peak against the GPU (bench_report_memory.py --device cuda), and
 #   which SDPA kernel torch runs for each kind of call;

@@ -1,9 +1,14 @@
 """The attributes of ``torch.Tensor`` (dunder methods left out): what a method call on a tensor can name.
 
-Written from ``dir(torch.Tensor)`` of torch 2.13.0; ``tests/lint/test_checks.py`` holds it to the installed torch,
-so that a release that adds a method fails a test here before lint calls the method a typo. Lint never imports torch:
-it reads this table.
+Written from ``dir(torch.Tensor)`` of torch 2.13.0, with ``NAMED_TENSOR_METHODS``: the named-tensor methods that
+releases before it have (torch 2.11 has them, 2.13 does not), since the code lint reads may be written for any of them.
+``tests/lint/test_checks.py`` holds it to the installed torch, so that a release that adds a method fails a test here
+before lint calls the method a typo. Lint never imports torch: it reads this table.
 """
+
+NAMED_TENSOR_METHODS = frozenset({
+    "_update_names", "align_as", "align_to", "has_names", "names", "refine_names", "rename", "rename_",
+})
 
 TENSOR_ATTRIBUTES = frozenset({
     "H", "T", "_addmm_activation", "_autocast_to_full_precision", "_autocast_to_reduced_precision",
@@ -80,4 +85,4 @@ TENSOR_ATTRIBUTES = frozenset({
     "unflatten", "unfold", "uniform_", "unique", "unique_consecutive", "unsafe_chunk", "unsafe_split",
     "unsafe_split_with_sizes", "unsqueeze", "unsqueeze_", "untyped_storage", "values", "var", "vdot", "view",
     "view_as", "volatile", "vsplit", "where", "xlogy", "xlogy_", "xpu", "zero_"
-})
+}) | NAMED_TENSOR_METHODS

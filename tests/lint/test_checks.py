@@ -7,7 +7,7 @@ import functools
 
 import pytest
 
-from shapecheck.lint import lint_file
+from shapecheck.lint import lint_file, lint_source
 from shapecheck.lint.checks import CHECKS
 from shapecheck.lint.config import LintConfig
 
@@ -60,3 +60,13 @@ def test_the_tensor_method_table_holds_every_method_of_the_installed_torch():
     installed = {name for name in dir(torch.Tensor) if not (name.startswith("__") and name.endswith("__"))}
     assert installed - TENSOR_ATTRIBUTES == set()
     assert {"masked_fill", "masked_fill_", "softmax", "transpose"} <= TENSOR_ATTRIBUTES
+
+
+def test_a_method_of_an_older_torch_is_known_and_its_typo_is_named():
+    """Named tensors left torch in 2.13 (torch 2.11 has them): code written for a release before is no typo, and a
+    letter off one of their methods is reported against it."""
+    source = ("import torch\n\ndef f():\n    y = torch.randn(2, 3).refine_names('N', 'C')\n"
+              "    return y.align_to('C', 'N'), y.rename(None), torch.randn(2, 3).refine_name('N', 'C')\n")
+    found = [(f.code, f.line) for f in lint_source(source, "named.py")]
+    assert found == [("SC179", 5)]
+    assert lint_source(source, "named.py")[0].hint == "call the method meant: refine_names"
