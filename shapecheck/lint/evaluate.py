@@ -491,6 +491,11 @@ class Evaluator(Scope):
             for t, other in ((left, rnode), (right, lnode)):
                 if isinstance(t, Tensor) and "mask" in ast.unparse(other).lower() and not self.gated(other):
                     self.emit(ev.MaskAdded(node, t, other))
+        if isinstance(op, ast.Mult):
+            for t, other in ((left, rnode), (right, lnode)):
+                text = ast.unparse(other).lower()
+                if isinstance(t, Tensor) and t.role == "probs" and "mask" in text and "drop" not in text:
+                    self.emit(ev.MaskMultiplied(node, t, other))
         if isinstance(left, Tensor) and isinstance(right, Tensor):
             a, b = _broadcast_against(left, right), _broadcast_against(right, left)
             main = a if a.role or not b.role and (a.rank or 0) >= (b.rank or 0) else b  # a role outweighs a rank

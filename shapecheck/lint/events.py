@@ -132,6 +132,16 @@ class MaskAdded:
 
 
 @dataclass(frozen=True)
+class MaskMultiplied:
+    """``probs * mask``, ``probs *= ~mask``: attention probabilities multiplied by a mask (a name with ``mask`` in it,
+    not a dropout's)."""
+
+    node: ast.AST
+    tensor: Tensor
+    mask: ast.expr
+
+
+@dataclass(frozen=True)
 class Branches:
     """An ``if`` statement whose test has been evaluated, before its arms are walked."""
 

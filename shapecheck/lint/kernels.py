@@ -26,8 +26,11 @@ class Signature:
     dropout: str = "dropout_p"  # a kernel's dropout probability parameter
     layout: str = ""  # the memory layout a kernel reads its queries in (HEADS_FIRST or SEQ_FIRST), where one
     mask: str = ""  # a kernel's mask or additive bias parameter
+    text: str = ""  # how it is shown, where the parameters above are not all it is known by (torch's overloads)
 
     def shown(self) -> str:
+        if self.text:
+            return self.text
         parts = [p if k < self.required else f"{p}=..." for k, p in enumerate(self.positional)]
         if self.only_positional:
             parts.insert(self.only_positional, "/")

@@ -62,6 +62,33 @@ def test_the_tensor_method_table_holds_every_method_of_the_installed_torch():
     assert {"masked_fill", "masked_fill_", "softmax", "transpose"} <= TENSOR_ATTRIBUTES
 
 
+def test_the_torch_keyword_table_holds_every_keyword_of_the_installed_torch():
+    """SC186 refuses a keyword the table does not list for a torch function: a torch that adds one must add it here
+    (``python -m tests.support.torch_keywords``)."""
+    pytest.importorskip("torch")
+    from shapecheck.lint.torch_keywords import TORCH_KEYWORDS
+
+    from ..support.torch_keywords import installed
+
+    now = installed()
+    missing = {name: sorted(kws - set(TORCH_KEYWORDS[name].split())) for name, kws in now.items()
+               if name in TORCH_KEYWORDS and not kws <= set(TORCH_KEYWORDS[name].split())}
+    assert missing == {}
+    assert {"torch.cat", "torch.sum", "torch.nn.functional.softmax", "torch.matmul"} <= set(TORCH_KEYWORDS)
+    assert {"axis", "keepdims", "dim", "keepdim"} <= set(TORCH_KEYWORDS["torch.sum"].split())
+
+
+def test_every_weightless_module_holds_nothing_on_the_installed_torch():
+    """SC184 lets one object repeat in a stack where it is one of these: each, built with no argument, holds no
+    parameter, buffer or submodule."""
+    nn = pytest.importorskip("torch.nn")
+    from shapecheck.lint.checks.layers import WEIGHTLESS
+
+    for name in sorted(WEIGHTLESS):
+        module = getattr(nn, name)()
+        assert not [*module.parameters(), *module.buffers(), *module.children()], name
+
+
 def test_a_method_of_an_older_torch_is_known_and_its_typo_is_named():
     """Named tensors left torch in 2.13 (torch 2.11 has them): code written for a release before is no typo, and a
     letter off one of their methods is reported against it."""

@@ -51,6 +51,9 @@ KNOWN_BUGS = {
         "with guidance the time embedding's forward(timestep, hidden_states, addition_t_cond) is given four arguments",
     ("diffusers", "models/transformers/transformer_bria.py", "SC186"):
         "with guidance_embeds the guidance embedding is built without time_theta, which its __init__ requires",
+    ("transformers", "models/rwkv/modeling_rwkv.py", "SC186"):
+        "the CUDA kernel's state is made with torch.zeros(..., memory_format=...), a keyword torch.zeros does not "
+        "take: TypeError where a state is asked for and none given",
     ("transformers", "models/cvt/modeling_cvt.py", "SC103"):
         "CvT scales the scores by embed_dim ** -0.5, the width, not the head size (as the original CvT code does, "
         "whose weights rely on it); read since lint follows torch.einsum(equation, [q, k])",

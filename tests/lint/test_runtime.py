@@ -919,6 +919,53 @@ def test_sc186_reads_sdpa_signature_as_torch_binds_it():
 
 
 @torch.no_grad()
+def test_sc117_probabilities_zeroed_after_the_softmax_do_not_sum_to_one_and_the_twins_do():
+    buggy, clean = _buggy("sc117_mask_multiplied_after_softmax"), _clean("mask_multiplied_after_a_masked_softmax")
+    torch.manual_seed(0)
+    q, k, v = torch.randn(3, 2, 5, 4).unbind(0)
+    future = torch.ones(5, 5, dtype=torch.bool).triu(1)  # True = masked
+    expected = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    rows = lambda f: f(q, k, torch.eye(5).expand(2, 5, 5)).sum(-1)  # noqa: E731  (the weights, with v = I)
+    assert (rows(lambda a, b, c: buggy.BaseAttention()(a, b, c, future)) < 0.999).any()
+    assert (rows(lambda a, b, c: buggy.zeroed_attention(a, b, c, ~future)) < 0.999).any()
+    torch.testing.assert_close(clean.BaseAttention()(q, k, v, future), expected)
+    torch.testing.assert_close(clean.renormalised_attention(q, k, v, ~future), expected)
+    padded = torch.tensor([[1.0] * 5, [1.0, 1.0, 1.0, 0.0, 0.0]])
+    out = clean.padded_queries_zeroed(q, k, v, padded)
+    torch.testing.assert_close(out[1, :3], F.scaled_dot_product_attention(q, k, v)[1, :3])
+    assert out[1, 3:].abs().sum() == 0
+
+
+@torch.no_grad()
+def test_sc186_a_base_init_called_with_an_older_signature_raises_and_the_twin_rotates():
+    buggy, clean = _buggy("sc186_super_call_refused"), _clean("super_call_taken")
+    with pytest.raises(TypeError, match="max_positions"):
+        buggy.LinearScaledRotary(8, 16)
+    with pytest.raises(TypeError, match="positional"):
+        buggy.DynamicRotary(8, 16)
+    x = torch.randn(2, 5, 8)
+    rotated = clean.DynamicRotary(8, 16)(x, offset=3)
+    torch.testing.assert_close(rotated.norm(dim=-1), x.norm(dim=-1))  # a rotation keeps each vector's length
+    torch.testing.assert_close(clean.DynamicRotary(8, 16)(x[:, :1]), x[:, :1])  # position 0: no rotation
+
+
+@torch.no_grad()
+def test_sc186_a_keyword_torch_does_not_take_raises_and_the_twin_runs():
+    buggy, clean = _buggy("sc186_torch_keyword"), _clean("torch_keyword_taken")
+    x = torch.randn(2, 3, 8)
+    torch.manual_seed(0)
+    attention = clean.CachedAttention(8, 2)
+    out, past = attention(x)
+    longer, (k, _) = attention(x, past)
+    assert longer.shape == (2, 3, 8) and k.shape == (2, 2, 6, 4)  # NumPy's axis and keepdims bound
+    torch.manual_seed(0)
+    with pytest.raises(TypeError, match="softmax"):
+        buggy.CachedAttention(8, 2)(x)
+    with pytest.raises(TypeError, match="cat"):
+        buggy.CachedAttention(8, 2)(x, past)
+
+
+@torch.no_grad()
 def test_sc187_a_cut_to_minus_zero_empties_the_output_and_the_twin_keeps_it():
     buggy, clean = _buggy("sc187_slice_to_minus_zero"), _clean("slice_to_the_length")
     q = k = v = torch.randn(1, 2, 8, 4)  # 8 positions: a multiple of the block, so no padding

@@ -21,6 +21,19 @@ WEIGHTED = frozenset({
     "BatchNorm2d", "BatchNorm3d", "MultiheadAttention", "Transformer", "TransformerEncoderLayer",
     "TransformerDecoderLayer", "LSTM", "GRU", "RNN", "PReLU",
 })
+# torch.nn modules that hold no parameter, buffer or submodule (dropout, activations, losses): one object at every
+# position of a stack shares nothing (deepchem's ``nn.ModuleList([dropout_layer for _ in range(n)])``); a test holds
+# each to the installed torch
+WEIGHTLESS = frozenset({
+    "AlphaDropout", "BCELoss", "BCEWithLogitsLoss", "CELU", "CTCLoss", "CosineEmbeddingLoss", "CosineSimilarity",
+    "CrossEntropyLoss", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "ELU", "FeatureAlphaDropout", "Flatten",
+    "GELU", "GLU", "GaussianNLLLoss", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "HingeEmbeddingLoss",
+    "HuberLoss", "Identity", "KLDivLoss", "L1Loss", "LeakyReLU", "LogSigmoid", "LogSoftmax", "MSELoss",
+    "MarginRankingLoss", "Mish", "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "NLLLoss",
+    "PairwiseDistance", "PoissonNLLLoss", "RReLU", "ReLU", "ReLU6", "SELU", "SiLU", "Sigmoid", "SmoothL1Loss",
+    "SoftMarginLoss", "Softmax", "Softmax2d", "Softmin", "Softplus", "Softshrink", "Softsign", "Tanh", "Tanhshrink",
+    "TripletMarginLoss", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d",
+})
 
 
 @on(ev.Construct)
@@ -91,7 +104,7 @@ def module_repeated(scope: Scope, e: ev.NamedCall) -> None:
         return
     for arg in e.call.args:
         held = _repeated(arg.value if isinstance(arg, ast.Starred) else arg)
-        if held is not None:
+        if held is not None and not _weightless(scope, held, e.call.lineno):
             text = ast.unparse(held)
             fresh = text if isinstance(held, ast.Call) else f"copy.deepcopy({text})"
             scope.report(msg.ModuleRepeated, arg, f"nn.{e.name}", text, fresh)
@@ -110,6 +123,20 @@ def _repeated(node: ast.expr) -> "ast.expr | None":
         if not any(isinstance(n, ast.Name) and n.id in bound for n in ast.walk(node.elt)):
             return node.elt
     return None
+
+
+def _weightless(scope: Scope, held: ast.expr, line: int) -> bool:
+    """``held`` is a torch.nn module that holds nothing to share, built where the function or ``__init__`` stores it:
+    ``dropout = nn.Dropout(p)``, ``self.act = nn.GELU()``."""
+    made: "ast.expr | None" = None
+    if isinstance(held, ast.Name) and scope.func is not None:
+        made = pol.last_store(scope, scope.func.node, held.id, line)
+    elif nm.self_attr(held) is not None and scope.cls is not None and held.attr not in scope.cls.reassigned:  # type: ignore[attr-defined]
+        made = scope.cls.attrs.get(held.attr)  # type: ignore[attr-defined]
+    if not isinstance(made, ast.Call):
+        return False
+    dotted = nm.dotted(made.func) or ""
+    return dotted.rpartition(".")[2] in WEIGHTLESS and dotted.rpartition(".")[0] in ("nn", "torch.nn")
 
 
 def _a_choice(scope: Scope, call: ast.Call) -> bool:

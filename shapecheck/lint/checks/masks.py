@@ -80,12 +80,66 @@ def mask_after_softmax(scope: Scope, e: ev.MaskedFill) -> None:
     if isinstance(e.tensor, Tensor) and e.tensor.role == "probs" and e.tensor.scale != "unknown" \
             and value is not None and value <= -1.0:
         scope.report(msg.MaskAfterSoftmax, e.call, f"masked_fill(..., {ast.unparse(e.fill)})")  # type: ignore[arg-type]
+    elif isinstance(e.tensor, Tensor) and value == 0 and e.mask is not None \
+            and _zeroed_unmasked(scope, e.tensor, e.mask, e.call):
+        scope.report(msg.MaskAfterSoftmax, e.call, f"masked_fill(..., {ast.unparse(e.fill)})")  # type: ignore[arg-type]
 
 
 @on(ev.MaskAdded)
 def additive_mask_after_softmax(scope: Scope, e: ev.MaskAdded) -> None:
     if e.tensor.role == "probs" and e.tensor.scale != "unknown":
         scope.report(msg.MaskAfterSoftmax, e.node, f"+ {ast.unparse(e.mask)}")
+
+
+@on(ev.Softmax)
+def softmax_of_scores(scope: Scope, e: ev.Softmax) -> None:
+    """Remember the functions whose softmax reads scores (Q·Kᵀ): only their probabilities are attention's."""
+    if e.tensor.role == "scores" and scope.func is not None:
+        scope.memo[f"scores_softmax:{id(scope.func.node)}"] = True
+
+
+@on(ev.MaskMultiplied)
+def mask_multiplied_after_softmax(scope: Scope, e: ev.MaskMultiplied) -> None:
+    if _zeroed_unmasked(scope, e.tensor, e.mask, e.node):
+        scope.report(msg.MaskAfterSoftmax, e.node, f"* {ast.unparse(e.mask)}")
+
+
+def _zeroed_unmasked(scope: Scope, t: Tensor, mask: ast.expr, node: ast.AST) -> bool:
+    """``probs *= ~mask``, ``probs.masked_fill(mask, 0)`` where the mask reaches the scores nowhere before (GPT2
+    0519d57b): the masked keys took their share of the softmax, and the rows no longer sum to one. Not a mask the
+    function read before (the scores were masked; zeroing again after the softmax is harmless), not one over the
+    queries (``mask.unsqueeze(-1)``, ``mask[..., None]``: whole rows zeroed), nor probabilities divided by a sum
+    afterwards (renormalised)."""
+    if t.role != "probs" or t.scale == "unknown" or scope.func is None \
+            or f"scores_softmax:{id(scope.func.node)}" not in scope.memo:
+        return False
+    if re.search(r"unsqueeze\((-1|dim=-1)\)|None\]$|,1\)$", ast.unparse(mask).replace(" ", "")):
+        return False
+    masks = {n.id for n in ast.walk(mask) if isinstance(n, ast.Name) and "mask" in n.id.lower()}
+    if any("head" in m.lower() for m in masks):
+        return False  # ``probs * head_mask``: heads switched off (Hugging Face's head pruning), not keys
+    line = getattr(node, "lineno", 0)
+    tests = {id(n) for s in walk(scope.func.node) if isinstance(s, (ast.If, ast.IfExp, ast.Assert, ast.While))
+             for n in ast.walk(s.test)}  # type: ignore[attr-defined]
+    if not masks or any(isinstance(n, ast.Name) and n.id in masks and isinstance(n.ctx, ast.Load) and n.lineno < line
+                        and id(n) not in tests for n in walk(scope.func.node)):
+        return False  # the mask was read before: the scores were masked, or the mask made into another
+    return not _renormalised(scope, line)
+
+
+def _renormalised(scope: Scope, line: int) -> bool:
+    """A division by a sum somewhere after ``line`` in the function: the rows made to sum to one again."""
+    found = scope.source_text()
+    func = scope.func.node if scope.func is not None else None
+    if found is None or func is None:
+        return True
+    text, starts = found
+    end = func.end_lineno or line
+    return _DIVIDED_BY_SUM.search(text, starts[min(line, len(starts) - 1)],
+                                  starts[end] if end < len(starts) else len(text)) is not None
+
+
+_DIVIDED_BY_SUM = re.compile(r"/=?\s*\(?\s*[\w.\[\]]*\.sum\(|/=?\s*\(?\s*torch\.sum\(")
 
 
 @on(ev.MaskedFill)

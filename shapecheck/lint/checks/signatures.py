@@ -3,7 +3,9 @@
 required one left out. Python raises TypeError on that call, on the path that reaches it only; pyflakes, which does
 not match calls to definitions, says nothing.
 
-The callee must be known for certain: a fused kernel whose origin is its package (``kernels.KERNELS``), a function the
+The callee must be known for certain: a fused kernel whose origin is its package (``kernels.KERNELS``), a function of
+``torch`` or ``torch.nn.functional`` given a keyword none of its overloads names (``torch.cat(..., dims=-2)``: GPT2
+01045d6f; ``torch_keywords.TORCH_KEYWORDS``, only keywords are checked there), a function the
 module defines once, the calling class's own method, a class of the file built by name (its ``__init__``), or a
 module of the file that ``__init__`` builds into ``self.<name>`` once and the class calls (its ``forward``). A
 decorator that may change the signature, a name bound twice, a subclass that overrides the method: not known.
@@ -24,6 +26,7 @@ from shapecheck.lint.checks import on
 from shapecheck.lint.kernels import Signature
 from shapecheck.lint.nodes import of_type, statement_blocks
 from shapecheck.lint.scope import Scope, all_args
+from shapecheck.lint.torch_keywords import TORCH_KEYWORDS
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -32,6 +35,9 @@ _KEEPS = frozenset({"staticmethod", "classmethod", "torch.no_grad", "no_grad", "
                     "torch.jit.script", "torch.jit.ignore", "torch.jit.unused", "torch.jit.export", "torch.compile",
                     "functools.lru_cache", "lru_cache", "functools.cache", "cache", "torch.enable_grad",
                     "torch.autocast", "abstractmethod", "abc.abstractmethod", "override", "typing.override"})
+# the last name of each function TORCH_KEYWORDS knows: a cheap first look at a call
+_TORCH_NAMES = frozenset(name.rpartition(".")[2] for name in TORCH_KEYWORDS)
+_NUMPY_NAMES = frozenset({"axis", "keepdims", "x", "a", "x1", "x2"})  # torch's parser takes them too; not shown
 
 
 @on(ev.FunctionDone, reports=("SC186",))
@@ -67,15 +73,16 @@ class _Table:
 
     def __init__(self, scope: Scope) -> None:
         self.scope, tree = scope, scope.tree
-        top = _module_bindings(_module_statements(tree))
-        registered = {a.id for d in _decorators(tree) if isinstance(d, ast.Call) for a in d.args
+        statements = list(_module_statements(tree))  # inside ``try:`` and ``if`` blocks too
+        top = _module_bindings(statements)
+        registered = {a.id for d in _decorators(statements) if isinstance(d, ast.Call) for a in d.args
                       if isinstance(a, ast.Name)}  # ``@overload(new_set)``: what runs is registered elsewhere
-        self.functions = {n.name: n for n in tree.body if isinstance(n, _FUNCTIONS) and top.get(n.name) == 1
+        self.functions = {n.name: n for n in statements if isinstance(n, _FUNCTIONS) and top.get(n.name) == 1
                           and not _method_outside(n) and n.name not in registered}
-        self.classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef) and top.get(n.name) == 1}
+        self.classes = {n.name: n for n in statements if isinstance(n, ast.ClassDef) and top.get(n.name) == 1}
         self.tops: dict[int, Optional[ast.ClassDef]] = {}  # the module's functions and its classes' methods ->
         # the class whose instance ``self`` is there (none in a static or class method)
-        for stmt in tree.body:
+        for stmt in statements:
             if isinstance(stmt, _FUNCTIONS):
                 self.tops[id(stmt)] = None
             elif isinstance(stmt, ast.ClassDef):
@@ -98,7 +105,9 @@ class _Table:
             return func.id in self.functions or func.id in self.classes
         if not isinstance(func, ast.Attribute):
             return False
-        if func.attr in kernels.KERNELS:
+        if func.attr in kernels.KERNELS or call.keywords and func.attr in _TORCH_NAMES:
+            return True
+        if _super(func.value, owner) or isinstance(func.value, ast.Name) and func.value.id in self.classes:
             return True
         if owner is None or not isinstance(func.value, ast.Name) or func.value.id != "self":
             return False
@@ -113,11 +122,41 @@ class _Table:
             if func.id in self.functions:
                 return self._of(self.functions[func.id], func.id, skip=0)
             return self._built(func.id, "__init__") if func.id in self.classes else None
-        if func.attr in kernels.KERNELS:  # type: ignore[attr-defined]
-            dotted = nm.dotted(func)
-            if dotted is not None and dotted.split(".")[0] not in local:
-                return self._kernel(dotted)
+        if _super(func.value, owner):  # type: ignore[attr-defined]
+            return self.inherited(owner, func.attr, skip=1)  # type: ignore[arg-type, attr-defined]
+        if isinstance(func.value, ast.Name) and func.value.id in self.classes and func.value.id not in local:  # type: ignore[attr-defined]
+            return self.inherited(self.classes[func.value.id], func.attr, skip=0, own=True)  # type: ignore[attr-defined]
+        dotted = nm.dotted(func)
+        if dotted is not None and dotted.split(".")[0] not in local:
+            return self._kernel(dotted)
         return None
+
+    def inherited(self, cls: ast.ClassDef, name: str, skip: int, own: bool = False) -> Optional[tuple[str, Signature]]:
+        """What ``super().<name>`` reaches from ``cls`` (or ``<cls>.<name>``, ``own``, which looks in ``cls`` first):
+        the method of the first class up the chain that defines it, where each class on the way has one base, a class
+        of the file bound once, with no decorator or metaclass. ``skip``: 1 where Python passes ``self``."""
+        seen = {cls.name}
+        while True:
+            if not own:
+                bases = [nm.dotted(b) for b in cls.bases]
+                if len(bases) != 1 or cls.keywords or bases[0] not in self.classes or bases[0] in seen:
+                    return None
+                cls = self.classes[bases[0]]  # type: ignore[index]
+                seen.add(cls.name)
+            own = False
+            if cls.decorator_list or cls.keywords or self.replaced(name):
+                return None
+            bound = [s for s in cls.body if name in _bound_in_class(s)]
+            if not bound:
+                continue
+            method = _own(cls, name)
+            if method is None or len(bound) != 1:
+                return None  # bound otherwise than by one ``def`` (``forward = _forward``, a property)
+            if nm.decorated(method, "staticmethod") or name == "__new__":  # ``__new__``: static without saying so
+                skip = 0
+            elif nm.decorated(method, "classmethod"):
+                skip = 1
+            return self._of(method, f"{cls.name}.{name}", skip=skip)
 
     def own_callee(self, call: ast.Call, owner: Optional[ast.ClassDef],
                    function: Function) -> Optional[tuple[str, Signature]]:
@@ -179,6 +218,8 @@ class _Table:
         return (shown, found) if found is not None else None
 
     def _kernel(self, dotted: str) -> Optional[tuple[str, Signature]]:
+        """A fused kernel's signature, or the keywords a function of torch takes, by where the call's name was
+        imported from."""
         if self._origins is None:
             self._origins = _origins(self.scope.tree)
         head, _, rest = dotted.partition(".")
@@ -189,12 +230,22 @@ class _Table:
         module, _, name = full.rpartition(".")
         if name in kernels.KERNELS and module in kernels.ORIGINS[name]:
             return f"{module}.{name}", kernels.KERNELS[name]
+        if full in TORCH_KEYWORDS:
+            return full, _keywords_only(TORCH_KEYWORDS[full])
         return None
 
 
-def _decorators(tree: ast.Module) -> Iterator[ast.expr]:
+def _keywords_only(names: str) -> Signature:
+    """A signature that checks only the keywords of a call (its overloads differ in what they take by position)."""
+    keywords = tuple(names.split())
+    shown = [k for k in keywords if k not in _NUMPY_NAMES]
+    return Signature((), 0, keyword_only=keywords, varargs=True,
+                     text=f"the keywords {', '.join(shown)}" if shown else "no keyword")
+
+
+def _decorators(statements: Iterable[ast.stmt]) -> Iterator[ast.expr]:
     """The decorators of the module's functions and classes and of their methods."""
-    for stmt in tree.body:
+    for stmt in statements:
         if isinstance(stmt, (*_FUNCTIONS, ast.ClassDef)):
             yield from stmt.decorator_list
         if isinstance(stmt, ast.ClassDef):
@@ -293,6 +344,21 @@ def _meant_to_fail(function: Function) -> set[int]:
             found |= {id(c) for a in call.args if isinstance(a, ast.Lambda)  # type: ignore[attr-defined]
                       for c in ast.walk(a) if isinstance(c, ast.Call)}
     return found
+
+
+def _super(node: ast.expr, owner: Optional[ast.ClassDef]) -> bool:
+    """``super()`` or ``super(Owner, self)`` in a method of ``owner``."""
+    if owner is None or not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"):
+        return False
+    return not node.args or len(node.args) == 2 and isinstance(node.args[0], ast.Name) and node.args[0].id == owner.name
+
+
+def _bound_in_class(stmt: ast.stmt) -> set[str]:
+    """The names a statement of a class body binds there."""
+    if isinstance(stmt, (*_FUNCTIONS, ast.ClassDef)):
+        return {stmt.name}
+    targets = [*getattr(stmt, "targets", []), *([stmt.target] if hasattr(stmt, "target") else [])]
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
 
 
 def _own(cls: ast.ClassDef, name: str) -> Optional[Function]:
