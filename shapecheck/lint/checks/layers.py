@@ -145,6 +145,10 @@ def _a_choice(scope: Scope, call: ast.Call) -> bool:
     if scope.func is None:
         return False
     for node in walk(scope.func.node):
+        if isinstance(node, ast.If) and _returned_in(node.body, call) and any(
+                isinstance(r, ast.Return) and r.value is not None and not _inside(r, node)
+                for r in walk(scope.func.node)):
+            return True  # ``if shared: return nn.ModuleList([m] * n)``, then a stack of fresh modules returned
         if not isinstance(node, ast.If) or not node.orelse:
             continue
         for here, there in ((node.body, node.orelse), (node.orelse, node.body)):
@@ -154,3 +158,13 @@ def _a_choice(scope: Scope, call: ast.Call) -> bool:
                                for stmt in there):
                 return True
     return False
+
+
+def _returned_in(body: list[ast.stmt], call: ast.Call) -> bool:
+    """A ``return`` among ``body``'s statements returns what holds ``call``."""
+    return any(isinstance(stmt, ast.Return) and stmt.value is not None
+               and any(sub is call for sub in ast.walk(stmt.value)) for stmt in body)
+
+
+def _inside(node: ast.AST, block: ast.AST) -> bool:
+    return any(sub is node for sub in ast.walk(block))
