@@ -493,9 +493,10 @@ class Evaluator(Scope):
                     self.emit(ev.MaskAdded(node, t, other))
         if isinstance(op, ast.Mult):
             for t, other in ((left, rnode), (right, lnode)):
-                text = ast.unparse(other).lower()
-                if isinstance(t, Tensor) and t.role == "probs" and "mask" in text and "drop" not in text:
-                    self.emit(ev.MaskMultiplied(node, t, other))
+                if isinstance(t, Tensor) and t.role == "probs":
+                    text = ast.unparse(other).lower()
+                    if "mask" in text and "drop" not in text:
+                        self.emit(ev.MaskMultiplied(node, t, other))
         if isinstance(left, Tensor) and isinstance(right, Tensor):
             a, b = _broadcast_against(left, right), _broadcast_against(right, left)
             main = a if a.role or not b.role and (a.rank or 0) >= (b.rank or 0) else b  # a role outweighs a rank

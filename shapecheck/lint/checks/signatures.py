@@ -35,8 +35,12 @@ _KEEPS = frozenset({"staticmethod", "classmethod", "torch.no_grad", "no_grad", "
                     "torch.jit.script", "torch.jit.ignore", "torch.jit.unused", "torch.jit.export", "torch.compile",
                     "functools.lru_cache", "lru_cache", "functools.cache", "cache", "torch.enable_grad",
                     "torch.autocast", "abstractmethod", "abc.abstractmethod", "override", "typing.override"})
-# the last name of each function TORCH_KEYWORDS knows: a cheap first look at a call
-_TORCH_NAMES = frozenset(name.rpartition(".")[2] for name in TORCH_KEYWORDS)
+# the last name of each function TORCH_KEYWORDS knows -> the keywords every function of that name takes: a call that
+# names only those cannot be refused, whatever it calls (``x.sum(dim=1)``), and is not looked at further
+_TORCH_NAMES: dict[str, frozenset[str]] = {}
+for _name, _keywords in TORCH_KEYWORDS.items():
+    _last = _name.rpartition(".")[2]
+    _TORCH_NAMES[_last] = _TORCH_NAMES.get(_last, frozenset(_keywords.split())) & frozenset(_keywords.split())
 _NUMPY_NAMES = frozenset({"axis", "keepdims", "x", "a", "x1", "x2"})  # torch's parser takes them too; not shown
 
 
@@ -105,8 +109,11 @@ class _Table:
             return func.id in self.functions or func.id in self.classes
         if not isinstance(func, ast.Attribute):
             return False
-        if func.attr in kernels.KERNELS or call.keywords and func.attr in _TORCH_NAMES:
+        if func.attr in kernels.KERNELS:
             return True
+        taken = _TORCH_NAMES.get(func.attr)
+        if taken is not None and any(k.arg is not None and k.arg not in taken for k in call.keywords):
+            return True  # ``torch.cat(..., dims=-2)``, ``F.softmax(..., axis=-1)``: a keyword no such function takes
         if _super(func.value, owner) or isinstance(func.value, ast.Name) and func.value.id in self.classes:
             return True
         if owner is None or not isinstance(func.value, ast.Name) or func.value.id != "self":
@@ -217,13 +224,17 @@ class _Table:
         found = self._signatures[key]
         return (shown, found) if found is not None else None
 
+    def origins(self) -> dict[str, str]:
+        """The file's imported names and what each was imported as (``_origins``), read once a file."""
+        if self._origins is None:
+            self._origins = _origins(self.scope.tree)
+        return self._origins
+
     def _kernel(self, dotted: str) -> Optional[tuple[str, Signature]]:
         """A fused kernel's signature, or the keywords a function of torch takes, by where the call's name was
         imported from."""
-        if self._origins is None:
-            self._origins = _origins(self.scope.tree)
         head, _, rest = dotted.partition(".")
-        origin = self._origins.get(head)
+        origin = self.origins().get(head)
         if origin is None:
             return None
         full = f"{origin}.{rest}" if rest else origin
