@@ -78,9 +78,10 @@ def written(table: dict[str, frozenset[str]]) -> str:
     import torch
 
     rows = "\n".join(f"    {name!r}: {' '.join(sorted(kws))!r}," for name, kws in sorted(table.items()))
+    version = torch.__version__.split("+")[0]
     head = textwrap.dedent(f'''\
         """The keywords each public function of ``torch`` and ``torch.nn.functional`` accepts: a keyword none of them
-        names is a TypeError (SC186). Written from torch {torch.__version__.split("+")[0]} by ``tests/support/torch_keywords.py`` (an
+        names is a TypeError (SC186). Written from torch {version} by ``tests/support/torch_keywords.py`` (an
         overloaded function takes what any overload names, with NumPy's names torch's parser also takes: ``axis``,
         ``keepdims``); a test holds it to the installed torch. Functions that take ``**kwargs`` are not listed. Lint
         never imports torch: it reads this table.

@@ -131,8 +131,9 @@ def _weightless(scope: Scope, held: ast.expr, line: int) -> bool:
     made: "ast.expr | None" = None
     if isinstance(held, ast.Name) and scope.func is not None:
         made = pol.last_store(scope, scope.func.node, held.id, line)
-    elif nm.self_attr(held) is not None and scope.cls is not None and held.attr not in scope.cls.reassigned:  # type: ignore[attr-defined]
-        made = scope.cls.attrs.get(held.attr)  # type: ignore[attr-defined]
+    elif nm.self_attr(held) is not None and scope.cls is not None:
+        attr = held.attr  # type: ignore[attr-defined]
+        made = None if attr in scope.cls.reassigned else scope.cls.attrs.get(attr)
     if not isinstance(made, ast.Call):
         return False
     dotted = nm.dotted(made.func) or ""

@@ -131,11 +131,12 @@ class _Table:
             return self._built(func.id, "__init__") if func.id in self.classes else None
         if _super(func.value, owner):  # type: ignore[attr-defined]
             return self.inherited(owner, func.attr, skip=1)  # type: ignore[arg-type, attr-defined]
-        if isinstance(func.value, ast.Name) and func.value.id in self.classes and func.value.id not in local:  # type: ignore[attr-defined]
-            return self.inherited(self.classes[func.value.id], func.attr, skip=0, own=True)  # type: ignore[attr-defined]
+        base = func.value  # type: ignore[attr-defined]
+        if isinstance(base, ast.Name) and base.id in self.classes and base.id not in local:
+            return self.inherited(self.classes[base.id], func.attr, skip=0, own=True)  # type: ignore[attr-defined]
         dotted = nm.dotted(func)
         if dotted is not None and dotted.split(".")[0] not in local:
-            return self._kernel(dotted)
+            return self._imported(dotted)
         return None
 
     def inherited(self, cls: ast.ClassDef, name: str, skip: int, own: bool = False) -> Optional[tuple[str, Signature]]:
@@ -224,17 +225,13 @@ class _Table:
         found = self._signatures[key]
         return (shown, found) if found is not None else None
 
-    def origins(self) -> dict[str, str]:
-        """The file's imported names and what each was imported as (``_origins``), read once a file."""
+    def _imported(self, dotted: str) -> Optional[tuple[str, Signature]]:
+        """A fused kernel's signature, or the keywords a function of torch takes, by where the call's name was
+        imported from (the file's imports read once, and only for a call that may reach one)."""
         if self._origins is None:
             self._origins = _origins(self.scope.tree)
-        return self._origins
-
-    def _kernel(self, dotted: str) -> Optional[tuple[str, Signature]]:
-        """A fused kernel's signature, or the keywords a function of torch takes, by where the call's name was
-        imported from."""
         head, _, rest = dotted.partition(".")
-        origin = self.origins().get(head)
+        origin = self._origins.get(head)
         if origin is None:
             return None
         full = f"{origin}.{rest}" if rest else origin
@@ -359,7 +356,7 @@ def _meant_to_fail(function: Function) -> set[int]:
 
 def _super(node: ast.expr, owner: Optional[ast.ClassDef]) -> bool:
     """``super()`` or ``super(Owner, self)`` in a method of ``owner``."""
-    if owner is None or not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"):
+    if owner is None or not isinstance(node, ast.Call) or nm.dotted(node.func) != "super":
         return False
     return not node.args or len(node.args) == 2 and isinstance(node.args[0], ast.Name) and node.args[0].id == owner.name
 
