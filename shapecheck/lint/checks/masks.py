@@ -15,6 +15,7 @@ from typing import Optional
 
 from shapecheck.lint import events as ev
 from shapecheck.lint import messages as msg
+from shapecheck.lint import mask_kinds as mk
 from shapecheck.lint import names as nm
 from shapecheck.lint import polarity as pol
 from shapecheck.lint.checks import on
@@ -100,8 +101,17 @@ def softmax_of_scores(scope: Scope, e: ev.Softmax) -> None:
 
 @on(ev.MaskMultiplied)
 def mask_multiplied_after_softmax(scope: Scope, e: ev.MaskMultiplied) -> None:
-    if _zeroed_unmasked(scope, e.tensor, e.mask, e.node):
+    """Only a factor that holds 0 and 1 by data flow (a negation, a comparison, a boolean made so): a tensor merely
+    named a mask may be a soft weight multiplied in by design (a similarity, a gate)."""
+    if _zero_one(scope, e.mask) and _zeroed_unmasked(scope, e.tensor, e.mask, e.node):
         scope.report(msg.MaskAfterSoftmax, e.node, f"* {ast.unparse(e.mask)}")
+
+
+def _zero_one(scope: Scope, node: ast.expr) -> bool:
+    if mk.kind(scope, node) in mk.ZERO_ONE:
+        return True
+    dotted = nm.dotted(node.func) if isinstance(node, ast.Call) else None
+    return (dotted or "").rpartition(".")[2] == "bitwise_not"  # defined for booleans and integers only
 
 
 def _zeroed_unmasked(scope: Scope, t: Tensor, mask: ast.expr, node: ast.AST) -> bool:

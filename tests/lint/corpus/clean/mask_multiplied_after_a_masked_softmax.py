@@ -34,3 +34,19 @@ def padded_queries_zeroed(q, k, v, query_mask):
     weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)), dim=-1)
     weights = weights * query_mask.unsqueeze(-1)
     return weights @ v
+
+
+class SimilarityWeightedAttention(nn.Module):
+    """A soft weight passed under the name ``mask`` (the nodes' cosine similarity) and multiplied into the
+    probabilities by design: nothing says it holds 0 and 1."""
+
+    def __init__(self, dim):
+        super().__init__()
+        self.qkv = nn.Linear(dim, 3 * dim)
+
+    def forward(self, x, mask=None):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        score = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(q.size(-1)), dim=-1)
+        if mask is not None:
+            score = score * mask
+        return score @ v
