@@ -12,7 +12,7 @@ from shapecheck.lint import names as nm
 from shapecheck.lint import polarity as pol
 from shapecheck.lint.checks import on
 from shapecheck.lint.scope import Scope
-from shapecheck.lint.nodes import walk
+from shapecheck.lint.nodes import subtree, walk
 
 # torch.nn layers that own trainable parameters
 WEIGHTED = frozenset({
@@ -163,9 +163,8 @@ def _a_choice(scope: Scope, call: ast.Call) -> bool:
 
 def _returned_in(body: list[ast.stmt], call: ast.Call) -> bool:
     """A ``return`` among ``body``'s statements returns what holds ``call``."""
-    return any(isinstance(stmt, ast.Return) and stmt.value is not None
-               and any(sub is call for sub in ast.walk(stmt.value)) for stmt in body)
+    return any(isinstance(stmt, ast.Return) and stmt.value is not None and _inside(call, stmt.value) for stmt in body)
 
 
 def _inside(node: ast.AST, block: ast.AST) -> bool:
-    return any(sub is node for sub in ast.walk(block))
+    return any(sub is node for sub in subtree(block))

@@ -35,12 +35,19 @@ _KEEPS = frozenset({"staticmethod", "classmethod", "torch.no_grad", "no_grad", "
                     "torch.jit.script", "torch.jit.ignore", "torch.jit.unused", "torch.jit.export", "torch.compile",
                     "functools.lru_cache", "lru_cache", "functools.cache", "cache", "torch.enable_grad",
                     "torch.autocast", "abstractmethod", "abc.abstractmethod", "override", "typing.override"})
-# the last name of each function TORCH_KEYWORDS knows -> the keywords every function of that name takes: a call that
-# names only those cannot be refused, whatever it calls (``x.sum(dim=1)``), and is not looked at further
-_TORCH_NAMES: dict[str, frozenset[str]] = {}
-for _name, _keywords in TORCH_KEYWORDS.items():
-    _last = _name.rpartition(".")[2]
-    _TORCH_NAMES[_last] = _TORCH_NAMES.get(_last, frozenset(_keywords.split())) & frozenset(_keywords.split())
+
+
+def _keywords_every_one_takes() -> dict[str, frozenset[str]]:
+    """The last name of each function TORCH_KEYWORDS knows -> the keywords every function of that name takes: a call
+    that names only those cannot be refused, whatever it calls (``x.sum(dim=1)``), and is not looked at further."""
+    found: dict[str, frozenset[str]] = {}
+    for name, keywords in TORCH_KEYWORDS.items():
+        last, taken = name.rpartition(".")[2], frozenset(keywords.split())
+        found[last] = found.get(last, taken) & taken
+    return found
+
+
+_TORCH_NAMES = _keywords_every_one_takes()
 _NUMPY_NAMES = frozenset({"axis", "keepdims", "x", "a", "x1", "x2"})  # torch's parser takes them too; not shown
 
 
@@ -154,7 +161,7 @@ class _Table:
             own = False
             if cls.decorator_list or cls.keywords or self.replaced(name):
                 return None
-            bound = [s for s in cls.body if name in _bound_in_class(s)]
+            bound = [s for s in cls.body if name in _bound_by(s)]
             if not bound:
                 continue
             method = _own(cls, name)
@@ -361,14 +368,6 @@ def _super(node: ast.expr, owner: Optional[ast.ClassDef]) -> bool:
     return not node.args or len(node.args) == 2 and isinstance(node.args[0], ast.Name) and node.args[0].id == owner.name
 
 
-def _bound_in_class(stmt: ast.stmt) -> set[str]:
-    """The names a statement of a class body binds there."""
-    if isinstance(stmt, (*_FUNCTIONS, ast.ClassDef)):
-        return {stmt.name}
-    targets = [*getattr(stmt, "targets", []), *([stmt.target] if hasattr(stmt, "target") else [])]
-    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-
-
 def _own(cls: ast.ClassDef, name: str) -> Optional[Function]:
     found = [s for s in cls.body if isinstance(s, _FUNCTIONS) and s.name == name]
     return found[0] if len(found) == 1 else None
@@ -402,18 +401,21 @@ def _module_bindings(statements: Iterable[ast.stmt]) -> dict[str, int]:
     """How many statements of the module bind each name (definitions, imports, assignments, loops, ``with``)."""
     count: dict[str, int] = {}
     for stmt in statements:
-        bound: list[str] = []
-        if isinstance(stmt, (*_FUNCTIONS, ast.ClassDef)):
-            bound = [stmt.name]
-        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            bound = [(a.asname or a.name).split(".")[0] for a in stmt.names]
-        else:
-            targets = [*getattr(stmt, "targets", []), *([stmt.target] if hasattr(stmt, "target") else []),
-                       *(i.optional_vars for i in getattr(stmt, "items", []) if i.optional_vars is not None)]
-            bound = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
-        for name in bound:
+        for name in _bound_by(stmt):
             count[name] = count.get(name, 0) + 1
     return count
+
+
+def _bound_by(stmt: ast.stmt) -> list[str]:
+    """The names one statement binds where it stands (a module's or a class body's): a definition, an import, an
+    assignment's or a loop's targets, ``with ... as`` names."""
+    if isinstance(stmt, (*_FUNCTIONS, ast.ClassDef)):
+        return [stmt.name]
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return [(a.asname or a.name).split(".")[0] for a in stmt.names]
+    targets = [*getattr(stmt, "targets", []), *([stmt.target] if hasattr(stmt, "target") else []),
+               *(i.optional_vars for i in getattr(stmt, "items", []) if i.optional_vars is not None)]
+    return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
 
 
 def _none(value: ast.expr) -> bool:
